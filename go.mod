@@ -1,0 +1,3 @@
+module github.com/fitgo/fitgo
+
+go 1.23
