@@ -1,0 +1,268 @@
+// Command inspect prints what fitgo sees in the current process: the cgroup
+// version and path, each effective limit and the directory that imposed it,
+// the CPU throttling counters, and the GOMAXPROCS and GOMEMLIMIT in force.
+//
+//	go run ./examples/inspect         # aligned text
+//	go run ./examples/inspect -json   # one JSON object
+//
+// It changes nothing. Outside a container (or outside Linux) it says that
+// there are no cgroup limits.
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"text/tabwriter"
+
+	"github.com/fitgo/fitgo/cgroup"
+)
+
+// report is everything inspect prints; its JSON form is the -json output.
+type report struct {
+	GoVersion string `json:"go_version"`
+	OS        string `json:"os"`
+	NumCPU    int    `json:"num_cpu"` // the CPU affinity count at start-up
+	// GOMAXPROCS and GOMEMLIMIT in force, and the environment variables, if set.
+	GOMAXPROCS    int     `json:"gomaxprocs"`
+	GOMAXPROCSEnv *string `json:"gomaxprocs_env,omitempty"`
+	GOMEMLIMIT    int64   `json:"gomemlimit"`
+	GOMEMLIMITEnv *string `json:"gomemlimit_env,omitempty"`
+
+	Cgroup   *cgroupReport `json:"cgroup,omitempty"`
+	Error    string        `json:"error,omitempty"`
+	Summary  string        `json:"summary"`
+	Policies []policy      `json:"policies,omitempty"`
+}
+
+type cgroupReport struct {
+	CPU    controller `json:"cpu"`
+	Memory controller `json:"memory"`
+
+	CPUQuotaCores   *float64 `json:"cpu_quota_cores,omitempty"`
+	CPUPeriodUS     int64    `json:"cpu_period_us,omitempty"`
+	CPUSource       string   `json:"cpu_source,omitempty"`
+	MemoryMaxBytes  *int64   `json:"memory_max_bytes,omitempty"`
+	MemoryMaxSource string   `json:"memory_max_source,omitempty"`
+	MemoryHighBytes *int64   `json:"memory_high_bytes,omitempty"`
+	MemoryHighSrc   string   `json:"memory_high_source,omitempty"`
+
+	Throttling *throttling `json:"throttling,omitempty"`
+}
+
+type controller struct {
+	Version string `json:"version"`
+	Path    string `json:"path,omitempty"`
+	Dir     string `json:"dir,omitempty"`
+	Error   string `json:"error,omitempty"`
+}
+
+type throttling struct {
+	Periods          uint64  `json:"periods"`
+	ThrottledPeriods uint64  `json:"throttled_periods"`
+	ThrottledSeconds float64 `json:"throttled_seconds"`
+	UsageSeconds     float64 `json:"usage_seconds,omitempty"`
+	Error            string  `json:"error,omitempty"`
+}
+
+// policy is what one fitgo policy would set in this process.
+type policy struct {
+	Name   string `json:"name"`
+	Value  string `json:"value"`
+	Reason string `json:"reason,omitempty"`
+}
+
+func main() {
+	asJSON := flag.Bool("json", false, "print one JSON object instead of text")
+	flag.Parse()
+	r := inspect()
+	var err error
+	if *asJSON {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		err = enc.Encode(r)
+	} else {
+		err = printText(os.Stdout, r)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "inspect:", err)
+		os.Exit(1)
+	}
+}
+
+func inspect() report {
+	r := report{
+		GoVersion:  runtime.Version(),
+		OS:         runtime.GOOS + "/" + runtime.GOARCH,
+		NumCPU:     runtime.NumCPU(),
+		GOMAXPROCS: runtime.GOMAXPROCS(0),
+		GOMEMLIMIT: debug.SetMemoryLimit(-1),
+	}
+	if v, ok := os.LookupEnv("GOMAXPROCS"); ok {
+		r.GOMAXPROCSEnv = &v
+	}
+	if v, ok := os.LookupEnv("GOMEMLIMIT"); ok {
+		r.GOMEMLIMITEnv = &v
+	}
+
+	lim, err := cgroup.Read()
+	if errors.Is(err, cgroup.ErrNoCgroup) {
+		r.Summary = "no cgroup limits: " + err.Error()
+		r.Policies = policies(lim)
+		return r
+	}
+	if err != nil {
+		r.Error = err.Error()
+	}
+	c := &cgroupReport{
+		CPU:    describe(lim.CPU.Hierarchy, lim.CPU.Err),
+		Memory: describe(lim.Memory.Hierarchy, lim.Memory.Err),
+	}
+	if cores, ok := lim.CPUQuota(); ok {
+		c.CPUQuotaCores = &cores
+		c.CPUPeriodUS = lim.CPU.Period.Microseconds()
+		c.CPUSource = lim.CPU.Source
+	}
+	if b, ok := lim.MemoryMax(); ok {
+		c.MemoryMaxBytes = &b
+		c.MemoryMaxSource = lim.Memory.MaxSource
+	}
+	if b, ok := lim.MemoryHigh(); ok {
+		c.MemoryHighBytes = &b
+		c.MemoryHighSrc = lim.Memory.HighSource
+	}
+	if lim.CPU.Version != 0 {
+		t := &throttling{}
+		if st, err := cgroup.ReadCPUStat(); err != nil {
+			t.Error = err.Error()
+		} else {
+			t.Periods = st.Periods
+			t.ThrottledPeriods = st.ThrottledPeriods
+			t.ThrottledSeconds = st.ThrottledTime.Seconds()
+			if st.HasUsage {
+				t.UsageSeconds = st.Usage.Seconds()
+			}
+		}
+		c.Throttling = t
+	}
+	r.Cgroup = c
+	r.Summary = summary(c, err)
+	r.Policies = policies(lim)
+	return r
+}
+
+func describe(h cgroup.Hierarchy, err error) controller {
+	c := controller{Version: h.Version.String(), Path: h.Path, Dir: h.Dir}
+	if err != nil {
+		c.Error = err.Error()
+	}
+	return c
+}
+
+func summary(c *cgroupReport, err error) string {
+	switch {
+	case err != nil && c.CPUQuotaCores == nil && c.MemoryMaxBytes == nil && c.MemoryHighBytes == nil:
+		return "cgroup limits could not be read (see error)"
+	case c.CPUQuotaCores == nil && c.MemoryMaxBytes == nil && c.MemoryHighBytes == nil:
+		return "no cgroup limits"
+	case c.CPUQuotaCores == nil:
+		return "memory limited, no CPU limit"
+	case c.MemoryMaxBytes == nil && c.MemoryHighBytes == nil:
+		return "CPU limited, no memory limit"
+	}
+	return "CPU and memory limited"
+}
+
+func printText(w io.Writer, r report) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
+	row("go", r.GoVersion+" "+r.OS)
+	row("summary", r.Summary)
+	if r.Error != "" {
+		row("error", r.Error)
+	}
+	row("CPUs (affinity)", fmt.Sprint(r.NumCPU))
+	row("GOMAXPROCS", fmt.Sprint(r.GOMAXPROCS)+envNote(r.GOMAXPROCSEnv))
+	row("GOMEMLIMIT", bytesString(r.GOMEMLIMIT)+envNote(r.GOMEMLIMITEnv))
+	if c := r.Cgroup; c != nil {
+		row("cpu controller", controllerString(c.CPU))
+		row("memory controller", controllerString(c.Memory))
+		if c.CPUQuotaCores != nil {
+			row("cpu quota", fmt.Sprintf("%.3g cores (period %d µs) from %s", *c.CPUQuotaCores, c.CPUPeriodUS, c.CPUSource))
+		} else {
+			row("cpu quota", "none")
+		}
+		if c.MemoryMaxBytes != nil {
+			row("memory max", bytesString(*c.MemoryMaxBytes)+" from "+c.MemoryMaxSource)
+		} else {
+			row("memory max", "none")
+		}
+		if c.MemoryHighBytes != nil {
+			row("memory high", bytesString(*c.MemoryHighBytes)+" from "+c.MemoryHighSrc)
+		}
+		if t := c.Throttling; t != nil {
+			if t.Error != "" {
+				row("throttling", "error: "+t.Error)
+			} else {
+				row("throttling", fmt.Sprintf("%d of %d periods throttled, %.3f s throttled", t.ThrottledPeriods, t.Periods, t.ThrottledSeconds))
+			}
+		}
+	}
+	for _, p := range r.Policies {
+		v := p.Value
+		if p.Reason != "" {
+			v += " (" + p.Reason + ")"
+		}
+		row("policy "+p.Name, v)
+	}
+	return tw.Flush()
+}
+
+func controllerString(c controller) string {
+	s := c.Version
+	if c.Dir != "" {
+		s += " " + c.Dir
+	}
+	if c.Path != "" && c.Path != c.Dir {
+		s += " (cgroup " + c.Path + ")"
+	}
+	if c.Error != "" {
+		s += " error: " + c.Error
+	}
+	return s
+}
+
+func envNote(v *string) string {
+	if v == nil {
+		return ""
+	}
+	return fmt.Sprintf(" (env %q)", *v)
+}
+
+// bytesString prints n in the largest binary unit that divides it evenly, or
+// "off" for the runtime's "no limit" value.
+func bytesString(n int64) string {
+	if n == 1<<63-1 {
+		return "off"
+	}
+	for _, u := range []struct {
+		s string
+		v int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n >= u.v && n%u.v == 0 {
+			return fmt.Sprintf("%d %s", n/u.v, u.s)
+		}
+	}
+	if n >= 1<<20 {
+		return fmt.Sprintf("%.1f MiB (%d bytes)", float64(n)/(1<<20), n)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// policies is filled in once maxprocs and memlimit land.
+func policies(cgroup.Limits) []policy { return nil }
