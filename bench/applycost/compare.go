@@ -1,0 +1,215 @@
+package applycost
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"text/tabwriter"
+)
+
+// Bench is the benchmark body for one side: each iteration times s.Apply from
+// the reset state, then undoes and resets with the timer stopped.
+func Bench(b *testing.B, s Side) {
+	b.ReportAllocs()
+	Reset()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := s.Apply(); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		s.Undo()
+		Reset()
+		b.StartTimer()
+	}
+}
+
+// BenchName is the name under which a side's results are printed, in the Go
+// benchmark format, so that benchstat can compare them.
+func BenchName(side string) string { return "BenchmarkApply/" + side }
+
+// Interleave runs rounds rounds of testing.Benchmark for every side, in
+// alternating order (A B, B A, A B, ...) so that drift on a shared machine hits
+// both sides alike, and writes one Go benchmark-format line per side and round
+// to w as it goes. testing.Benchmark honours -test.benchtime.
+func Interleave(w io.Writer, rounds int, sides ...Side) error {
+	for r := range rounds {
+		order := slices.Clone(sides)
+		if r%2 == 1 {
+			slices.Reverse(order)
+		}
+		for _, s := range order {
+			var failed error
+			recorded := Side{Name: s.Name, Undo: s.Undo, Apply: func() error {
+				err := s.Apply()
+				if err != nil {
+					failed = err
+				}
+				return err
+			}}
+			res := testing.Benchmark(func(b *testing.B) { Bench(b, recorded) })
+			if failed != nil {
+				return fmt.Errorf("%s: %w", s.Name, failed)
+			}
+			if res.N == 0 {
+				return fmt.Errorf("%s: the benchmark did not run", s.Name)
+			}
+			if _, err := fmt.Fprintf(w, "%s\t%s\t%s\n", BenchName(s.Name), res.String(), res.MemString()); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Run is one benchmark-format result line.
+type Run struct {
+	Name        string
+	N           int
+	NsPerOp     float64
+	BytesPerOp  float64
+	AllocsPerOp float64
+}
+
+// ParseRuns reads Go benchmark-format lines ("BenchmarkX N v ns/op v B/op v
+// allocs/op") and ignores every other line. The -P suffix that go test adds
+// for GOMAXPROCS is kept in the name.
+func ParseRuns(r io.Reader) ([]Run, error) {
+	var runs []Run
+	sc := bufio.NewScanner(r)
+	line := 0
+	for sc.Scan() {
+		line++
+		f := strings.Fields(sc.Text())
+		if len(f) < 4 || !strings.HasPrefix(f[0], "Benchmark") {
+			continue
+		}
+		n, err := strconv.Atoi(f[1])
+		if err != nil {
+			continue // e.g. "BenchmarkX skipped" or a log line
+		}
+		run := Run{Name: f[0], N: n}
+		if (len(f)-2)%2 != 0 {
+			return nil, fmt.Errorf("line %d: odd value/unit pairs: %q", line, sc.Text())
+		}
+		seen := false
+		for i := 2; i+1 < len(f); i += 2 {
+			v, err := strconv.ParseFloat(f[i], 64)
+			if err != nil {
+				return nil, fmt.Errorf("line %d: value %q: %v", line, f[i], err)
+			}
+			switch f[i+1] {
+			case "ns/op":
+				run.NsPerOp, seen = v, true
+			case "B/op":
+				run.BytesPerOp = v
+			case "allocs/op":
+				run.AllocsPerOp = v
+			}
+		}
+		if !seen {
+			return nil, fmt.Errorf("line %d: no ns/op: %q", line, sc.Text())
+		}
+		runs = append(runs, run)
+	}
+	return runs, sc.Err()
+}
+
+// Summary is the medians of one benchmark's runs.
+type Summary struct {
+	Name         string
+	Runs         int
+	NsPerOp      float64 // median
+	MinNs, MaxNs float64
+	AllocsPerOp  float64 // median
+	BytesPerOp   float64 // median
+}
+
+// Summarize groups runs by name, in order of first appearance.
+func Summarize(runs []Run) []Summary {
+	var names []string
+	by := map[string][]Run{}
+	for _, r := range runs {
+		if _, ok := by[r.Name]; !ok {
+			names = append(names, r.Name)
+		}
+		by[r.Name] = append(by[r.Name], r)
+	}
+	out := make([]Summary, 0, len(names))
+	for _, name := range names {
+		rs := by[name]
+		ns := make([]float64, len(rs))
+		allocs := make([]float64, len(rs))
+		bytes := make([]float64, len(rs))
+		for i, r := range rs {
+			ns[i], allocs[i], bytes[i] = r.NsPerOp, r.AllocsPerOp, r.BytesPerOp
+		}
+		out = append(out, Summary{
+			Name:        name,
+			Runs:        len(rs),
+			NsPerOp:     Median(ns),
+			MinNs:       slices.Min(ns),
+			MaxNs:       slices.Max(ns),
+			AllocsPerOp: Median(allocs),
+			BytesPerOp:  Median(bytes),
+		})
+	}
+	return out
+}
+
+// Median returns the median of xs (the mean of the middle two for an even
+// count), or 0 for none. xs is not modified.
+func Median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	m := len(s) / 2
+	if len(s)%2 == 1 {
+		return s[m]
+	}
+	return (s[m-1] + s[m]) / 2
+}
+
+// Find returns the summary named name.
+func Find(sums []Summary, name string) (Summary, bool) {
+	i := slices.IndexFunc(sums, func(s Summary) bool { return s.Name == name })
+	if i < 0 {
+		return Summary{}, false
+	}
+	return sums[i], true
+}
+
+// Ratio is a/b for the time and the allocation count of two summaries.
+type Ratio struct {
+	Ns, Allocs float64
+}
+
+// RatioOf returns a's cost relative to b's.
+func RatioOf(a, b Summary) Ratio {
+	r := Ratio{}
+	if b.NsPerOp > 0 {
+		r.Ns = a.NsPerOp / b.NsPerOp
+	}
+	if b.AllocsPerOp > 0 {
+		r.Allocs = a.AllocsPerOp / b.AllocsPerOp
+	}
+	return r
+}
+
+// WriteTable writes the summaries as an aligned text table.
+func WriteTable(w io.Writer, sums []Summary) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "benchmark\truns\tmedian µs/op\tmin–max µs/op\tallocs/op\tB/op\t")
+	for _, s := range sums {
+		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.1f–%.1f\t%.0f\t%.0f\t\n",
+			strings.TrimPrefix(s.Name, "BenchmarkApply/"), s.Runs,
+			s.NsPerOp/1e3, s.MinNs/1e3, s.MaxNs/1e3, s.AllocsPerOp, s.BytesPerOp)
+	}
+	return tw.Flush()
+}
