@@ -1,0 +1,410 @@
+// Package report writes a benchmark's results: results.json (one Summary per
+// variant and scenario setting), runs.json (every run), report.md (tables and
+// the context of the run), chart.png (latency percentiles and throttling per
+// variant) and bench.txt (Go benchmark format, for benchstat). Both runners,
+// local and kind, use it.
+package report
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/fitgo/fitgo/bench/internal/results"
+)
+
+// Files written by Write, in the output directory.
+const (
+	ResultsFile = "results.json"
+	RunsFile    = "runs.json"
+	ReportFile  = "report.md"
+	ChartFile   = "chart.png"
+	BenchFile   = "bench.txt"
+)
+
+// Meta is the context of a benchmark, printed in report.md.
+type Meta struct {
+	// Runner is "local" or "kind"; it also names the benchmarks in bench.txt
+	// (BenchmarkLocal, BenchmarkKind).
+	Runner string
+	// Command is the command line that produced the results.
+	Command string
+	// Started and Elapsed time the whole benchmark.
+	Started time.Time
+	Elapsed time.Duration
+	// Machine, Kernel and CPUModel describe where the workload ran (for kind:
+	// the node). HostMeta fills them for the local machine.
+	Machine  string
+	CPUModel string
+	Kernel   string
+	// Cgroup describes the cgroup setup, e.g. "v1 (cpu: /sys/fs/cgroup/cpu, memory: /sys/fs/cgroup/memory)".
+	Cgroup string
+	// GoVersion is the Go version the variants were built with.
+	GoVersion string
+	// Workload describes the workload's parameters.
+	Workload string
+	// Notes are extra paragraphs for report.md.
+	Notes []string
+}
+
+// HostMeta returns a Meta describing this machine: CPU model and count, memory,
+// kernel release and the Go version of the running program.
+func HostMeta() Meta {
+	m := Meta{GoVersion: runtime.Version(), Started: time.Now()}
+	m.CPUModel = cpuModel()
+	mem := ""
+	if kb := memTotalKiB(); kb > 0 {
+		mem = fmt.Sprintf(", %.1f GiB RAM", float64(kb)/(1<<20))
+	}
+	m.Machine = fmt.Sprintf("%s/%s, %d CPUs%s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), mem)
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		m.Kernel = strings.TrimSpace(string(b))
+	}
+	return m
+}
+
+func cpuModel() string {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return ""
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+func memTotalKiB() int64 {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(l, "MemTotal:"); ok {
+			f := strings.Fields(rest)
+			if len(f) > 0 {
+				n, _ := strconv.ParseInt(f[0], 10, 64)
+				return n
+			}
+		}
+	}
+	return 0
+}
+
+// Write writes results.json, runs.json, report.md, chart.png and bench.txt for
+// runs into dir, creating dir if needed.
+func Write(dir string, meta Meta, runs []results.Run) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	sums := results.Summarize(runs)
+	if err := writeJSON(filepath.Join(dir, ResultsFile), sums); err != nil {
+		return err
+	}
+	if err := writeJSON(filepath.Join(dir, RunsFile), runs); err != nil {
+		return err
+	}
+	var md bytes.Buffer
+	if err := Markdown(&md, meta, sums); err != nil {
+		return err
+	}
+	fmt.Fprintf(&md, "\nFiles: `%s` (medians), `%s` (every run), `%s`, `%s` (compare runs with `benchstat`).\n",
+		ResultsFile, RunsFile, ChartFile, BenchFile)
+	if err := os.WriteFile(filepath.Join(dir, ReportFile), md.Bytes(), 0o644); err != nil {
+		return err
+	}
+	if err := WriteChart(filepath.Join(dir, ChartFile), sums); err != nil {
+		return fmt.Errorf("chart: %w", err)
+	}
+	var bt bytes.Buffer
+	if err := BenchText(&bt, meta, runs); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, BenchFile), bt.Bytes(), 0o644)
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// column of the summary tables.
+type column struct {
+	head string
+	cell func(s results.Summary, base *results.Summary) string
+}
+
+func ms(v results.Float) string {
+	f := float64(v)
+	switch {
+	case math.IsNaN(f):
+		return "–"
+	case f >= 100:
+		return strconv.FormatFloat(f, 'f', 0, 64)
+	case f >= 10:
+		return strconv.FormatFloat(f, 'f', 1, 64)
+	}
+	return strconv.FormatFloat(f, 'f', 2, 64)
+}
+
+func pct(v results.Float) string {
+	if math.IsNaN(float64(v)) {
+		return "–"
+	}
+	return strconv.FormatFloat(float64(v)*100, 'f', 1, 64) + "%"
+}
+
+func withRange(s results.Summary, key string, v results.Float, f func(results.Float) string) string {
+	r, ok := s.Range[key]
+	if !ok || r[0] == r[1] {
+		return f(v)
+	}
+	return fmt.Sprintf("%s (%s–%s)", f(v), f(r[0]), f(r[1]))
+}
+
+// MiB formats a byte count in MiB; "–" for NaN, "none" for 0.
+func MiB(v float64) string {
+	switch {
+	case math.IsNaN(v):
+		return "–"
+	case v == 0:
+		return "none"
+	}
+	return strconv.FormatFloat(v/(1<<20), 'f', 0, 64) + " MiB"
+}
+
+func intOrDash(v results.Float) string {
+	if math.IsNaN(float64(v)) {
+		return "–"
+	}
+	return strconv.FormatFloat(float64(v), 'f', 0, 64)
+}
+
+var columns = []column{
+	{"variant", func(s results.Summary, _ *results.Summary) string { return s.Variant }},
+	{"GOMAXPROCS", func(s results.Summary, _ *results.Summary) string {
+		return withRange(s, "gomaxprocs", s.GOMAXPROCS, intOrDash)
+	}},
+	{"GOMEMLIMIT", func(s results.Summary, _ *results.Summary) string {
+		if s.CompletedRuns == 0 {
+			return "–"
+		}
+		if math.IsNaN(float64(s.GOMEMLIMITBytes)) {
+			return "off"
+		}
+		return MiB(float64(s.GOMEMLIMITBytes))
+	}},
+	{"p50 ms", func(s results.Summary, _ *results.Summary) string { return ms(s.LatencyP50MS) }},
+	{"p99 ms", func(s results.Summary, _ *results.Summary) string {
+		return withRange(s, "latency_p99_ms", s.LatencyP99MS, ms)
+	}},
+	{"p99 vs runtime", func(s results.Summary, base *results.Summary) string {
+		if base == nil || !(base.LatencyP99MS > 0) || math.IsNaN(float64(s.LatencyP99MS)) {
+			return "–"
+		}
+		return strconv.FormatFloat(float64(s.LatencyP99MS/base.LatencyP99MS), 'f', 2, 64) + "x"
+	}},
+	{"p99.9 ms", func(s results.Summary, _ *results.Summary) string {
+		return withRange(s, "latency_p999_ms", s.LatencyP999MS, ms)
+	}},
+	{"max ms", func(s results.Summary, _ *results.Summary) string { return ms(s.LatencyMaxMS) }},
+	{"GC pause p99 ms", func(s results.Summary, _ *results.Summary) string { return ms(s.GCPauseP99MS) }},
+	{"GC cycles", func(s results.Summary, _ *results.Summary) string { return intOrDash(s.GCCycles) }},
+	{"GC CPU", func(s results.Summary, _ *results.Summary) string { return pct(s.GCCPUFraction) }},
+	{"throttled periods", func(s results.Summary, _ *results.Summary) string {
+		return withRange(s, "throttled_periods_ratio", s.ThrottledPeriodsRatio, pct)
+	}},
+	{"requests done", func(s results.Summary, _ *results.Summary) string { return intOrDash(s.Requests) }},
+	{"peak RSS", func(s results.Summary, _ *results.Summary) string { return MiB(float64(s.PeakRSSBytes)) }},
+	{"OOM kills", func(s results.Summary, _ *results.Summary) string {
+		return fmt.Sprintf("%d/%d", s.OOMKills, s.Runs)
+	}},
+}
+
+// SettingTitle describes a scenario setting, e.g. "cpu: quota 1 CPU, no memory limit".
+func SettingTitle(st results.Setting) string {
+	q := "no CPU quota"
+	if st.CPUs > 0 {
+		q = "CPU quota " + strconv.FormatFloat(st.CPUs, 'f', -1, 64) + " CPU"
+		if st.Scenario == "nested" {
+			q += " on the parent cgroup only"
+		}
+	}
+	m := "no memory limit"
+	if st.MemoryBytes > 0 {
+		m = "memory limit " + MiB(float64(st.MemoryBytes))
+	}
+	return fmt.Sprintf("%s: %s, %s", st.Scenario, q, m)
+}
+
+// rows returns the table rows of one setting; base is the runtime variant's
+// summary, if present, for the ratio column.
+func rows(sums []results.Summary, st results.Setting) (out [][]string) {
+	var base *results.Summary
+	for i := range sums {
+		if sums[i].Setting() == st && sums[i].Variant == "runtime" {
+			base = &sums[i]
+		}
+	}
+	for _, s := range sums {
+		if s.Setting() != st {
+			continue
+		}
+		row := make([]string, len(columns))
+		for i, c := range columns {
+			row[i] = c.cell(s, base)
+		}
+		out = append(out, row)
+	}
+	return out
+}
+
+func runsLine(sums []results.Summary, st results.Setting) string {
+	n := 0
+	for _, s := range sums {
+		if s.Setting() == st {
+			n = max(n, s.Runs)
+		}
+	}
+	return fmt.Sprintf("medians of %d runs per variant, (min–max) where they differ", n)
+}
+
+// Table writes the summaries as aligned text tables, one per scenario setting.
+func Table(w io.Writer, sums []results.Summary) error {
+	bw := bufio.NewWriter(w)
+	for i, st := range results.SortSettings(sums) {
+		if i > 0 {
+			fmt.Fprintln(bw)
+		}
+		fmt.Fprintf(bw, "%s (%s)\n", SettingTitle(st), runsLine(sums, st))
+		tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
+		heads := make([]string, len(columns))
+		for i, c := range columns {
+			heads[i] = c.head
+		}
+		fmt.Fprintln(tw, strings.Join(heads, "\t"))
+		for _, r := range rows(sums, st) {
+			fmt.Fprintln(tw, strings.Join(r, "\t"))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	return bw.Flush()
+}
+
+// Markdown writes report.md's content: the context from meta and one table per
+// scenario setting.
+func Markdown(w io.Writer, meta Meta, sums []results.Summary) error {
+	bw := bufio.NewWriter(w)
+	fmt.Fprintf(bw, "# fitgo benchmark (%s runner)\n\n", meta.Runner)
+	kv := [][2]string{
+		{"Command", "`" + meta.Command + "`"},
+		{"Started", meta.Started.UTC().Format(time.RFC3339)},
+		{"Elapsed", meta.Elapsed.Round(time.Second).String()},
+		{"Machine", meta.Machine},
+		{"CPU", meta.CPUModel},
+		{"Kernel", meta.Kernel},
+		{"Cgroups", meta.Cgroup},
+		{"Go", meta.GoVersion},
+		{"Workload", meta.Workload},
+	}
+	for _, p := range kv {
+		if p[1] != "" && p[1] != "``" {
+			fmt.Fprintf(bw, "- **%s**: %s\n", p[0], p[1])
+		}
+	}
+	for _, n := range meta.Notes {
+		fmt.Fprintf(bw, "\n%s\n", n)
+	}
+	for _, st := range results.SortSettings(sums) {
+		fmt.Fprintf(bw, "\n## %s\n\n%s.\n\n", SettingTitle(st), strings.ToUpper(runsLine(sums, st)[:1])+runsLine(sums, st)[1:])
+		heads := make([]string, len(columns))
+		seps := make([]string, len(columns))
+		for i, c := range columns {
+			heads[i] = c.head
+			seps[i] = "---"
+			if i > 0 {
+				seps[i] = "--:"
+			}
+		}
+		fmt.Fprintf(bw, "| %s |\n| %s |\n", strings.Join(heads, " | "), strings.Join(seps, " | "))
+		for _, r := range rows(sums, st) {
+			fmt.Fprintf(bw, "| %s |\n", strings.Join(r, " | "))
+		}
+	}
+	fmt.Fprintf(bw, "\n%s\n", columnNotes)
+	return bw.Flush()
+}
+
+const columnNotes = `Latency is measured from each request's scheduled time (open loop, no coordinated omission).
+GC pause percentiles come from ` + "`/sched/pauses/total/gc:seconds`" + ` (upper bounds of the histogram buckets).
+GC CPU is ` + "`/cpu/classes/gc/total`" + ` over ` + "`/cpu/classes/total`" + ` (GOMAXPROCS × wall time).
+Throttled periods are nr_throttled / nr_periods of the quota cgroup's cpu.stat over the measured window.
+"p99 vs runtime" is the variant's median p99 over the runtime variant's, in the same run.`
+
+// BenchText writes the runs in the Go benchmark format, one line per run, named
+// Benchmark<Runner>/scenario=…/cpus=…/mem=…/variant=…, so that runs can be
+// compared with benchstat (e.g. benchstat -col /variant bench.txt).
+func BenchText(w io.Writer, meta Meta, runs []results.Run) error {
+	bw := bufio.NewWriter(w)
+	fmt.Fprintf(bw, "goos: %s\ngoarch: %s\npkg: github.com/fitgo/fitgo/bench\n", runtime.GOOS, runtime.GOARCH)
+	if meta.CPUModel != "" {
+		fmt.Fprintf(bw, "cpu: %s\n", meta.CPUModel)
+	}
+	runner := meta.Runner
+	if runner == "" {
+		runner = "bench"
+	}
+	name := "Benchmark" + strings.ToUpper(runner[:1]) + runner[1:]
+	for _, r := range runs {
+		mem := "none"
+		if r.MemoryBytes > 0 {
+			mem = strconv.FormatInt(r.MemoryBytes>>20, 10) + "Mi"
+		}
+		fmt.Fprintf(bw, "%s/scenario=%s/cpus=%s/mem=%s/variant=%s", name, r.Scenario,
+			strconv.FormatFloat(r.CPUs, 'f', -1, 64), mem, r.Variant)
+		done := 0.0
+		if r.Workload != nil {
+			done = float64(r.Workload.Requests)
+		} else if r.LastProgress != nil {
+			done = float64(r.LastProgress.Requests)
+		}
+		fmt.Fprintf(bw, "\t%d", int64(done))
+		unit := func(v float64, u string) {
+			if !math.IsNaN(v) && !math.IsInf(v, 0) {
+				fmt.Fprintf(bw, "\t%s %s", strconv.FormatFloat(v, 'g', 6, 64), u)
+			}
+		}
+		if wl := r.Workload; wl != nil {
+			unit(wl.Latency.P50, "p50-ms")
+			unit(wl.Latency.P99, "p99-ms")
+			unit(wl.Latency.P999, "p99.9-ms")
+			unit(wl.Latency.Max, "max-ms")
+			unit(wl.GCPause.P99, "gc-pause-p99-ms")
+			unit(wl.GCCPUFraction, "gc-cpu-fraction")
+			unit(float64(wl.GOMAXPROCS), "gomaxprocs")
+		}
+		if t := r.Throttling(); t != nil {
+			unit(t.ThrottledRatio(), "throttled-ratio")
+		}
+		unit(float64(r.OOMKills), "oom-kills")
+		fmt.Fprintln(bw)
+	}
+	return bw.Flush()
+}

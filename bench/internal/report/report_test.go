@@ -1,0 +1,135 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"image/png"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fitgo/fitgo/bench/internal/results"
+)
+
+func run(variant string, cpus float64, round, maxprocs int, p99, throttled float64) results.Run {
+	return results.Run{
+		Scenario: "cpu", Variant: variant, CPUs: cpus, Round: round,
+		Workload: &results.Workload{
+			Type: results.TypeResult, Variant: variant, GOMAXPROCS: maxprocs, GOMEMLIMIT: math.MaxInt64,
+			Latency:  results.Percentiles{P50: 0.2, P99: p99, P999: p99 * 1.3, Max: p99 * 2},
+			GCPause:  results.Percentiles{P50: 0.05, P99: 0.4, P999: 0.5, Max: 0.5},
+			GCCycles: 4, GCCPUFraction: 0.12, Requests: 10000, DurationMS: 10000, PeakRSSBytes: 230 << 20,
+			CPUStat: &results.CPUStat{Periods: 100, ThrottledPeriods: uint64(throttled * 100)},
+		},
+	}
+}
+
+func sampleRuns() []results.Run {
+	var runs []results.Run
+	for round := 1; round <= 3; round++ {
+		d := float64(round)
+		runs = append(runs,
+			run("runtime", 1, round, 2, 55+d, 0.14),
+			run("fitgo", 1, round, 1, 30+d, 0.02),
+			run("runtime", 0.5, round, 2, 150+d, 0.35),
+			run("fitgo", 0.5, round, 1, 80+d, 0.37),
+		)
+	}
+	runs = append(runs, results.Run{
+		Scenario: "memory", Variant: "untuned", MemoryBytes: 256 << 20, Round: 1,
+		ExitCode: -1, Signal: "killed", OOMKills: 1,
+	}, results.Run{
+		Scenario: "memory", Variant: "fitgo", MemoryBytes: 256 << 20, Round: 1,
+		Workload: &results.Workload{GOMAXPROCS: 2, GOMEMLIMIT: 230 << 20, Requests: 5000, DurationMS: 5000},
+	})
+	return runs
+}
+
+func TestWrite(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "out")
+	meta := HostMeta()
+	meta.Runner = "local"
+	meta.Command = "go run -C bench . local -cpus 0.5,1"
+	meta.Cgroup = "v1"
+	meta.Elapsed = 90 * time.Second
+	runs := sampleRuns()
+	require.NoError(t, Write(dir, meta, runs))
+
+	var sums []map[string]any
+	b, err := os.ReadFile(filepath.Join(dir, ResultsFile))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &sums))
+	require.Len(t, sums, 6)
+	assert.Equal(t, "runtime", sums[0]["variant"])
+	assert.Equal(t, 57.0, sums[0]["latency_p99_ms"])
+	assert.Equal(t, 3.0, sums[0]["runs"])
+
+	var back []results.Run
+	b, err = os.ReadFile(filepath.Join(dir, RunsFile))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &back))
+	assert.Len(t, back, len(runs))
+
+	md, err := os.ReadFile(filepath.Join(dir, ReportFile))
+	require.NoError(t, err)
+	for _, want := range []string{
+		"`go run -C bench . local -cpus 0.5,1`", "**Kernel**", "**Go**: go1", "**Cgroups**: v1",
+		"## cpu: CPU quota 1 CPU, no memory limit",
+		"| runtime | 2 | off | 0.20 | 57.0 (56.0–58.0) | 1.00x |",
+		"| fitgo | 1 | off | 0.20 | 32.0 (31.0–33.0) | 0.56x |",
+		"## memory: no CPU quota, memory limit 256 MiB",
+		"| untuned | – | – | – | – | – |",
+		"| 1/1 |",
+	} {
+		assert.Contains(t, string(md), want)
+	}
+
+	f, err := os.Open(filepath.Join(dir, ChartFile))
+	require.NoError(t, err)
+	defer f.Close()
+	img, err := png.Decode(f)
+	require.NoError(t, err)
+	assert.Greater(t, img.Bounds().Dy(), img.Bounds().Dx()/2, "three rows of charts")
+
+	bt, err := os.ReadFile(filepath.Join(dir, BenchFile))
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(string(bt)), "\n")
+	require.Len(t, lines, 3+1+len(runs)) // goos, goarch, pkg, cpu
+	assert.Equal(t, "BenchmarkLocal/scenario=cpu/cpus=1/mem=none/variant=runtime\t10000\t0.2 p50-ms\t56 p99-ms\t72.8 p99.9-ms\t112 max-ms\t0.4 gc-pause-p99-ms\t0.12 gc-cpu-fraction\t2 gomaxprocs\t0.14 throttled-ratio\t0 oom-kills",
+		lines[4])
+	assert.Equal(t, "BenchmarkLocal/scenario=memory/cpus=0/mem=256Mi/variant=untuned\t0\t1 oom-kills", lines[len(lines)-2])
+}
+
+func TestTable(t *testing.T) {
+	var buf bytes.Buffer
+	require.NoError(t, Table(&buf, results.Summarize(sampleRuns())))
+	out := buf.String()
+	assert.Contains(t, out, "cpu: CPU quota 0.5 CPU, no memory limit (medians of 3 runs per variant")
+	assert.Contains(t, out, "memory: no CPU quota, memory limit 256 MiB (medians of 1 runs")
+	// Columns are aligned: every row of a table has the "p99 ms" column at the same offset.
+	var header string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "variant") {
+			header = l
+			continue
+		}
+		if strings.HasPrefix(l, "fitgo ") && header != "" {
+			at := strings.Index(header, "p99 ms")
+			require.Positive(t, at)
+			assert.NotEqual(t, ' ', l[at], "a value starts under the header: %q", l)
+		}
+	}
+}
+
+func TestSettingTitle(t *testing.T) {
+	assert.Equal(t, "nested: CPU quota 1 CPU on the parent cgroup only, no memory limit",
+		SettingTitle(results.Setting{Scenario: "nested", CPUs: 1}))
+	assert.Equal(t, "memory: no CPU quota, memory limit 256 MiB",
+		SettingTitle(results.Setting{Scenario: "memory", MemoryBytes: 256 << 20}))
+}

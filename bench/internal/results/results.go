@@ -1,0 +1,264 @@
+// Package results defines what the benchmark measures and how runs are
+// summarised: the workload's JSON output (Workload, Progress), one run of one
+// variant as a runner saw it (Run), and the per-variant medians written to
+// results.json (Summary). The local and kind runners share these types and the
+// report package's writers.
+package results
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+)
+
+// Line types of the workload's JSON output.
+const (
+	TypeResult   = "result"   // the single object printed on stdout at the end
+	TypeProgress = "progress" // the periodic lines printed on stderr with -report-every
+)
+
+// Workload is the JSON object the workload prints on stdout when it finishes.
+// Durations are in milliseconds, sizes in bytes.
+type Workload struct {
+	Type    string `json:"type"` // TypeResult
+	Variant string `json:"variant"`
+	// GoVersion is runtime.Version() of the workload binary.
+	GoVersion string `json:"go_version"`
+	// GOMAXPROCS and GOMEMLIMIT in force at the end of the run; GOMEMLIMIT is
+	// math.MaxInt64 when there is none. The *Start fields are the values when
+	// measurement began (after init and the heap build).
+	GOMAXPROCS      int   `json:"gomaxprocs"`
+	GOMEMLIMIT      int64 `json:"gomemlimit"`
+	GOMAXPROCSStart int   `json:"gomaxprocs_start"`
+	GOMEMLIMITStart int64 `json:"gomemlimit_start"`
+
+	Config Config `json:"config"`
+
+	// DurationMS is the measured window: from the first scheduled request to the
+	// completion of the last one.
+	DurationMS float64 `json:"duration_ms"`
+	// SetupMS is the time from process start to the start of measurement
+	// (building the live heap).
+	SetupMS float64 `json:"setup_ms"`
+
+	// Requests is the number of requests completed; RequestsScheduled the number
+	// whose scheduled time fell in the window (all of them complete unless the
+	// process is stuck past the drain timeout).
+	Requests          uint64 `json:"requests"`
+	RequestsScheduled uint64 `json:"requests_scheduled"`
+	// Latency of the requests, from the scheduled time to completion.
+	Latency Percentiles `json:"latency_ms"`
+
+	// GCCycles completed in the window; GCPause is the distribution of GC
+	// stop-the-world pauses (/sched/pauses/total/gc:seconds) in the window.
+	GCCycles uint64      `json:"gc_cycles"`
+	GCPause  Percentiles `json:"gc_pause_ms"`
+	// GCPauseTotalMS is the sum of the pauses, estimated from the histogram's
+	// bucket midpoints.
+	GCPauseTotalMS float64 `json:"gc_pause_total_ms"`
+	// SchedLatency is the distribution of the time goroutines spent runnable
+	// before running (/sched/latencies:seconds) in the window.
+	SchedLatency Percentiles `json:"sched_latency_ms"`
+	// GCCPUFraction is /cpu/classes/gc/total:cpu-seconds over
+	// /cpu/classes/total:cpu-seconds in the window. The denominator is GOMAXPROCS
+	// integrated over wall time, idle included.
+	GCCPUFraction float64 `json:"gc_cpu_fraction"`
+	GCCPUSeconds  float64 `json:"gc_cpu_seconds"`
+
+	// PeakRSSBytes is VmHWM of the process.
+	PeakRSSBytes int64 `json:"peak_rss_bytes"`
+	// HeapLiveBytes is /gc/heap/live:bytes at the end.
+	HeapLiveBytes int64 `json:"heap_live_bytes"`
+
+	// CPUStat is the delta of cpu.stat of the process's effective CPU cgroup over
+	// the window, read with fitgo's cgroup package; nil when it could not be read
+	// (CPUStatError says why).
+	CPUStat      *CPUStat `json:"cpu_stat,omitempty"`
+	CPUStatError string   `json:"cpu_stat_error,omitempty"`
+}
+
+// Config is the workload's configuration, echoed in its output.
+type Config struct {
+	HeapMiB         float64 `json:"heap_mib"`
+	AllocMiBPerSec  float64 `json:"alloc_mib_per_s"`
+	RequestsPerSec  float64 `json:"requests_per_s"`
+	WorkIterations  int     `json:"work_iterations"`
+	WorkMicros      float64 `json:"work_us"` // the target the iterations were calibrated for
+	DurationSeconds float64 `json:"duration_s"`
+}
+
+// Percentiles of a latency distribution, in milliseconds.
+type Percentiles struct {
+	P50  float64 `json:"p50"`
+	P99  float64 `json:"p99"`
+	P999 float64 `json:"p999"`
+	Max  float64 `json:"max"`
+}
+
+// CPUStat is a cpu.stat delta.
+type CPUStat struct {
+	Periods          uint64  `json:"periods"`
+	ThrottledPeriods uint64  `json:"throttled_periods"`
+	ThrottledMS      float64 `json:"throttled_ms"`
+}
+
+// ThrottledRatio returns ThrottledPeriods/Periods, or NaN without periods.
+func (s *CPUStat) ThrottledRatio() float64 {
+	if s == nil || s.Periods == 0 {
+		return math.NaN()
+	}
+	return float64(s.ThrottledPeriods) / float64(s.Periods)
+}
+
+// Progress is a line the workload prints on stderr every -report-every interval.
+type Progress struct {
+	Type      string  `json:"type"` // TypeProgress
+	Variant   string  `json:"variant"`
+	ElapsedMS float64 `json:"elapsed_ms"` // since process start
+	// Phase is "setup" while the live heap is built, then "run".
+	Phase      string `json:"phase"`
+	GOMAXPROCS int    `json:"gomaxprocs"`
+	GOMEMLIMIT int64  `json:"gomemlimit"`
+	// Requests completed so far in the run phase.
+	Requests      uint64 `json:"requests"`
+	GCCycles      uint64 `json:"gc_cycles"` // since process start
+	HeapLiveBytes int64  `json:"heap_live_bytes"`
+	RSSBytes      int64  `json:"rss_bytes"`
+}
+
+// Line is one line of workload output: a Progress or a Workload result.
+type Line struct {
+	Progress *Progress
+	Result   *Workload
+}
+
+// ParseLine decodes one line of workload output. It returns an error for a line
+// that is not a JSON object with a known "type".
+func ParseLine(b []byte) (Line, error) {
+	b = bytes.TrimSpace(b)
+	var head struct {
+		Type string `json:"type"`
+	}
+	if err := json.Unmarshal(b, &head); err != nil {
+		return Line{}, fmt.Errorf("not a workload line: %w", err)
+	}
+	switch head.Type {
+	case TypeResult:
+		var w Workload
+		if err := json.Unmarshal(b, &w); err != nil {
+			return Line{}, err
+		}
+		return Line{Result: &w}, nil
+	case TypeProgress:
+		var p Progress
+		if err := json.Unmarshal(b, &p); err != nil {
+			return Line{}, err
+		}
+		return Line{Progress: &p}, nil
+	}
+	return Line{}, fmt.Errorf("unknown workload line type %q", head.Type)
+}
+
+// ErrNoResult is returned by ParseOutput when the output holds no result line.
+var ErrNoResult = errors.New("no result line in workload output")
+
+// ParseOutput scans workload output (stdout, stderr or both interleaved, as in
+// pod logs) for JSON lines. It returns the last result and the last progress
+// line; lines that are not workload JSON are ignored. err is ErrNoResult when
+// there is no result line.
+func ParseOutput(out []byte) (res *Workload, last *Progress, err error) {
+	for _, l := range bytes.Split(out, []byte("\n")) {
+		if i := bytes.IndexByte(l, '{'); i > 0 {
+			l = l[i:] // tolerate a timestamp prefix (kubectl logs --timestamps)
+		}
+		line, perr := ParseLine(l)
+		if perr != nil {
+			continue
+		}
+		if line.Result != nil {
+			res = line.Result
+		}
+		if line.Progress != nil {
+			last = line.Progress
+		}
+	}
+	if res == nil {
+		return nil, last, ErrNoResult
+	}
+	return res, last, nil
+}
+
+// Run is one run of one variant in one scenario setting, as a runner saw it.
+type Run struct {
+	Scenario string `json:"scenario"`
+	Variant  string `json:"variant"`
+	// CPUs is the CPU quota in cores (0: none); MemoryBytes the memory limit (0: none).
+	CPUs        float64 `json:"cpus"`
+	MemoryBytes int64   `json:"memory_bytes"`
+	// Round is the 1-based round of the interleaved schedule.
+	Round int `json:"round"`
+
+	// Workload is the workload's result, nil when it printed none (killed, crashed).
+	Workload *Workload `json:"workload,omitempty"`
+	// LastProgress is the last progress line seen, if any: it tells how far a
+	// killed run got.
+	LastProgress *Progress `json:"last_progress,omitempty"`
+
+	// ExitCode is the process's exit status (-1 when killed by a signal, whose
+	// name is then in Signal).
+	ExitCode int    `json:"exit_code"`
+	Signal   string `json:"signal,omitempty"`
+	// OOMKills is the number of OOM kills in the run's cgroup (memory.events
+	// oom_kill on v2, memory.oom_control oom_kill on v1; in Kubernetes the
+	// container's OOMKilled termination reason).
+	OOMKills uint64 `json:"oom_kills"`
+	// CPUStat is the runner's cpu.stat delta of the quota cgroup over the whole
+	// process lifetime (setup included); nil when not read.
+	CPUStat *CPUStat `json:"cpu_stat,omitempty"`
+	// CPUSeconds is the process's user+system CPU time.
+	CPUSeconds float64 `json:"cpu_seconds"`
+	// WallSeconds is the process's wall time.
+	WallSeconds float64 `json:"wall_seconds"`
+	// Err describes a failure of the run other than an OOM kill.
+	Err string `json:"error,omitempty"`
+}
+
+// Killed reports whether the run ended by an OOM kill.
+func (r Run) Killed() bool { return r.OOMKills > 0 }
+
+// Throttling returns the cpu.stat delta that best describes the run: the
+// workload's own measurement window when it has one, else the runner's.
+func (r Run) Throttling() *CPUStat {
+	if r.Workload != nil && r.Workload.CPUStat != nil {
+		return r.Workload.CPUStat
+	}
+	return r.CPUStat
+}
+
+// Float is a float64 that encodes NaN (no measurement) as JSON null.
+type Float float64
+
+// MarshalJSON encodes NaN and infinities as null.
+func (f Float) MarshalJSON() ([]byte, error) {
+	v := float64(f)
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return []byte("null"), nil
+	}
+	return json.Marshal(v)
+}
+
+// UnmarshalJSON decodes null as NaN.
+func (f *Float) UnmarshalJSON(b []byte) error {
+	if string(bytes.TrimSpace(b)) == "null" {
+		*f = Float(math.NaN())
+		return nil
+	}
+	var v float64
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*f = Float(v)
+	return nil
+}

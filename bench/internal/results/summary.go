@@ -1,0 +1,209 @@
+package results
+
+import (
+	"cmp"
+	"math"
+	"slices"
+
+	"github.com/fitgo/fitgo/bench/internal/stats"
+)
+
+// Summary is one object of results.json: the runs of one variant in one
+// scenario setting, each measurement the median over the runs that produced it.
+// Measurements no run produced are NaN (null in JSON).
+type Summary struct {
+	Scenario    string  `json:"scenario"`
+	Variant     string  `json:"variant"`
+	CPUs        float64 `json:"cpus"`         // CPU quota in cores, 0 for none
+	MemoryBytes int64   `json:"memory_bytes"` // memory limit, 0 for none
+	// Runs is the number of runs; CompletedRuns those that printed a result.
+	Runs          int `json:"runs"`
+	CompletedRuns int `json:"completed_runs"`
+
+	GOMAXPROCS      Float `json:"gomaxprocs"`
+	GOMEMLIMITBytes Float `json:"gomemlimit_bytes"` // null: no limit (math.MaxInt64) in every run
+
+	LatencyP50MS  Float `json:"latency_p50_ms"`
+	LatencyP99MS  Float `json:"latency_p99_ms"`
+	LatencyP999MS Float `json:"latency_p999_ms"`
+	LatencyMaxMS  Float `json:"latency_max_ms"`
+
+	GCCycles          Float `json:"gc_cycles"`
+	GCPauseP50MS      Float `json:"gc_pause_p50_ms"`
+	GCPauseP99MS      Float `json:"gc_pause_p99_ms"`
+	GCPauseMaxMS      Float `json:"gc_pause_max_ms"`
+	GCCPUFraction     Float `json:"gc_cpu_fraction"`
+	SchedLatencyP99MS Float `json:"sched_latency_p99_ms"`
+
+	// ThrottledPeriodsRatio is throttled periods / periods (0 to 1).
+	ThrottledPeriodsRatio Float `json:"throttled_periods_ratio"`
+	ThrottledMS           Float `json:"throttled_ms"`
+
+	Requests       Float `json:"requests"`
+	RequestsPerSec Float `json:"requests_per_s"`
+	PeakRSSBytes   Float `json:"peak_rss_bytes"`
+	CPUSeconds     Float `json:"cpu_seconds"`
+
+	// OOMKills is the total number of OOM kills over the runs (each run is one
+	// process, so at most one per run).
+	OOMKills uint64 `json:"oom_kills"`
+	// FailedRuns counts runs that ended without a result for another reason.
+	FailedRuns int `json:"failed_runs"`
+
+	// Range holds [min, max] over the runs for each median above, by JSON key.
+	Range map[string][2]Float `json:"range"`
+}
+
+// Setting identifies a scenario setting: the runs a Summary aggregates.
+type Setting struct {
+	Scenario    string
+	CPUs        float64
+	MemoryBytes int64
+}
+
+// Setting returns the scenario setting of s.
+func (s Summary) Setting() Setting { return Setting{s.Scenario, s.CPUs, s.MemoryBytes} }
+
+// Setting returns the scenario setting of r.
+func (r Run) Setting() Setting { return Setting{r.Scenario, r.CPUs, r.MemoryBytes} }
+
+// Summarize groups runs by scenario setting and variant, in order of first
+// appearance, and summarises each group.
+func Summarize(runs []Run) []Summary {
+	type key struct {
+		Setting
+		variant string
+	}
+	var order []key
+	groups := map[key][]Run{}
+	for _, r := range runs {
+		k := key{r.Setting(), r.Variant}
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], r)
+	}
+	out := make([]Summary, 0, len(order))
+	for _, k := range order {
+		out = append(out, summarize(groups[k]))
+	}
+	return out
+}
+
+// metric extracts one measurement from a run; NaN when the run lacks it.
+type metric struct {
+	key string
+	get func(Run) float64
+	set func(*Summary, Float)
+}
+
+func fromWorkload(f func(*Workload) float64) func(Run) float64 {
+	return func(r Run) float64 {
+		if r.Workload == nil {
+			return math.NaN()
+		}
+		return f(r.Workload)
+	}
+}
+
+var metrics = []metric{
+	{"gomaxprocs", fromWorkload(func(w *Workload) float64 { return float64(w.GOMAXPROCS) }), func(s *Summary, v Float) { s.GOMAXPROCS = v }},
+	{"gomemlimit_bytes", fromWorkload(func(w *Workload) float64 {
+		if w.GOMEMLIMIT == math.MaxInt64 {
+			return math.NaN()
+		}
+		return float64(w.GOMEMLIMIT)
+	}), func(s *Summary, v Float) { s.GOMEMLIMITBytes = v }},
+	{"latency_p50_ms", fromWorkload(func(w *Workload) float64 { return w.Latency.P50 }), func(s *Summary, v Float) { s.LatencyP50MS = v }},
+	{"latency_p99_ms", fromWorkload(func(w *Workload) float64 { return w.Latency.P99 }), func(s *Summary, v Float) { s.LatencyP99MS = v }},
+	{"latency_p999_ms", fromWorkload(func(w *Workload) float64 { return w.Latency.P999 }), func(s *Summary, v Float) { s.LatencyP999MS = v }},
+	{"latency_max_ms", fromWorkload(func(w *Workload) float64 { return w.Latency.Max }), func(s *Summary, v Float) { s.LatencyMaxMS = v }},
+	{"gc_cycles", fromWorkload(func(w *Workload) float64 { return float64(w.GCCycles) }), func(s *Summary, v Float) { s.GCCycles = v }},
+	{"gc_pause_p50_ms", fromWorkload(func(w *Workload) float64 { return w.GCPause.P50 }), func(s *Summary, v Float) { s.GCPauseP50MS = v }},
+	{"gc_pause_p99_ms", fromWorkload(func(w *Workload) float64 { return w.GCPause.P99 }), func(s *Summary, v Float) { s.GCPauseP99MS = v }},
+	{"gc_pause_max_ms", fromWorkload(func(w *Workload) float64 { return w.GCPause.Max }), func(s *Summary, v Float) { s.GCPauseMaxMS = v }},
+	{"gc_cpu_fraction", fromWorkload(func(w *Workload) float64 { return w.GCCPUFraction }), func(s *Summary, v Float) { s.GCCPUFraction = v }},
+	{"sched_latency_p99_ms", fromWorkload(func(w *Workload) float64 { return w.SchedLatency.P99 }), func(s *Summary, v Float) { s.SchedLatencyP99MS = v }},
+	{"throttled_periods_ratio", func(r Run) float64 { return r.Throttling().ThrottledRatio() }, func(s *Summary, v Float) { s.ThrottledPeriodsRatio = v }},
+	{"throttled_ms", func(r Run) float64 {
+		if t := r.Throttling(); t != nil {
+			return t.ThrottledMS
+		}
+		return math.NaN()
+	}, func(s *Summary, v Float) { s.ThrottledMS = v }},
+	{"requests", requestsDone, func(s *Summary, v Float) { s.Requests = v }},
+	{"requests_per_s", fromWorkload(func(w *Workload) float64 {
+		if w.DurationMS <= 0 {
+			return math.NaN()
+		}
+		return float64(w.Requests) / (w.DurationMS / 1000)
+	}), func(s *Summary, v Float) { s.RequestsPerSec = v }},
+	{"peak_rss_bytes", fromWorkload(func(w *Workload) float64 { return float64(w.PeakRSSBytes) }), func(s *Summary, v Float) { s.PeakRSSBytes = v }},
+	{"cpu_seconds", func(r Run) float64 {
+		if r.CPUSeconds <= 0 {
+			return math.NaN()
+		}
+		return r.CPUSeconds
+	}, func(s *Summary, v Float) { s.CPUSeconds = v }},
+}
+
+// requestsDone is the requests a run completed: the result's count, or for a
+// run without a result the count in its last progress line (0 if none): the
+// work a killed run got done.
+func requestsDone(r Run) float64 {
+	switch {
+	case r.Workload != nil:
+		return float64(r.Workload.Requests)
+	case r.LastProgress != nil:
+		return float64(r.LastProgress.Requests)
+	}
+	return 0
+}
+
+func summarize(runs []Run) Summary {
+	first := runs[0]
+	s := Summary{
+		Scenario:    first.Scenario,
+		Variant:     first.Variant,
+		CPUs:        first.CPUs,
+		MemoryBytes: first.MemoryBytes,
+		Runs:        len(runs),
+		Range:       map[string][2]Float{},
+	}
+	for _, r := range runs {
+		if r.Workload != nil {
+			s.CompletedRuns++
+		}
+		s.OOMKills += r.OOMKills
+		if r.Workload == nil && !r.Killed() {
+			s.FailedRuns++
+		}
+	}
+	vals := make([]float64, len(runs))
+	for _, m := range metrics {
+		for i, r := range runs {
+			vals[i] = m.get(r)
+		}
+		sum := stats.Summarize(vals)
+		m.set(&s, Float(sum.Median))
+		if sum.N > 0 {
+			s.Range[m.key] = [2]Float{Float(sum.Min), Float(sum.Max)}
+		}
+	}
+	return s
+}
+
+// SortSettings returns the distinct settings of the summaries, sorted by
+// scenario, CPUs and memory.
+func SortSettings(sums []Summary) []Setting {
+	var out []Setting
+	for _, s := range sums {
+		if !slices.Contains(out, s.Setting()) {
+			out = append(out, s.Setting())
+		}
+	}
+	slices.SortStableFunc(out, func(a, b Setting) int {
+		return cmp.Or(cmp.Compare(a.Scenario, b.Scenario), cmp.Compare(a.CPUs, b.CPUs), cmp.Compare(a.MemoryBytes, b.MemoryBytes))
+	})
+	return out
+}
