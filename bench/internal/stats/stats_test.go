@@ -24,7 +24,7 @@ func TestHistogramQuantile(t *testing.T) {
 		q    float64
 		want float64
 	}{
-		{"median in the middle bucket", hist(b, 0, 1, 1, 1, 1, 0), 0.5, 2},     // ranks 1..4: 2nd sample is in [1,2)
+		{"median in the middle bucket", hist(b, 0, 1, 1, 1, 1, 0), 0.5, 2},      // ranks 1..4: 2nd sample is in [1,2)
 		{"p99 of four samples is the last", hist(b, 0, 1, 1, 1, 1, 0), 0.99, 8}, // rank 4 in [4,8)
 		{"q=0 is the minimum's bucket", hist(b, 0, 0, 3, 1, 0, 0), 0, 2},
 		{"q=1 is the maximum's bucket", hist(b, 0, 0, 3, 1, 0, 0), 1, 4},
