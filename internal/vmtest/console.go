@@ -1,0 +1,95 @@
+package vmtest
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+)
+
+// Markers that the guest prints at the start of a console line. The kernel may
+// print its own messages between them; everything else is ignored.
+const (
+	// MarkResult precedes a JSON object with a "scenario" string field.
+	MarkResult = "FITGO-RESULT "
+	// MarkError precedes a message about a failed step in the guest.
+	MarkError = "FITGO-ERROR "
+	// MarkDone is the last line the guest prints before it powers off.
+	MarkDone = "FITGO-DONE"
+)
+
+// Result is one FITGO-RESULT line.
+type Result struct {
+	Line     int    // 1-based line number in the console output
+	Scenario string // the object's "scenario" field
+	// Probe is the object's "probe" field, naming the program or step that
+	// printed it; it may be empty.
+	Probe string
+	JSON  json.RawMessage // the whole object
+}
+
+// Console is what the guest printed.
+type Console struct {
+	Results []Result
+	Errors  []string // messages of FITGO-ERROR lines
+	Done    bool     // whether FITGO-DONE was seen
+}
+
+// Find returns the results of a scenario and probe, in console order.
+func (c *Console) Find(scenario, probe string) []Result {
+	var rs []Result
+	for _, r := range c.Results {
+		if r.Scenario == scenario && r.Probe == probe {
+			rs = append(rs, r)
+		}
+	}
+	return rs
+}
+
+// ParseConsole extracts the marked lines from console output. Lines may end in
+// "\r\n" (the serial console) or "\n". A marker counts only at the start of a
+// line. A FITGO-RESULT line whose payload is not a JSON object with a
+// non-empty "scenario" string is an error naming the line.
+func ParseConsole(out []byte) (*Console, error) {
+	c := &Console{}
+	for n := 1; len(out) > 0; n++ {
+		var line []byte
+		line, out, _ = bytes.Cut(out, []byte("\n"))
+		line = bytes.TrimRight(line, "\r")
+		switch {
+		case bytes.HasPrefix(line, []byte(MarkResult)):
+			r, err := parseResult(line[len(MarkResult):])
+			if err != nil {
+				return c, fmt.Errorf("console line %d: %w", n, err)
+			}
+			r.Line = n
+			c.Results = append(c.Results, r)
+		case bytes.HasPrefix(line, []byte(MarkError)):
+			c.Errors = append(c.Errors, string(line[len(MarkError):]))
+		case string(line) == MarkDone:
+			c.Done = true
+		}
+	}
+	return c, nil
+}
+
+func parseResult(payload []byte) (Result, error) {
+	// A map, not a struct: encoding/json matches struct fields without regard
+	// to case, and the keys must be exactly "scenario" and "probe".
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(payload, &obj); err != nil {
+		return Result{}, fmt.Errorf("bad result %q: %w", payload, err)
+	}
+	if obj == nil {
+		return Result{}, fmt.Errorf("result is not a JSON object: %q", payload)
+	}
+	var scenario, probe string
+	if err := json.Unmarshal(obj["scenario"], &scenario); err != nil || scenario == "" {
+		return Result{}, fmt.Errorf("result without a scenario: %q", payload)
+	}
+	if raw, ok := obj["probe"]; ok {
+		if err := json.Unmarshal(raw, &probe); err != nil {
+			return Result{}, fmt.Errorf("bad probe in result %q: %w", payload, err)
+		}
+	}
+	return Result{Scenario: scenario, Probe: probe, JSON: json.RawMessage(bytes.Clone(payload))}, nil
+}

@@ -1,0 +1,25 @@
+// Package vmtest checks fitgo against the files of a real Linux kernel: its
+// tests boot a Debian cloud kernel in qemu (TCG, 4 vCPUs) with a generated
+// initramfs holding busybox, a /init script and probe programs built from this
+// repository, set up cgroups in the guest (cgroup v2 in one boot, pure cgroup
+// v1 in another), run the probes inside them and parse what the probes print
+// on the serial console.
+//
+// Running the tests needs qemu-system-x86_64, a static busybox and the kernel:
+//
+//	apt-get install qemu-system-x86 busybox-static
+//	internal/vmtest/fetch-kernel.sh
+//	go test ./internal/vmtest/
+//
+// Without them the tests skip and say what is missing; with FITGO_VMTEST=require
+// a missing piece fails the tests instead (CI sets it). Other variables:
+//
+//	FITGO_VMTEST_CACHE    directory of the kernel (default internal/vmtest/.cache)
+//	FITGO_VMTEST_KERNEL   a kernel image to boot instead of $FITGO_VMTEST_CACHE/vmlinuz
+//	FITGO_VMTEST_QEMU     the qemu binary (default qemu-system-x86_64 in PATH)
+//	FITGO_VMTEST_BUSYBOX  a static busybox (default busybox in PATH)
+//	FITGO_VMTEST_CONSOLE  a directory to save each boot's console output in
+//
+// The package's non-test code builds the initramfs (a newc cpio archive written
+// in Go), runs qemu under a deadline and parses the console.
+package vmtest
