@@ -1,0 +1,190 @@
+package cgroup
+
+import (
+	"bytes"
+	"path"
+	"strings"
+)
+
+// procSelfMountInfo is the path of the process's mount table.
+const procSelfMountInfo = "/proc/self/mountinfo"
+
+// mountInfo is one line of /proc/self/mountinfo. root and point are still
+// escaped as the kernel writes them (a space is \040, a backslash \134).
+//
+// The format (proc(5)) is
+//
+//	36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw,errors=continue
+//	(1)(2) (3)   (4)   (5)      (6)      (7)   (8) (9)    (10)         (11)
+//
+// with zero or more optional fields (7) ended by a lone "-" (8). Fields up to
+// the separator never contain raw spaces; the super options (11) may (WSL and
+// Docker Desktop 9p mounts show Windows paths such as "C:\Program Files" raw).
+type mountInfo struct {
+	root      []byte // (4) root of the mount within the file system
+	point     []byte // (5) mount point
+	fstype    []byte // (9)
+	source    []byte // (10)
+	superOpts []byte // (11) the rest of the line
+}
+
+// mountSep separates the optional fields from the file system type. Because
+// no field before it may contain a raw space or be a lone "-", its first
+// occurrence in a line is the separator.
+var mountSep = []byte(" - ")
+
+// parseMountInfoLine parses one line of mountinfo (without its newline). ok is
+// false when the line does not have the format above.
+func parseMountInfoLine(line []byte) (m mountInfo, ok bool) {
+	pre, post, ok := bytes.Cut(line, mountSep)
+	if !ok {
+		return mountInfo{}, false
+	}
+	var f [6][]byte
+	for i := range f {
+		var more bool
+		f[i], pre, more = bytes.Cut(pre, []byte{' '})
+		if len(f[i]) == 0 || (!more && i < len(f)-1) {
+			return mountInfo{}, false
+		}
+	}
+	if _, ok := parseUint(f[0]); !ok {
+		return mountInfo{}, false
+	}
+	if _, ok := parseUint(f[1]); !ok {
+		return mountInfo{}, false
+	}
+	if bytes.IndexByte(f[2], ':') < 0 {
+		return mountInfo{}, false
+	}
+	m.root, m.point = f[3], f[4]
+	var more bool
+	m.fstype, post, more = bytes.Cut(post, []byte{' '})
+	if len(m.fstype) == 0 || !more {
+		return mountInfo{}, false
+	}
+	m.source, m.superOpts, _ = bytes.Cut(post, []byte{' '})
+	return m, true
+}
+
+// unescapeAppend appends s to dst, decoding the kernel's octal escapes
+// (backslash and three octal digits, as in "\040" for a space). A backslash
+// that does not start such an escape is kept as it is.
+func unescapeAppend(dst, s []byte) []byte {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == '\\' && i+3 < len(s) && '0' <= s[i+1] && s[i+1] <= '3' && isOctal(s[i+2]) && isOctal(s[i+3]) {
+			c = (s[i+1]-'0')<<6 | (s[i+2]-'0')<<3 | (s[i+3] - '0')
+			i += 3
+		}
+		dst = append(dst, c)
+	}
+	return dst
+}
+
+func isOctal(c byte) bool { return '0' <= c && c <= '7' }
+
+// unescape returns s decoded, without copying when it has no backslash.
+func unescape(s []byte) string {
+	if bytes.IndexByte(s, '\\') < 0 {
+		return string(s)
+	}
+	return string(unescapeAppend(make([]byte, 0, len(s)), s))
+}
+
+// isAncestorOrSelf reports whether the cgroup path root is cgPath or one of its
+// ancestors. Both are absolute slash-separated paths.
+func isAncestorOrSelf(root []byte, cgPath string) bool {
+	if len(root) == 1 && root[0] == '/' {
+		return len(cgPath) > 0 && cgPath[0] == '/'
+	}
+	return len(cgPath) >= len(root) && cgPath[:len(root)] == string(root) &&
+		(len(cgPath) == len(root) || cgPath[len(root)] == '/')
+}
+
+// findMount returns the mount of the hierarchy that holds cgPath: for V1 a
+// "cgroup" mount whose super options name the controller ctrl, for V2 a
+// "cgroup2" mount. Only mounts whose root is cgPath or an ancestor of it can
+// show the process's cgroup; among those the one with the longest root wins
+// (it is the closest view of the process's cgroup), and of equally long roots
+// the last one listed, which is the one on top when mounts are stacked.
+// point and root are returned unescaped; point is cleaned. Lines that are not
+// well formed are skipped.
+//
+// To stay cheap on hosts with hundreds of mounts, only lines that contain
+// " - cgroup" are parsed.
+func findMount(mountinfo []byte, version Version, ctrl, cgPath string) (point, root string, ok bool) {
+	var (
+		bestPoint, bestRoot []byte
+		bestLen             = -1
+		scratch             [256]byte
+	)
+	needle := []byte(" - cgroup")
+	for data := mountinfo; ; {
+		i := bytes.Index(data, needle)
+		if i < 0 {
+			break
+		}
+		start := bytes.LastIndexByte(data[:i], '\n') + 1
+		line, rest := nextLine(data[start:])
+		data = rest
+		m, ok := parseMountInfoLine(line)
+		if !ok {
+			continue
+		}
+		switch version {
+		case V1:
+			if string(m.fstype) != "cgroup" || !hasController(m.superOpts, ctrl) {
+				continue
+			}
+		case V2:
+			if string(m.fstype) != "cgroup2" {
+				continue
+			}
+		default:
+			return "", "", false
+		}
+		r := m.root
+		if bytes.IndexByte(r, '\\') >= 0 {
+			r = unescapeAppend(scratch[:0], r)
+		}
+		if len(r) < bestLen || !isAncestorOrSelf(r, cgPath) || len(m.point) == 0 || m.point[0] != '/' {
+			continue
+		}
+		bestPoint, bestRoot, bestLen = m.point, m.root, len(r)
+	}
+	if bestLen < 0 {
+		return "", "", false
+	}
+	return path.Clean(unescape(bestPoint)), unescape(bestRoot), true
+}
+
+// outsideNamespace reports whether a cgroup path from /proc/self/cgroup lies
+// outside the process's cgroup namespace: the kernel then shows it relative to
+// the namespace root, starting with "/..".
+func outsideNamespace(cgPath string) bool {
+	for p := cgPath; p != ""; {
+		var elem string
+		elem, p, _ = strings.Cut(p, "/")
+		if elem == ".." {
+			return true
+		}
+	}
+	return false
+}
+
+// cgroupDir returns the directory of cgroup cgPath in a hierarchy mounted at
+// point with mount root root (which isAncestorOrSelf of cgPath).
+func cgroupDir(point, root, cgPath string) string {
+	rel := cgPath
+	if root != "/" {
+		rel = cgPath[len(root):]
+	}
+	if rel == "" || rel == "/" {
+		return point
+	}
+	if point == "/" {
+		return rel
+	}
+	return point + rel
+}
