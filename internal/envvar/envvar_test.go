@@ -1,0 +1,398 @@
+package envvar
+
+import (
+	"math"
+	"math/bits"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// atoiCases are shared by the tables and the fuzz seeds. modern is the
+// Go >= 1.26 rule (strconv.ParseInt), legacy the rule up to Go 1.25.
+var atoiCases = []struct {
+	in             string
+	bits           int
+	modern, legacy int64
+	modernOK       bool
+	legacyOK       bool
+}{
+	{"", 32, 0, 0, false, false},
+	{"0", 32, 0, 0, true, true},
+	{"4", 32, 4, 4, true, true},
+	{"0004", 32, 4, 4, true, true},
+	{"-1", 32, -1, -1, true, true},
+	{"+4", 32, 4, 0, true, false},
+	{"-", 32, 0, 0, false, true},
+	{"+", 32, 0, 0, false, false},
+	{"--1", 32, 0, 0, false, false},
+	{" 4", 32, 0, 0, false, false},
+	{"4 ", 32, 0, 0, false, false},
+	{"4\n", 32, 0, 0, false, false},
+	{"1_000", 32, 0, 0, false, false},
+	{"0x10", 32, 0, 0, false, false},
+	{"2.5", 32, 0, 0, false, false},
+	{"four", 32, 0, 0, false, false},
+	{"2147483647", 32, math.MaxInt32, math.MaxInt32, true, true},
+	{"2147483648", 32, 0, 0, false, false},
+	{"-2147483648", 32, math.MinInt32, math.MinInt32, true, true},
+	{"-2147483649", 32, 0, 0, false, false},
+	{"9223372036854775807", 64, math.MaxInt64, math.MaxInt64, true, true},
+	{"9223372036854775808", 64, 0, 0, false, false},
+	{"-9223372036854775808", 64, math.MinInt64, math.MinInt64, true, true},
+	{"99999999999999999999999", 64, 0, 0, false, false},
+	{"18446744073709551616", 64, 0, 0, false, false},
+}
+
+func TestAtoiRules(t *testing.T) {
+	for _, tc := range atoiCases {
+		t.Run(tc.in, func(t *testing.T) {
+			n, ok := legacyAtoi(tc.in, tc.bits)
+			assert.Equal(t, tc.legacyOK, ok, "legacy ok")
+			if ok {
+				assert.Equal(t, tc.legacy, n, "legacy value")
+			}
+			m, err := strconv.ParseInt(tc.in, 10, tc.bits)
+			assert.Equal(t, tc.modernOK, err == nil, "modern ok")
+			if err == nil {
+				assert.Equal(t, tc.modern, m, "modern value")
+			}
+			// runtimeAtoi follows the toolchain's runtime.
+			r, rok := runtimeAtoi(tc.in, tc.bits)
+			if plusSignAccepted() {
+				assert.Equal(t, tc.modernOK, rok)
+				if rok {
+					assert.Equal(t, tc.modern, r)
+				}
+			} else {
+				assert.Equal(t, tc.legacyOK, rok)
+				if rok {
+					assert.Equal(t, tc.legacy, r)
+				}
+			}
+		})
+	}
+}
+
+func plusSignAccepted() bool { _, ok := runtimeAtoi("+1", 32); return ok }
+
+func TestGOMAXPROCS(t *testing.T) {
+	for _, tc := range []struct {
+		in string
+		n  int
+		ok bool
+	}{
+		{"", 0, false},
+		{"1", 1, true},
+		{"8", 8, true},
+		{"08", 8, true},
+		{"0", 0, false},
+		{"-0", 0, false},
+		{"-1", 0, false},
+		{"-", 0, false},
+		{"2.5", 0, false},
+		{"auto", 0, false},
+		{" 2", 0, false},
+		{"2 ", 0, false},
+		{"2147483647", math.MaxInt32, true},
+		{"2147483648", 0, false},
+		{"1e3", 0, false},
+	} {
+		n, ok := GOMAXPROCS(tc.in)
+		assert.Equal(t, tc.ok, ok, "GOMAXPROCS=%q", tc.in)
+		assert.Equal(t, tc.n, n, "GOMAXPROCS=%q", tc.in)
+	}
+	// The sign rule depends on the toolchain, like the runtime's.
+	n, ok := GOMAXPROCS("+3")
+	if plusSignAccepted() {
+		assert.True(t, ok)
+		assert.Equal(t, 3, n)
+	} else {
+		assert.False(t, ok)
+	}
+}
+
+func TestGOMEMLIMIT(t *testing.T) {
+	const (
+		KiB = 1 << 10
+		MiB = 1 << 20
+		GiB = 1 << 30
+		TiB = 1 << 40
+	)
+	for _, tc := range []struct {
+		in   string
+		n    int64
+		kind MemLimit
+	}{
+		{"", math.MaxInt64, MemLimitUnset},
+		{"off", math.MaxInt64, MemLimitOff},
+		{"0", 0, MemLimitBytes},
+		{"123", 123, MemLimitBytes},
+		{"123B", 123, MemLimitBytes},
+		{"1KiB", KiB, MemLimitBytes},
+		{"512MiB", 512 * MiB, MemLimitBytes},
+		{"2GiB", 2 * GiB, MemLimitBytes},
+		{"3TiB", 3 * TiB, MemLimitBytes},
+		{"0MiB", 0, MemLimitBytes},
+		{"9223372036854775807", math.MaxInt64, MemLimitBytes},
+		{"9223372036854775807B", math.MaxInt64, MemLimitBytes},
+		{"8388607TiB", 8388607 * TiB, MemLimitBytes},
+		{"8388608TiB", 0, MemLimitInvalid}, // 2^63: overflow
+		{"9223372036854775808", 0, MemLimitInvalid},
+		{"Off", 0, MemLimitInvalid},
+		{"OFF", 0, MemLimitInvalid},
+		{"none", 0, MemLimitInvalid},
+		{"-1", 0, MemLimitInvalid},
+		{"-1MiB", 0, MemLimitInvalid},
+		{"1MB", 0, MemLimitInvalid},
+		{"1M", 0, MemLimitInvalid},
+		{"1mib", 0, MemLimitInvalid},
+		{"1PiB", 0, MemLimitInvalid},
+		{"1 MiB", 0, MemLimitInvalid},
+		{"B", 0, MemLimitInvalid},
+		{"iB", 0, MemLimitInvalid},
+		{"KiB", 0, MemLimitInvalid},
+		{"1.5GiB", 0, MemLimitInvalid},
+		{" 1GiB", 0, MemLimitInvalid},
+	} {
+		n, kind := GOMEMLIMIT(tc.in)
+		assert.Equal(t, tc.kind, kind, "GOMEMLIMIT=%q", tc.in)
+		assert.Equal(t, tc.n, n, "GOMEMLIMIT=%q", tc.in)
+	}
+	// "-KiB" is zero for the runtime up to Go 1.25 (its atoi reads a lone
+	// "-" as 0) and malformed from Go 1.26.
+	_, kind := GOMEMLIMIT("-KiB")
+	if plusSignAccepted() {
+		assert.Equal(t, MemLimitInvalid, kind)
+	} else {
+		assert.Equal(t, MemLimitBytes, kind)
+	}
+}
+
+func TestGODEBUG(t *testing.T) {
+	const key = "containermaxprocs"
+	for _, tc := range []struct {
+		name  string
+		def   int32
+		lists []string
+		v     int32
+		from  int
+	}{
+		{"nothing", 1, nil, 1, -1},
+		{"empty lists", 1, []string{"", ""}, 1, -1},
+		{"go.mod default off", 1, []string{"containermaxprocs=0,updatemaxprocs=0", ""}, 0, 0},
+		{"env overrides default", 1, []string{"containermaxprocs=0", "containermaxprocs=1"}, 1, 1},
+		{"env turns it off", 1, []string{"", "x=1,containermaxprocs=0"}, 0, 1},
+		{"last field wins", 1, []string{"", "containermaxprocs=0,containermaxprocs=1"}, 1, 1},
+		{"invalid value skipped", 1, []string{"containermaxprocs=0", "containermaxprocs=yes"}, 0, 0},
+		{"empty value skipped", 1, []string{"", "containermaxprocs="}, 1, -1},
+		{"no equals skipped", 1, []string{"", "containermaxprocs"}, 1, -1},
+		{"prefix is another key", 1, []string{"", "containermaxprocsx=0,xcontainermaxprocs=0"}, 1, -1},
+		{"spaces are not trimmed", 1, []string{"", " containermaxprocs=0,containermaxprocs= 0"}, 1, -1},
+		{"other value", 1, []string{"", "containermaxprocs=7"}, 7, 1},
+		{"negative", 1, []string{"", "containermaxprocs=-1"}, -1, 1},
+		{"out of int32 range", 1, []string{"", "containermaxprocs=4294967296"}, 1, -1},
+		{"trailing comma", 1, []string{"", "containermaxprocs=0,"}, 0, 1},
+		{"double equals", 1, []string{"", "containermaxprocs==0"}, 1, -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v, from := GODEBUG(key, tc.def, tc.lists...)
+			assert.Equal(t, tc.v, v)
+			assert.Equal(t, tc.from, from)
+		})
+	}
+}
+
+func TestFITGO(t *testing.T) {
+	def := Fitgo{MaxProcs: true, MemLimit: true, Refresh: true}
+	for _, tc := range []struct {
+		in   string
+		want Fitgo
+		err  string
+	}{
+		{"", def, ""},
+		{"off", Fitgo{Refresh: true}, ""},
+		{" off ", Fitgo{Refresh: true}, ""},
+		{"maxprocs=off", Fitgo{MemLimit: true, Refresh: true}, ""},
+		{"memlimit=off", Fitgo{MaxProcs: true, Refresh: true}, ""},
+		{"memlimit=off, maxprocs = off", Fitgo{Refresh: true}, ""},
+		{"off,maxprocs=on", Fitgo{MaxProcs: true, Refresh: true}, ""},
+		{"refresh=off", Fitgo{MaxProcs: true, MemLimit: true}, ""},
+		{"refresh=250ms", Fitgo{MaxProcs: true, MemLimit: true, Refresh: true, Interval: 250 * time.Millisecond}, ""},
+		{"refresh=2s,refresh=on", def, ""},
+		{"refresh=off,refresh=1m", Fitgo{MaxProcs: true, MemLimit: true, Refresh: true, Interval: time.Minute}, ""},
+		{",,", def, ""},
+		{"refresh=0s", def, `"refresh=0s"`},
+		{"refresh=-1s", def, `"refresh=-1s"`},
+		{"refresh=soon", def, `"refresh=soon"`},
+		{"maxprocs=no", def, `"maxprocs=no": want on or off`},
+		{"memlimit=0.8", def, `"memlimit=0.8": want on or off`},
+		{"gomaxprocs=off", def, `unknown setting "gomaxprocs"`},
+		{"of", def, `"of": want off or key=value`},
+		{"OFF", def, `"OFF"`},
+		{"bogus,memlimit=off", Fitgo{MaxProcs: true, Refresh: true}, `"bogus"`},
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			got, err := FITGO(tc.in)
+			assert.Equal(t, tc.want, got)
+			if tc.err == "" {
+				assert.NoError(t, err)
+			} else {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tc.err)
+			}
+		})
+	}
+}
+
+func FuzzLegacyAtoi(f *testing.F) {
+	for _, tc := range atoiCases {
+		f.Add(tc.in, tc.bits == 64)
+	}
+	f.Fuzz(func(t *testing.T, s string, wide bool) {
+		bitSize := 32
+		if wide {
+			bitSize = 64
+		}
+		n, ok := legacyAtoi(s, bitSize)
+		// The legacy rule is strconv's without '+' and with a lone "-" as 0.
+		switch {
+		case s == "-":
+			if !ok || n != 0 {
+				t.Fatalf("legacyAtoi(%q) = %d, %v; want 0, true", s, n, ok)
+			}
+		case strings.HasPrefix(s, "+"):
+			if ok {
+				t.Fatalf("legacyAtoi(%q) accepted a '+'", s)
+			}
+		default:
+			m, err := strconv.ParseInt(s, 10, bitSize)
+			if ok != (err == nil) || ok && n != m {
+				t.Fatalf("legacyAtoi(%q, %d) = %d, %v; strconv says %d, %v", s, bitSize, n, ok, m, err)
+			}
+		}
+	})
+}
+
+func FuzzGOMAXPROCS(f *testing.F) {
+	for _, tc := range atoiCases {
+		f.Add(tc.in)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		n, ok := GOMAXPROCS(s)
+		if !ok {
+			if n != 0 {
+				t.Fatalf("GOMAXPROCS(%q) = %d with ok false", s, n)
+			}
+			return
+		}
+		if n <= 0 || n > math.MaxInt32 {
+			t.Fatalf("GOMAXPROCS(%q) = %d: out of range", s, n)
+		}
+		// What is honoured is a decimal spelling of n.
+		digits := strings.TrimLeft(strings.TrimPrefix(s, "+"), "0")
+		if digits != strconv.Itoa(n) {
+			t.Fatalf("GOMAXPROCS(%q) = %d", s, n)
+		}
+	})
+}
+
+// byteCountOracle is an independent reading of the GOMEMLIMIT syntax.
+func byteCountOracle(s string) (int64, bool) {
+	mult := uint64(1)
+	num := s
+	for _, u := range []struct {
+		suffix string
+		mult   uint64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40}, {"B", 1}} {
+		if strings.HasSuffix(s, u.suffix) {
+			num, mult = strings.TrimSuffix(s, u.suffix), u.mult
+			break
+		}
+	}
+	n, ok := runtimeAtoi(num, 64)
+	if !ok || n < 0 {
+		return 0, false
+	}
+	hi, lo := bits.Mul64(uint64(n), mult)
+	if hi != 0 || lo > math.MaxInt64 {
+		return 0, false
+	}
+	return int64(lo), true
+}
+
+func FuzzGOMEMLIMIT(f *testing.F) {
+	for _, s := range []string{"", "off", "0", "123B", "1KiB", "512MiB", "2GiB", "3TiB", "8388608TiB", "-1", "1MB", "1 MiB", "B", "iB", "KiB", "-KiB", "+5GiB", "9223372036854775807B"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		n, kind := GOMEMLIMIT(s)
+		switch kind {
+		case MemLimitUnset:
+			if s != "" || n != math.MaxInt64 {
+				t.Fatalf("GOMEMLIMIT(%q) = %d, unset", s, n)
+			}
+		case MemLimitOff:
+			if s != "off" || n != math.MaxInt64 {
+				t.Fatalf("GOMEMLIMIT(%q) = %d, off", s, n)
+			}
+		case MemLimitBytes, MemLimitInvalid:
+			want, ok := byteCountOracle(s)
+			if ok != (kind == MemLimitBytes) || ok && n != want {
+				t.Fatalf("GOMEMLIMIT(%q) = %d, %v; oracle says %d, %v", s, n, kind, want, ok)
+			}
+		default:
+			t.Fatalf("GOMEMLIMIT(%q): kind %d", s, kind)
+		}
+	})
+}
+
+func FuzzGODEBUG(f *testing.F) {
+	f.Add("containermaxprocs=0,updatemaxprocs=0", "containermaxprocs=1")
+	f.Add("", "containermaxprocs=-1,containermaxprocs=x")
+	f.Add("a=1,,b", "containermaxprocs")
+	f.Fuzz(func(t *testing.T, def, env string) {
+		v, from := GODEBUG("containermaxprocs", 1, def, env)
+		switch from {
+		case -1:
+			if v != 1 {
+				t.Fatalf("no list decided but v = %d", v)
+			}
+		case 0, 1:
+			list := []string{def, env}[from]
+			field := "containermaxprocs=" + strconv.Itoa(int(v))
+			// The deciding list holds a field with this value (possibly
+			// spelled with a sign or leading zeros).
+			if !strings.Contains(list, "containermaxprocs=") {
+				t.Fatalf("list %d = %q decided v = %d (%s)", from, list, v, field)
+			}
+			if from == 0 {
+				// The environment must not contain a valid setting.
+				if v2, from2 := GODEBUG("containermaxprocs", 1, env); from2 == 0 {
+					t.Fatalf("env %q sets %d but the default list won", env, v2)
+				}
+			}
+		default:
+			t.Fatalf("from = %d", from)
+		}
+	})
+}
+
+func FuzzFITGO(f *testing.F) {
+	for _, s := range []string{"", "off", "maxprocs=off", "memlimit=off,refresh=250ms", "refresh=off", "x", "refresh=-1s", " off , maxprocs=on "} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, err := FITGO(s)
+		if got.Interval < 0 || !got.Refresh && got.Interval != 0 {
+			t.Fatalf("FITGO(%q) = %+v", s, got)
+		}
+		if err == nil && strings.TrimSpace(strings.ReplaceAll(s, ",", "")) == "" && got != (Fitgo{MaxProcs: true, MemLimit: true, Refresh: true}) {
+			t.Fatalf("FITGO(%q) = %+v; want the defaults", s, got)
+		}
+	})
+}
