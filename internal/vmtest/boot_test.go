@@ -2,6 +2,7 @@ package vmtest
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,12 +10,17 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/fitgo/fitgo/cgroup"
+	"github.com/fitgo/fitgo/internal/vmtest/probe/report"
 )
 
 // Guest shape: the scenarios expect 4 vCPUs (the affinity count that caps
@@ -29,7 +35,8 @@ const (
 
 // probes are the programs put in the guest's /bin, built from these packages.
 var probes = map[string]string{
-	"plain": "./probe/plain",
+	"plain":    "./probe/plain",
+	"explicit": "./probe/explicit",
 }
 
 var (
@@ -182,4 +189,104 @@ type runtimeResult struct {
 type filesResult struct {
 	Files  map[string]string `json:"files"`
 	Errors map[string]string `json:"errors"`
+}
+
+// wantLimits is what cgroup.Read should report. Zero cores, max or high
+// means no such limit.
+type wantLimits struct {
+	version    cgroup.Version
+	dir        string // the process's cgroup directory, for CPU and memory (v2)
+	cpuDir     string // v1: the cpu hierarchy's directory, if not dir
+	cores      float64
+	cpuSource  string
+	max        int64
+	maxSource  string
+	high       int64
+	highSource string
+}
+
+// checkLimits compares what cgroup.Read returned in the guest with want.
+func checkLimits(t *testing.T, got report.Limits, want wantLimits) {
+	t.Helper()
+	assert.Empty(t, got.Err, "error from cgroup.Read")
+	assert.Empty(t, got.CPUErr)
+	assert.Empty(t, got.MemoryErr)
+	cpuDir := cmp.Or(want.cpuDir, want.dir)
+	assert.Equal(t, want.version, got.CPU.Version, "CPU version")
+	assert.Equal(t, want.version, got.Memory.Version, "memory version")
+	assert.Equal(t, cpuDir, got.CPU.Dir, "CPU dir")
+	assert.Equal(t, want.dir, got.Memory.Dir, "memory dir")
+
+	cores, ok := got.CPUQuota()
+	assert.Equal(t, want.cores != 0, ok, "CPU limit present")
+	assert.InDelta(t, want.cores, cores, 1e-9, "cores")
+	assert.Equal(t, want.cpuSource, got.CPU.Source, "CPU source")
+
+	max, ok := got.MemoryMax()
+	assert.Equal(t, want.max != 0, ok, "memory.max present")
+	assert.Equal(t, want.max, max, "memory max")
+	assert.Equal(t, want.maxSource, got.Memory.MaxSource, "memory max source")
+
+	high, ok := got.MemoryHigh()
+	assert.Equal(t, want.high != 0, ok, "memory.high present")
+	assert.Equal(t, want.high, high, "memory high")
+	assert.Equal(t, want.highSource, got.Memory.HighSource, "memory high source")
+}
+
+// checkThrottle checks cpu.stat's change while the burn probe kept b.Threads
+// goroutines spinning under a quota of quotaCores (period 100 ms), and that
+// it matches the kernel's file read right after (statFile, with the kernel's
+// names for the throttled time and its unit in ns).
+func checkThrottle(t *testing.T, b report.Burn, quotaCores float64, statFile string, timeKey string, timeUnit time.Duration) {
+	t.Helper()
+	const period = 100 * time.Millisecond
+	d := b.Delta
+	wall := b.Wall.Seconds()
+	usage := d.Usage.Seconds()
+	t.Logf("%v wall: %d periods, %d throttled, throttled time %v, usage %v (quota × wall = %.3fs)",
+		b.Wall, d.Periods, d.ThrottledPeriods, d.ThrottledTime, d.Usage, quotaCores*wall)
+
+	// One period per 100 ms in which the cgroup had runnable tasks: all of them.
+	assert.InDelta(t, wall/period.Seconds(), float64(d.Periods), 3, "periods")
+	// The threads want b.Threads CPUs and get quotaCores: nearly every period
+	// ends with the quota used up.
+	assert.GreaterOrEqual(t, float64(d.ThrottledPeriods), 0.8*float64(d.Periods), "throttled periods")
+	// They use the whole quota and no more (one period's quota of slack for
+	// the period in flight at each reading).
+	require.True(t, d.HasUsage, "usage available")
+	assert.InDelta(t, quotaCores*wall, usage, 0.15*quotaCores*wall+quotaCores*period.Seconds(), "usage")
+	// They wanted Threads × wall of CPU time and got usage; they spent most of
+	// the rest throttled. The kernel adds up throttled time over the CPUs'
+	// run queues, so it stays below guestCPUs × wall.
+	lower := 0.5 * (float64(b.Threads)*wall - usage)
+	upper := float64(guestCPUs) * wall
+	assert.GreaterOrEqual(t, d.ThrottledTime.Seconds(), lower, "throttled time")
+	assert.LessOrEqual(t, d.ThrottledTime.Seconds(), upper, "throttled time")
+
+	// The reader's last values against the file read after the probe ended:
+	// the same counters, at most a little further on (the probe's exit).
+	kv := map[string]int64{}
+	for _, line := range strings.Split(strings.TrimSpace(statFile), "\n") {
+		k, v, _ := strings.Cut(line, " ")
+		n, err := strconv.ParseInt(v, 10, 64)
+		require.NoError(t, err, "cpu.stat line %q", line)
+		kv[k] = n
+	}
+	assert.GreaterOrEqual(t, uint64(kv["nr_throttled"]), b.After.ThrottledPeriods)
+	assert.LessOrEqual(t, uint64(kv["nr_throttled"]), b.After.ThrottledPeriods+2)
+	fileTime := time.Duration(kv[timeKey]) * timeUnit
+	assert.GreaterOrEqual(t, fileTime, b.After.ThrottledTime)
+	assert.LessOrEqual(t, fileTime, b.After.ThrottledTime+2*guestCPUs*period)
+}
+
+// mountRoot returns the root field of the mountinfo line of mount point
+// point, or "" when there is none.
+func mountRoot(mountinfo, point string) string {
+	for _, line := range strings.Split(mountinfo, "\n") {
+		f := strings.Fields(line)
+		if len(f) > 4 && f[4] == point {
+			return f[3]
+		}
+	}
+	return ""
 }

@@ -3,9 +3,13 @@ package vmtest
 import (
 	"math"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/fitgo/fitgo/cgroup"
+	"github.com/fitgo/fitgo/internal/vmtest/probe/report"
 )
 
 const mib = 1 << 20
@@ -15,38 +19,122 @@ const mib = 1 << 20
 func TestCgroupV2(t *testing.T) {
 	t.Parallel()
 	c := boot(t, "v2")
+	const cg = "/sys/fs/cgroup"
 
 	t.Run("kernel", func(t *testing.T) {
 		var f filesResult
 		one(t, c, "v2/kernel", "files", &f)
 		require.Empty(t, f.Errors)
 		assert.Equal(t, "0::/\n", f.Files["/proc/self/cgroup"])
-		assert.Contains(t, f.Files["/sys/fs/cgroup/cgroup.controllers"], "cpu")
-		assert.Equal(t, "cpu memory\n", f.Files["/sys/fs/cgroup/cgroup.subtree_control"])
+		assert.Contains(t, f.Files[cg+"/cgroup.controllers"], "cpu")
+		assert.Equal(t, "cpu memory\n", f.Files[cg+"/cgroup.subtree_control"])
 	})
 
 	// 1. cpu.max 150000 100000 and memory.max 512M on the leaf.
-	t.Run("leaf", func(t *testing.T) {
+	t.Run("1-leaf", func(t *testing.T) {
+		var r report.Read
+		one(t, c, "v2/leaf", "read", &r)
+		checkLimits(t, r.Limits, wantLimits{
+			version: cgroup.V2, dir: cg + "/leaf",
+			cores: 1.5, cpuSource: cg + "/leaf",
+			max: 512 * mib, maxSource: cg + "/leaf",
+		})
+
 		var rt runtimeResult
 		one(t, c, "v2/leaf", "runtime", &rt)
 		assert.Equal(t, guestCPUs, rt.NumCPU)
 		assert.Contains(t, rt.DefaultGODEBUG, "containermaxprocs=1")
+		assert.Contains(t, rt.DefaultGODEBUG, "updatemaxprocs=1")
 		// The runtime's own rule: ceil(1.5) = 2, and never below 2.
 		assert.Equal(t, 2, rt.GOMAXPROCS)
 		assert.Equal(t, int64(math.MaxInt64), rt.GOMEMLIMIT)
 	})
 
 	// 2. 1 CPU and 256 MiB on the parent only.
-	t.Run("parent", func(t *testing.T) {
+	t.Run("2-parent", func(t *testing.T) {
 		var f filesResult
 		one(t, c, "v2/parent", "files", &f)
-		assert.Equal(t, "max 100000\n", f.Files["/sys/fs/cgroup/parent/leaf/cpu.max"])
-		assert.Equal(t, "max\n", f.Files["/sys/fs/cgroup/parent/leaf/memory.max"])
+		assert.Equal(t, "max 100000\n", f.Files[cg+"/parent/leaf/cpu.max"])
+		assert.Equal(t, "max\n", f.Files[cg+"/parent/leaf/memory.max"])
+
+		var r report.Read
+		one(t, c, "v2/parent", "read", &r)
+		checkLimits(t, r.Limits, wantLimits{
+			version: cgroup.V2, dir: cg + "/parent/leaf",
+			cores: 1, cpuSource: cg + "/parent",
+			max: 256 * mib, maxSource: cg + "/parent",
+		})
 
 		// The runtime reads the leaf only: it misses the parent's 1 CPU and
 		// uses all 4 vCPUs.
 		var rt runtimeResult
 		one(t, c, "v2/parent", "runtime", &rt)
 		assert.Equal(t, guestCPUs, rt.GOMAXPROCS)
+	})
+
+	// 3. A private cgroup namespace rooted at cgns/ns (2.5 CPUs, 320 MiB).
+	t.Run("3-cgns-remount", func(t *testing.T) {
+		// cgroup2 mounted again inside the namespace: the mount's root is the
+		// namespace's root.
+		var f filesResult
+		one(t, c, "v2/cgns-remount", "files", &f)
+		assert.Equal(t, "0::/\n", f.Files["/proc/self/cgroup"])
+		assert.Equal(t, "/", mountRoot(f.Files["/proc/self/mountinfo"], cg))
+
+		// The memory.high of 400 MiB on cgns, above the namespace's root, is
+		// invisible from inside.
+		var r report.Read
+		one(t, c, "v2/cgns-remount", "read", &r)
+		checkLimits(t, r.Limits, wantLimits{
+			version: cgroup.V2, dir: cg,
+			cores: 2.5, cpuSource: cg,
+			max: 320 * mib, maxSource: cg,
+		})
+		assert.Equal(t, "/", r.Limits.CPU.Path)
+		assert.Equal(t, "/", r.Limits.CPU.MountRoot)
+
+		var rt runtimeResult
+		one(t, c, "v2/cgns-remount", "runtime", &rt)
+		assert.Equal(t, 3, rt.GOMAXPROCS, "the runtime: ceil(2.5)")
+	})
+	t.Run("3-cgns-outer", func(t *testing.T) {
+		// The mount made outside the namespace: the kernel shows its root as
+		// "/../..", two levels above the namespace's root, so the process's
+		// cgroup directory cannot be named through it. fitgo reports no
+		// limit and no error; so does the runtime.
+		var f filesResult
+		one(t, c, "v2/cgns-outer", "files", &f)
+		assert.Equal(t, "0::/\n", f.Files["/proc/self/cgroup"])
+		assert.Equal(t, "/../..", mountRoot(f.Files["/proc/self/mountinfo"], cg))
+
+		var r report.Read
+		one(t, c, "v2/cgns-outer", "read", &r)
+		checkLimits(t, r.Limits, wantLimits{})
+		assert.Equal(t, "/", r.Limits.CPU.Path)
+
+		var rt runtimeResult
+		one(t, c, "v2/cgns-outer", "runtime", &rt)
+		assert.Equal(t, guestCPUs, rt.GOMAXPROCS)
+	})
+
+	// 4. memory.high 300M below memory.max 512M.
+	t.Run("4-high", func(t *testing.T) {
+		var r report.Read
+		one(t, c, "v2/high", "read", &r)
+		checkLimits(t, r.Limits, wantLimits{
+			version: cgroup.V2, dir: cg + "/high",
+			max: 512 * mib, maxSource: cg + "/high",
+			high: 300 * mib, highSource: cg + "/high",
+		})
+	})
+
+	// 6. Two spinning threads for 2 s under 0.5 CPU.
+	t.Run("6-throttle", func(t *testing.T) {
+		var b report.Burn
+		one(t, c, "v2/throttle", "burn", &b)
+		checkLimits(t, b.Limits, wantLimits{version: cgroup.V2, dir: cg + "/throttle", cores: 0.5, cpuSource: cg + "/throttle"})
+		var f filesResult
+		one(t, c, "v2/throttle", "files", &f)
+		checkThrottle(t, b, 0.5, f.Files[cg+"/throttle/cpu.stat"], "throttled_usec", time.Microsecond)
 	})
 }

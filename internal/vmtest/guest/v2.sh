@@ -1,6 +1,7 @@
 # shellcheck shell=sh
 # Suite v2: cgroup v2 only, mounted at /sys/fs/cgroup, with the cpu and memory
-# controllers enabled for the children of the root. Sourced by /init.
+# controllers enabled for the children of the root. Sourced by /init. Each
+# scenario has its own cgroup, and its results carry its name.
 
 cg=/sys/fs/cgroup
 mount -t cgroup2 cgroup2 "$cg" || fail "mount cgroup2"
@@ -12,6 +13,7 @@ s=v2/leaf d=$cg/leaf
 mk "$d"
 wr "$d/cpu.max" "150000 100000"
 wr "$d/memory.max" 512M
+run_in "$d" explicit read -scenario $s
 run_in "$d" plain runtime -scenario $s
 
 # 2. Limits on the parent only: 1 CPU and 256 MiB; the leaf has none.
@@ -22,4 +24,38 @@ wr "$d/memory.max" 256M
 wr "$d/cgroup.subtree_control" "+cpu +memory"
 mk "$d/leaf"
 run_in "$d/leaf" plain files -scenario $s "$d/leaf/cpu.max" "$d/leaf/memory.max"
+run_in "$d/leaf" explicit read -scenario $s
 run_in "$d/leaf" plain runtime -scenario $s
+
+# 3. A private cgroup namespace, as containers get: 2.5 CPUs and 320 MiB on
+# the cgroup that becomes the namespace's root (cgns/ns). cgns itself has only
+# a memory.high of 400 MiB, which the namespace cannot see.
+s=v2/cgns d=$cg/cgns
+mk "$d"
+wr "$d/memory.high" 400M
+wr "$d/cgroup.subtree_control" "+cpu +memory"
+mk "$d/ns"
+wr "$d/ns/cpu.max" "250000 100000"
+wr "$d/ns/memory.max" 320M
+# 3a. cgroup2 mounted again inside the namespace (what container runtimes do).
+run_in "$d/ns" plain cgns -remount "$cg" plain files -scenario $s-remount /proc/self/cgroup /proc/self/mountinfo
+run_in "$d/ns" plain cgns -remount "$cg" explicit read -scenario $s-remount
+run_in "$d/ns" plain cgns -remount "$cg" plain runtime -scenario $s-remount
+# 3b. The mount made outside the namespace: its root lies outside the namespace.
+run_in "$d/ns" plain cgns plain files -scenario $s-outer /proc/self/cgroup /proc/self/mountinfo
+run_in "$d/ns" plain cgns explicit read -scenario $s-outer
+run_in "$d/ns" plain cgns plain runtime -scenario $s-outer
+
+# 4. memory.high below memory.max on the leaf: 300 MiB and 512 MiB.
+s=v2/high d=$cg/high
+mk "$d"
+wr "$d/memory.max" 512M
+wr "$d/memory.high" 300M
+run_in "$d" explicit read -scenario $s
+
+# 6. Throttling: two spinning threads for 2 s under 0.5 CPU.
+s=v2/throttle d=$cg/throttle
+mk "$d"
+wr "$d/cpu.max" "50000 100000"
+run_in "$d" explicit burn -scenario $s -threads 2 -for 2s
+plain files -scenario $s "$d/cpu.stat"

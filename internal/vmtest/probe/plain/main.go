@@ -5,7 +5,7 @@
 //	plain runtime -scenario S                       GOMAXPROCS and GOMEMLIMIT as the runtime set them
 //	plain files -scenario S FILE...                 the content of files, as the kernel shows them
 //	plain write -scenario S FILE VALUE [FILE VALUE]... write cgroup files and print when
-//	plain cgns [-remount DIR] CMD [ARG]...          run CMD in a new cgroup namespace
+//	plain cgns [-remount DIR] CMD [ARG]...          run CMD in new cgroup and mount namespaces
 //
 // Each command but cgns prints one line "FITGO-RESULT {json}" with the fields
 // "scenario" and "probe" (the command's name).
@@ -142,7 +142,7 @@ func writeCmd(args []string) {
 // process, so /proc/self/cgroup shows "0::/" in the command.
 func cgnsCmd(args []string) {
 	fs := flag.NewFlagSet("cgns", flag.ExitOnError)
-	remount := fs.String("remount", "", "mount a new cgroup2 file system at this directory in the namespace, as container runtimes do")
+	remount := fs.String("remount", "", "replace the cgroup2 mount at this directory with a new one made in the namespace, as container runtimes do")
 	if err := fs.Parse(args); err != nil || fs.NArg() == 0 {
 		fail("usage: plain cgns [-remount DIR] CMD [ARG]...")
 	}
@@ -168,6 +168,12 @@ func cgnsChild(args []string) {
 	if dir != "" {
 		if err := syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""); err != nil {
 			fail(fmt.Sprintf("cgns: make / private: %v", err))
+		}
+		// The kernel refuses to mount the same cgroup2 file system on the
+		// root of one of its own mounts (EBUSY), so detach the outer one
+		// first; in this private mount namespace only.
+		if err := syscall.Unmount(dir, syscall.MNT_DETACH); err != nil {
+			fail(fmt.Sprintf("cgns: unmount %s: %v", dir, err))
 		}
 		if err := syscall.Mount("cgroup2", dir, "cgroup2", 0, ""); err != nil {
 			fail(fmt.Sprintf("cgns: mount cgroup2 at %s: %v", dir, err))

@@ -1,0 +1,89 @@
+// Command explicit is the vm tests' probe of fitgo's packages used explicitly
+// (no blank import, so nothing happens at init):
+//
+//	explicit read -scenario S                      what cgroup.Read returns
+//	explicit burn -scenario S [-threads N] [-for D] burn CPU and report cpu.stat's change
+package main
+
+import (
+	"flag"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/fitgo/fitgo/cgroup"
+	"github.com/fitgo/fitgo/internal/vmtest/probe/report"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		report.Fail("usage: explicit read|burn ...")
+	}
+	cmd, args := os.Args[1], os.Args[2:]
+	fs := flag.NewFlagSet(cmd, flag.ExitOnError)
+	scenario := fs.String("scenario", "", "scenario name printed with the result")
+	threads := fs.Int("threads", 2, "burn: goroutines spinning at once")
+	burnFor := fs.Duration("for", 2*time.Second, "burn: how long")
+	if err := fs.Parse(args); err != nil || *scenario == "" {
+		report.Fail("-scenario is required")
+	}
+	h := report.Header{Scenario: *scenario, Probe: cmd}
+	switch cmd {
+	case "read":
+		read(h)
+	case "burn":
+		burn(h, *threads, *burnFor)
+	default:
+		report.Fail("unknown command " + cmd)
+	}
+}
+
+func read(h report.Header) {
+	report.Emit(report.Read{Header: h, Limits: report.NewLimits(cgroup.Read()), Runtime: report.ReadRuntime()})
+}
+
+// burn keeps threads goroutines spinning for d and reports how cpu.stat of
+// the effective CPU cgroup changed meanwhile.
+func burn(h report.Header, threads int, d time.Duration) {
+	lim := report.NewLimits(cgroup.Read())
+	before, err := cgroup.ReadCPUStat()
+	if err != nil {
+		report.Fail("ReadCPUStat before: " + err.Error())
+	}
+	start := time.Now()
+	deadline := start.Add(d)
+	var wg sync.WaitGroup
+	for range threads {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			x := uint64(1)
+			for time.Now().Before(deadline) {
+				for range 10000 {
+					x = x*6364136223846793005 + 1442695040888963407
+				}
+			}
+			sink(x)
+		}()
+	}
+	wg.Wait()
+	after, err := cgroup.ReadCPUStat()
+	wall := time.Since(start)
+	if err != nil {
+		report.Fail("ReadCPUStat after: " + err.Error())
+	}
+	report.Emit(report.Burn{
+		Header: h, Limits: lim, Runtime: report.ReadRuntime(), Threads: threads,
+		Wall: wall, Before: before, After: after, Delta: after.Sub(before),
+	})
+}
+
+var sinkMu sync.Mutex
+var sinkV uint64
+
+// sink keeps the spinning loop's result alive.
+func sink(x uint64) {
+	sinkMu.Lock()
+	sinkV += x
+	sinkMu.Unlock()
+}
