@@ -126,11 +126,18 @@ type ParseError struct {
 	Err  error  // what is wrong
 }
 
+// Error returns "cgroup: FILE:LINE: what is wrong", without ":LINE" when
+// Line is 0.
 func (e *ParseError) Error() string {
-	if e.Line > 0 {
-		return fmt.Sprintf("cgroup: %s:%d: %v", e.File, e.Line, e.Err)
+	file := e.File
+	if file == "" {
+		file = "(unknown file)"
 	}
-	return fmt.Sprintf("cgroup: %s: %v", e.File, e.Err)
+	if e.Line > 0 {
+		return fmt.Sprintf("cgroup: %s:%d: %v", file, e.Line, e.Err)
+	}
+	return fmt.Sprintf("cgroup: %s: %v", file, e.Err)
 }
 
+// Unwrap returns Err.
 func (e *ParseError) Unwrap() error { return e.Err }

@@ -35,6 +35,16 @@ func nextLine(data []byte) (line, rest []byte) {
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f' }
 
+// isBlank reports whether b holds nothing but white space and newlines.
+func isBlank(b []byte) bool {
+	for _, c := range b {
+		if c != '\n' && !isSpace(c) {
+			return false
+		}
+	}
+	return true
+}
+
 // trimSpace removes ASCII white space (not newlines' line structure: callers
 // split lines first) at both ends of b.
 func trimSpace(b []byte) []byte {
@@ -110,7 +120,7 @@ func parseInt(b []byte) (int64, bool) {
 // line is an error on line 2.
 func singleLine(data []byte) ([]byte, error) {
 	line, rest := nextLine(data)
-	if len(trimSpace(rest)) > 0 {
+	if !isBlank(rest) {
 		return nil, &ParseError{Line: 2, Err: errExtraLines}
 	}
 	line = trimSpace(line)

@@ -37,12 +37,14 @@ type watchLevel struct {
 	files [2]watchFile
 }
 
-// watchFile is one open file; f is nil when the file did not exist.
+// watchFile is one open file. exists is false when the file did not exist
+// when the Watcher was made.
 type watchFile struct {
-	name string // fs.FS name, to reopen
-	f    fs.File
-	ra   io.ReaderAt
-	sk   io.Seeker
+	name   string // fs.FS name, to reopen
+	exists bool
+	f      fs.File // nil only while a reopen has failed, or after Close
+	ra     io.ReaderAt
+	sk     io.Seeker
 }
 
 // NewWatcher finds the process's cgroups in fsys (rooted at "/") like
@@ -100,7 +102,7 @@ func (w *Watcher) openLevels(dir, mount string, names [2]string) ([]watchLevel, 
 	}
 }
 
-// open opens dir/name; a missing file gives a watchFile with f nil.
+// open opens dir/name; a missing file gives a watchFile with exists false.
 func (w *Watcher) open(dir, name string) (watchFile, error) {
 	abs := joinPath(dir, name)
 	wf := watchFile{name: fsName(abs)}
@@ -111,7 +113,7 @@ func (w *Watcher) open(dir, name string) (watchFile, error) {
 		}
 		return wf, pathError("open", abs, err)
 	}
-	wf.f = f
+	wf.f, wf.exists = f, true
 	wf.ra, _ = f.(io.ReaderAt)
 	wf.sk, _ = f.(io.Seeker)
 	return wf, nil
@@ -148,7 +150,7 @@ func (w *Watcher) file(level int, dir, name string) ([]byte, bool, error) {
 	default:
 		return nil, false, nil
 	}
-	if wf.f == nil {
+	if !wf.exists {
 		return nil, false, nil
 	}
 	for {
@@ -183,10 +185,14 @@ func (w *Watcher) readAt0(wf *watchFile, b []byte) (int, error) {
 			return 0, err
 		}
 	} else {
-		wf.f.Close()
+		// Neither: open the file again (this allocates). The old one is
+		// closed first; if opening fails, the next Read tries again.
+		if wf.f != nil {
+			wf.f.Close()
+			wf.f = nil
+		}
 		f, err := w.fsys.Open(wf.name)
 		if err != nil {
-			wf.f = nil
 			return 0, err
 		}
 		wf.f = f
