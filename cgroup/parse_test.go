@@ -1,7 +1,6 @@
 package cgroup
 
 import (
-	"bytes"
 	"fmt"
 	"strings"
 	"testing"
@@ -458,5 +457,3 @@ func TestParseUint(t *testing.T) {
 		assert.False(t, ok, in)
 	}
 }
-
-var _ = bytes.Equal

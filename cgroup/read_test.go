@@ -584,5 +584,3 @@ func TestVersionString(t *testing.T) {
 	assert.Equal(t, "v2", V2.String())
 	assert.Equal(t, "none", Version(0).String())
 }
-
-var _ = kib
