@@ -1,21 +1,27 @@
-// Package refresh runs the loop that follows cgroup limit changes for fitgo's
-// knobs: one goroutine per Loop re-reads one cgroup.Watcher (files opened
-// once, re-read without allocating) and hands each reading to the
-// subscribers, GOMAXPROCS and GOMEMLIMIT.
+// Package refresh reads the process's cgroup limits for fitgo's knobs and
+// runs the loop that follows their changes.
 //
-// A Loop starts its goroutine when the first subscriber arrives and stops it,
-// closing the files, when the last one leaves, so that a program that stops
-// following changes is left with no goroutine and no open file. Both knobs of
-// the blank import share Default, hence one goroutine and one set of files.
+// A Loop owns one Source, normally a cgroup.Watcher: the cgroup hierarchy is
+// discovered once and the limit files stay open, so that every later reading
+// is one pread per file and allocates nothing. One goroutine per Loop re-reads
+// the Source at each tick and hands the reading to the subscribers (the
+// GOMAXPROCS and GOMEMLIMIT managers); one-shot readers (Apply without
+// refresh) use Read and share the same open files.
+//
+// The goroutine starts with the first subscriber and exits when the last one
+// leaves. The Source is closed when nothing has used it for the Loop's idle
+// time (Default: IdleClose), so a program that stops following changes is
+// left with no goroutine and, shortly after, no open file. Both knobs of the
+// blank import share Default: one goroutine, one set of files.
 package refresh
 
 import (
 	"context"
-	"os"
 	"sync"
 	"time"
 
 	"github.com/fitgo/fitgo/cgroup"
+	"github.com/fitgo/fitgo/internal/rootfs"
 )
 
 // DefaultInterval is the refresh interval when none is given: the cadence at
@@ -27,6 +33,12 @@ const DefaultInterval = time.Second
 // MinInterval is the shortest interval a Loop ticks at; shorter requests are
 // raised to it.
 const MinInterval = 10 * time.Millisecond
+
+// IdleClose is how long Default keeps its files open after their last use
+// when no refresh loop runs: long enough for the usual sequence of one
+// maxprocs.Apply and one memlimit.Apply to share them, short enough that a
+// program applying once holds no file for long.
+const IdleClose = 5 * time.Second
 
 // Source gives the current limits; *cgroup.Watcher is one.
 type Source interface {
@@ -44,13 +56,16 @@ type Subscriber interface {
 // Loop reads a Source periodically and hands the readings to subscribers.
 type Loop struct {
 	open func() (Source, error)
+	idle time.Duration // how long an unused Source stays open
 
 	mu      sync.Mutex
-	src     Source   // open while running
+	src     Source   // open while running, and for idle after the last use
 	subs    []*entry // current subscribers
 	running bool
 	kick    chan struct{} // subscribers changed
 	done    chan struct{} // closed when the goroutine of this run exits
+	lastUse time.Time     // of src by Read
+	timer   *time.Timer   // closes src when idle
 
 	readMu sync.Mutex // serialises Source.Read between the goroutine and Subscribe
 	snap   []*entry   // the goroutine's copy of subs, reused across ticks
@@ -62,19 +77,88 @@ type entry struct {
 	stopCtx  func() bool
 }
 
-// New returns a Loop that opens its Source with open when it starts.
-func New(open func() (Source, error)) *Loop {
-	return &Loop{open: open, kick: make(chan struct{}, 1)}
+// New returns a Loop that opens its Source with open when first needed and
+// closes it once unused for idle (at once when idle is 0).
+func New(open func() (Source, error), idle time.Duration) *Loop {
+	return &Loop{open: open, idle: idle, kick: make(chan struct{}, 1)}
 }
 
 // Default is the Loop over the process's own cgroup files.
-var Default = New(func() (Source, error) {
-	w, err := cgroup.NewWatcher(os.DirFS("/"))
-	if err != nil {
-		return nil, err
+var Default = New(func() (Source, error) { return OpenProcess(rootfs.FS()) }, IdleClose)
+
+// acquire opens the Source if it is not open; l.mu is held.
+func (l *Loop) acquire() error {
+	if l.src != nil {
+		return nil
 	}
-	return w, nil
-})
+	src, err := l.open()
+	if err != nil {
+		return err
+	}
+	l.src = src
+	return nil
+}
+
+// Read returns a reading of the Source, opening it if needed, for callers
+// that do not subscribe.
+func (l *Loop) Read() (cgroup.Limits, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.acquire(); err != nil {
+		return cgroup.Limits{}, err
+	}
+	l.readMu.Lock()
+	lim, err := l.src.Read()
+	l.readMu.Unlock()
+	l.lastUse = time.Now()
+	l.release()
+	return lim, err
+}
+
+// release closes the Source, or arranges for it to be closed after the idle
+// time, when no goroutine uses it; l.mu is held.
+func (l *Loop) release() {
+	if l.running || len(l.subs) > 0 || l.src == nil {
+		return
+	}
+	if l.idle <= 0 {
+		l.closeSource()
+		return
+	}
+	if l.timer == nil {
+		l.timer = time.AfterFunc(l.idle, l.closeIfIdle)
+	} else {
+		l.timer.Reset(l.idle)
+	}
+}
+
+func (l *Loop) closeIfIdle() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.running || len(l.subs) > 0 || l.src == nil {
+		return
+	}
+	if left := l.idle - time.Since(l.lastUse); left > 0 {
+		l.timer.Reset(left)
+		return
+	}
+	l.closeSource()
+}
+
+// closeSource closes the Source; l.mu is held.
+func (l *Loop) closeSource() {
+	l.readMu.Lock()
+	l.src.Close()
+	l.readMu.Unlock()
+	l.src = nil
+}
+
+// Open reports whether the Loop's Source is open.
+func (l *Loop) Open() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.src != nil
+}
 
 // Subscription is one subscriber's membership in a Loop.
 type Subscription struct {
@@ -96,13 +180,9 @@ func (l *Loop) Subscribe(ctx context.Context, sub Subscriber, interval time.Dura
 	}
 	interval = max(interval, MinInterval)
 	l.mu.Lock()
-	if l.src == nil {
-		src, err := l.open()
-		if err != nil {
-			l.mu.Unlock()
-			return nil, cgroup.Limits{}, err
-		}
-		l.src = src
+	if err := l.acquire(); err != nil {
+		l.mu.Unlock()
+		return nil, cgroup.Limits{}, err
 	}
 	l.readMu.Lock()
 	lim, err := l.src.Read()
@@ -112,6 +192,7 @@ func (l *Loop) Subscribe(ctx context.Context, sub Subscriber, interval time.Dura
 	if !l.running {
 		l.running = true
 		l.done = make(chan struct{})
+		l.lastUse = time.Now()
 		go l.run(l.src, l.done)
 	} else {
 		l.poke()
@@ -179,8 +260,8 @@ func (l *Loop) interval() time.Duration {
 	return d
 }
 
-// stopIfIdle ends the run when no subscriber is left. It reports whether the
-// goroutine must exit; the caller then closes src.
+// stopIfIdle ends the run when no subscriber is left, and releases the
+// Source. It reports whether the goroutine must exit.
 func (l *Loop) stopIfIdle(done chan struct{}) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -188,8 +269,9 @@ func (l *Loop) stopIfIdle(done chan struct{}) bool {
 		return false
 	}
 	l.running = false
-	l.src = nil
 	l.done = nil
+	l.lastUse = time.Now()
+	l.release()
 	// Drain a stale kick so that the next run starts clean.
 	select {
 	case <-l.kick:
@@ -212,7 +294,6 @@ func (l *Loop) run(src Source, done chan struct{}) {
 		select {
 		case <-l.kick:
 			if l.stopIfIdle(done) {
-				src.Close()
 				return
 			}
 			l.mu.Lock()
@@ -225,7 +306,6 @@ func (l *Loop) run(src Source, done chan struct{}) {
 		case now := <-t.C:
 			l.tick(src, now)
 			if l.stopIfIdle(done) {
-				src.Close()
 				return
 			}
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fitgo/fitgo/cgroup"
+	"github.com/fitgo/fitgo/internal/rootfs"
 )
 
 // fakeSource returns settable limits and counts reads and closes.
@@ -63,7 +64,7 @@ func newFakeLoop(src *fakeSource) (*Loop, *atomic.Int64) {
 	return New(func() (Source, error) {
 		opens.Add(1)
 		return src, nil
-	}), &opens
+	}, 0), &opens
 }
 
 // waitStopped waits for the loop's goroutine to exit.
@@ -182,7 +183,7 @@ func TestSubscriberLeaves(t *testing.T) {
 }
 
 func TestOpenError(t *testing.T) {
-	l := New(func() (Source, error) { return nil, cgroup.ErrNoCgroup })
+	l := New(func() (Source, error) { return nil, cgroup.ErrNoCgroup }, 0)
 	sub, _, err := l.Subscribe(nil, &recorder{}, time.Second)
 	assert.ErrorIs(t, err, cgroup.ErrNoCgroup)
 	assert.Nil(t, sub)
@@ -253,7 +254,7 @@ func writeV1Tree(t testing.TB, quota string) string {
 // files that change under it.
 func TestWatcherTickFollowsFiles(t *testing.T) {
 	root := writeV1Tree(t, "50000")
-	l := New(func() (Source, error) { return cgroup.NewWatcher(os.DirFS(root)) })
+	l := New(func() (Source, error) { return cgroup.NewWatcher(os.DirFS(root)) }, 0)
 	rec := &recorder{}
 	sub, lim, err := l.Subscribe(nil, rec, 20*time.Millisecond)
 	require.NoError(t, err)
@@ -276,7 +277,7 @@ func TestTickAllocs(t *testing.T) {
 	w, err := cgroup.NewWatcher(os.DirFS(root))
 	require.NoError(t, err)
 	defer w.Close()
-	l := New(nil)
+	l := New(nil, 0)
 	l.subs = []*entry{{sub: nopSub{}}, {sub: nopSub{}}}
 	now := time.Now()
 	allocs := testing.AllocsPerRun(1000, func() { l.tick(w, now) })
@@ -291,7 +292,7 @@ func TestTickAllocsLive(t *testing.T) {
 	}
 	require.NoError(t, err)
 	defer w.Close()
-	l := New(nil)
+	l := New(nil, 0)
 	l.subs = []*entry{{sub: nopSub{}}}
 	allocs := testing.AllocsPerRun(1000, func() { l.tick(w, time.Now()) })
 	assert.Zero(t, allocs)
@@ -306,12 +307,16 @@ func BenchmarkTick(b *testing.B) {
 		{"live", func(*testing.B) string { return "/" }},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			w, err := cgroup.NewWatcher(os.DirFS(bc.root(b)))
+			fsys := os.DirFS(bc.root(b))
+			if bc.name == "live" {
+				fsys = rootfs.FS()
+			}
+			w, err := OpenProcess(fsys)
 			if err != nil {
 				b.Skip(err)
 			}
 			defer w.Close()
-			l := New(nil)
+			l := New(nil, 0)
 			l.subs = []*entry{{sub: nopSub{}}, {sub: nopSub{}}}
 			now := time.Now()
 			b.ReportAllocs()
@@ -321,4 +326,89 @@ func BenchmarkTick(b *testing.B) {
 			}
 		})
 	}
+}
+
+func TestReadIdleClose(t *testing.T) {
+	src := &fakeSource{lim: cgroup.Limits{CPU: cgroup.CPU{Quota: 3}}}
+	var opens atomic.Int64
+	l := New(func() (Source, error) { opens.Add(1); return src, nil }, 50*time.Millisecond)
+	lim, err := l.Read()
+	require.NoError(t, err)
+	assert.Equal(t, time.Duration(3), lim.CPU.Quota)
+	_, err = l.Read()
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), opens.Load(), "the second Read shares the open Source")
+	assert.True(t, l.Open())
+	eventually(t, "the idle close", func() bool { return !l.Open() })
+	_, closed := src.counts()
+	assert.Equal(t, 1, closed)
+
+	// A subscriber keeps it open past the idle time; after it leaves, the
+	// idle time runs again.
+	sub, _, err := l.Subscribe(nil, &recorder{}, 20*time.Millisecond)
+	require.NoError(t, err)
+	time.Sleep(120 * time.Millisecond)
+	assert.True(t, l.Open())
+	sub.Cancel()
+	waitStopped(t, l)
+	assert.True(t, l.Open(), "open for the idle time after the loop stops")
+	eventually(t, "the idle close", func() bool { return !l.Open() })
+	assert.Equal(t, int64(2), opens.Load())
+}
+
+func TestReadOpenError(t *testing.T) {
+	l := New(func() (Source, error) { return nil, cgroup.ErrNoCgroup }, time.Second)
+	_, err := l.Read()
+	assert.ErrorIs(t, err, cgroup.ErrNoCgroup)
+	assert.False(t, l.Open())
+}
+
+// TestProcessSourceFollowsMove: when /proc/self/cgroup changes (the process
+// was moved), the source finds the new cgroup.
+func TestProcessSourceFollowsMove(t *testing.T) {
+	root := writeV1Tree(t, "50000")
+	write := func(name, data string) {
+		p := filepath.Join(root, name)
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, []byte(data), 0o644))
+	}
+	write("sys/fs/cgroup/cpu/other/cpu.cfs_quota_us", "300000\n")
+	write("sys/fs/cgroup/cpu/other/cpu.cfs_period_us", "100000\n")
+	src, err := OpenProcess(os.DirFS(root))
+	require.NoError(t, err)
+	defer src.Close()
+	lim, err := src.Read()
+	require.NoError(t, err)
+	assert.Equal(t, "/sys/fs/cgroup/cpu/app", lim.CPU.Source)
+
+	write("proc/self/cgroup", "5:memory:/app\n4:cpu:/other\n")
+	lim, err = src.Read()
+	require.NoError(t, err)
+	assert.Equal(t, "/sys/fs/cgroup/cpu/other", lim.CPU.Source)
+	cores, _ := lim.CPUQuota()
+	assert.Equal(t, 3.0, cores)
+
+	// Steady state: no allocation.
+	assert.Zero(t, testing.AllocsPerRun(100, func() { src.Read() }))
+}
+
+func TestOpenProcessNoCgroup(t *testing.T) {
+	_, err := OpenProcess(os.DirFS(t.TempDir()))
+	assert.ErrorIs(t, err, cgroup.ErrNoCgroup)
+}
+
+// TestDefaultLive reads this machine's limits through Default and checks
+// them against cgroup.Read.
+func TestDefaultLive(t *testing.T) {
+	want, werr := cgroup.Read()
+	if errors.Is(werr, cgroup.ErrNoCgroup) {
+		t.Skip("no cgroup information on this machine:", werr)
+	}
+	got, err := Default.Read()
+	assert.Equal(t, werr, err)
+	assert.Equal(t, want, got)
+	src, err := OpenProcess(rootfs.FS())
+	require.NoError(t, err)
+	defer src.Close()
+	assert.Zero(t, testing.AllocsPerRun(100, func() { src.Read() }))
 }

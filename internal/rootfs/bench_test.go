@@ -1,0 +1,33 @@
+package rootfs
+
+import (
+	"os"
+	"testing"
+
+	"github.com/fitgo/fitgo/cgroup"
+)
+
+// BenchmarkReadFS compares cgroup.ReadFS of this machine over FS and over
+// os.DirFS("/"), interleaved by sub-benchmark.
+func BenchmarkReadFS(b *testing.B) {
+	for _, bc := range []struct {
+		name string
+		fsys func() any
+	}{
+		{"rootfs", func() any { return FS() }},
+		{"os.DirFS", func() any { return os.DirFS("/") }},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			fsys := FS()
+			if bc.name == "os.DirFS" {
+				fsys = os.DirFS("/")
+			}
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				if _, err := cgroup.ReadFS(fsys); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,7 @@
+//go:build !linux
+
+package rootfs
+
+import "os"
+
+var root = os.DirFS("/")

@@ -1,0 +1,632 @@
+package maxprocs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"runtime"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/fitgo/fitgo/cgroup"
+	"github.com/fitgo/fitgo/internal/envvar"
+	"github.com/fitgo/fitgo/internal/refresh"
+)
+
+// DefaultRefreshInterval is the interval of WithRefresh when none is given:
+// one second, the cadence at which the Go runtime re-reads the CPU limit
+// itself. A refresh tick re-reads already-open cgroup files and allocates
+// nothing; it costs a few microseconds.
+const DefaultRefreshInterval = refresh.DefaultInterval
+
+// runtimeGrace is how long a refresh waits, after a limit change, for the Go
+// runtime's own update to reach the value fitgo wants before setting it
+// itself (which would switch the runtime's updates off). The runtime checks
+// about once a second.
+const runtimeGrace = 2 * time.Second
+
+// An Option configures Apply and Plan.
+type Option func(*config)
+
+type config struct {
+	policy   Policy
+	logger   *slog.Logger
+	refresh  bool
+	ctx      context.Context
+	interval time.Duration
+	env      *env // nil: the real process
+}
+
+// WithPolicy sets the whole policy at once; options after it change single
+// fields.
+func WithPolicy(p Policy) Option { return func(c *config) { c.policy = p } }
+
+// WithRounding chooses Floor (the default) or Ceil.
+func WithRounding(r Rounding) Option { return func(c *config) { c.policy.Rounding = r } }
+
+// WithMin sets the smallest GOMAXPROCS to set (default: 1 for Floor, 2 for
+// Ceil). It is still capped at the CPU count.
+func WithMin(n int) Option { return func(c *config) { c.policy.Min = n } }
+
+// WithMax sets the largest GOMAXPROCS to set; 0 means no maximum.
+func WithMax(n int) Option { return func(c *config) { c.policy.Max = n } }
+
+// WithReserve subtracts cores (fractions allowed) from the CPU limit before
+// rounding, to leave room for sidecars that share the limit.
+func WithReserve(cores float64) Option { return func(c *config) { c.policy.Reserve = cores } }
+
+// WithLogger makes Apply, and the refresh loop it starts, log to l: one Info
+// line when GOMAXPROCS changes or when fitgo stops managing it, a Debug line
+// when Apply leaves it alone, a Warn line when the CPU limit cannot be read.
+// Without it, nothing is logged.
+func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
+
+// WithRefresh keeps GOMAXPROCS in line with the CPU limit after Apply
+// returns, re-reading the limit every interval (DefaultRefreshInterval when
+// zero or negative; at least 10ms). Following stops when ctx is done (a nil
+// ctx never is), when Result.Stop or Result.Undo is called, when a later
+// Apply takes over, or when someone else changes GOMAXPROCS (see Status).
+// Plan ignores it.
+func WithRefresh(ctx context.Context, interval time.Duration) Option {
+	return func(c *config) { c.refresh, c.ctx, c.interval = true, ctx, interval }
+}
+
+// env is the environment Apply works in: the real process, or a fake in tests.
+type env struct {
+	goos   string
+	getenv func(string) string
+	numCPU int
+	rt     Runtime
+	read   func() (cgroup.Limits, error)
+	loop   *refresh.Loop
+	knob   *knob
+}
+
+// knob is GOMAXPROCS with fitgo's knowledge about it. mu serialises Apply,
+// Undo, Stop and refresh ticks.
+type knob struct {
+	get        func() int
+	set        func(int)
+	setDefault func() bool // hands GOMAXPROCS back to the runtime; false when unavailable
+
+	mu     sync.Mutex
+	active *session // the session managing the knob, if any
+	pinned bool     // the current value was set by fitgo with runtime.GOMAXPROCS
+	last   int      // the value fitgo set or, when not pinned, last accepted
+	seq    int      // counts Applies
+	gen    int      // the Apply whose state is current, for Undo
+}
+
+var processKnob = &knob{
+	get:        func() int { return runtime.GOMAXPROCS(0) },
+	set:        func(n int) { runtime.GOMAXPROCS(n) },
+	setDefault: setDefaultGOMAXPROCS,
+}
+
+func systemEnv() *env {
+	return &env{
+		goos:   runtime.GOOS,
+		getenv: os.Getenv,
+		numCPU: runtime.NumCPU(),
+		rt:     systemRuntime(),
+		read:   refresh.Default.Read,
+		loop:   refresh.Default,
+		knob:   processKnob,
+	}
+}
+
+// Result reports what Apply did, or what Plan would do.
+type Result struct {
+	// Before and After are GOMAXPROCS before and after Apply.
+	Before, After int
+	// Changed reports whether Apply called runtime.GOMAXPROCS. For Plan: it
+	// would.
+	Changed bool
+	// Limit is the effective CPU limit in cores that the value was derived
+	// from (the tightest quota/period over the cgroup hierarchy), 0 when there
+	// is none.
+	Limit float64
+	// Source is the cgroup directory that imposed Limit, "" when there is none.
+	Source string
+	// CPU is the CPU limit as read, with the process's cgroup hierarchy.
+	CPU cgroup.CPU
+	// NumCPU is the number of CPUs the process may run on
+	// (runtime.NumCPU, the CPU affinity at start-up on Linux).
+	NumCPU int
+	// Policy is the policy used, with Min resolved.
+	Policy Policy
+	// Env is the value of the GOMAXPROCS environment variable, "" when unset.
+	Env string
+	// Runtime is what the Go runtime does about GOMAXPROCS by itself.
+	Runtime Runtime
+	// Reason says why GOMAXPROCS was left alone; "" when Changed.
+	Reason string
+	// Err is why the CPU limit could not be read or the options are invalid;
+	// GOMAXPROCS is then untouched. Apply also returns it.
+	Err error
+	// Refresh is the interval at which a refresh loop follows the limit; 0
+	// when none was started.
+	Refresh time.Duration
+
+	s *session
+	k *knob
+}
+
+// Status is the live state of the management of GOMAXPROCS that an Apply
+// started.
+type Status struct {
+	// GOMAXPROCS is the current value.
+	GOMAXPROCS int
+	// Following reports whether the refresh loop still follows the CPU limit.
+	Following bool
+	// Updates counts the changes the refresh loop made.
+	Updates int
+	// LastUpdate is the time of the last change it made.
+	LastUpdate time.Time
+	// Limit and Source are the CPU limit and the directory that imposed it at
+	// the last reading.
+	Limit  float64
+	Source string
+	// Err is the error of the last reading, nil when it succeeded.
+	Err error
+	// Reason says why following stopped, e.g. "GOMAXPROCS was changed from 1
+	// to 4 outside fitgo". "" while following.
+	Reason string
+}
+
+// session is one Apply's management of the knob.
+type session struct {
+	knob   *knob
+	env    *env
+	policy Policy
+	log    *slog.Logger
+	sub    *refresh.Subscription
+
+	stopCtx func() bool // releases the context's AfterFunc
+
+	before       int  // GOMAXPROCS before Apply
+	beforePinned bool // and whether fitgo had set it (an earlier Apply)
+	gen, prevGen int  // this Apply's generation and the one it replaced
+
+	// Refresh state, guarded by knob.mu.
+	stopped   bool
+	reason    string
+	updates   int
+	lastAt    time.Time
+	limit     float64
+	hasLimit  bool
+	source    string
+	err       error
+	changedAt time.Time // when the limit last changed
+	rtDef     int       // the runtime's predicted default for the current limit
+	rtPrev    int       // and for the previous one
+}
+
+// Apply sets GOMAXPROCS from the effective CPU limit of the process's cgroup
+// hierarchy, following the policy given by the options (by default: the
+// limit rounded down, at least 1, at most the CPU count).
+//
+// It leaves GOMAXPROCS alone, with the Reason in the Result, when:
+// the GOMAXPROCS environment variable holds a value the runtime honours (an
+// integer > 0; other values are ignored, as by the runtime); the system is
+// not Linux or has no cgroup information; there is no CPU limit; or the
+// value is already right. In the last case it does not call
+// runtime.GOMAXPROCS, because with Go 1.25 and later that call switches off
+// the runtime's own updates.
+//
+// When the limit cannot be read (a malformed cgroup file) or the options are
+// invalid, Apply leaves GOMAXPROCS alone and returns the error, which is also
+// in the Result.
+//
+// Apply is safe to call more than once and from several goroutines; a later
+// call takes over from an earlier one, whose refresh loop stops. Result.Undo
+// restores the previous state.
+func Apply(opts ...Option) (Result, error) {
+	return apply(opts, false)
+}
+
+// Plan reports what Apply would do with the same options, reading the same
+// limits and environment, without changing GOMAXPROCS or starting a refresh
+// loop: After is the value Apply would set and Changed whether it would call
+// runtime.GOMAXPROCS. Undo, Stop and Status do nothing on its Result.
+func Plan(opts ...Option) (Result, error) {
+	return apply(opts, true)
+}
+
+func apply(opts []Option, dry bool) (Result, error) {
+	var cfg config
+	for _, o := range opts {
+		if o != nil {
+			o(&cfg)
+		}
+	}
+	e := cfg.env
+	if e == nil {
+		e = systemEnv()
+	}
+	k := e.knob
+	r := Result{
+		k:       k,
+		NumCPU:  e.numCPU,
+		Policy:  cfg.policy.resolved(),
+		Env:     e.getenv("GOMAXPROCS"),
+		Runtime: e.rt,
+	}
+
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	r.Before = k.get()
+	r.After = r.Before
+
+	if err := cfg.policy.Validate(); err != nil {
+		r.Err = err
+		r.Reason = "invalid options"
+		logApply(cfg.logger, &r)
+		return r, err
+	}
+	if e.goos != "linux" {
+		r.Reason = "not Linux: no cgroup limits"
+		logApply(cfg.logger, &r)
+		return r, nil
+	}
+	if n, ok := envvar.GOMAXPROCS(r.Env); ok {
+		r.Reason = "GOMAXPROCS=" + strconv.Itoa(n) + " is set in the environment"
+		logApply(cfg.logger, &r)
+		return r, nil
+	}
+
+	s := &session{
+		knob:         k,
+		env:          e,
+		policy:       r.Policy,
+		log:          cfg.logger,
+		before:       r.Before,
+		beforePinned: k.pinned && k.last == r.Before,
+	}
+	if !dry {
+		// This Apply takes over from any earlier one.
+		if k.active != nil {
+			k.active.stop("superseded by a later Apply")
+		}
+		if !k.pinned || k.last != r.Before {
+			// GOMAXPROCS is not (or no longer) a value fitgo set.
+			k.pinned, k.last = false, r.Before
+		}
+		k.seq++
+		s.gen, s.prevGen = k.seq, k.gen
+		k.gen = s.gen
+		r.s = s
+	}
+
+	var lim cgroup.Limits
+	var err error
+	follow := cfg.refresh && !dry
+	if follow {
+		s.sub, lim, err = e.loop.Subscribe(nil, s, cfg.interval)
+		follow = s.sub != nil
+		if follow && cfg.ctx != nil {
+			ctx := cfg.ctx
+			s.stopCtx = context.AfterFunc(ctx, func() {
+				k.mu.Lock()
+				defer k.mu.Unlock()
+				s.stop("stopped: " + context.Cause(ctx).Error())
+			})
+		}
+	} else {
+		lim, err = e.read()
+	}
+	if !follow {
+		s.stopped, s.reason = true, "not following: no refresh requested"
+	}
+	if errors.Is(err, cgroup.ErrNoCgroup) {
+		r.Reason = "no cgroup information (no /proc/self/cgroup)"
+		s.reason = "not following: " + r.Reason
+		logApply(cfg.logger, &r)
+		return r, nil
+	}
+
+	r.CPU = lim.CPU
+	q, hasLimit := lim.CPUQuota()
+	if hasLimit {
+		r.Limit, r.Source = q, lim.CPU.Source
+	}
+	s.limit, s.hasLimit, s.source = q, hasLimit, lim.CPU.Source
+	s.rtDef = e.rt.runtimeDefault(lim, e.numCPU)
+	s.rtPrev = s.rtDef
+
+	switch cerr := cpuErr(lim, err); {
+	case cerr != nil:
+		r.Err = fmt.Errorf("maxprocs: reading the CPU limit: %w", cerr)
+		r.Reason = "the CPU limit cannot be read"
+		s.err = cerr
+	case !hasLimit:
+		r.Reason = "no CPU limit"
+	default:
+		want := r.Policy.Procs(q, e.numCPU)
+		if want == r.Before {
+			r.Reason = sameReason(want, q, e.numCPU, e.rt)
+			break
+		}
+		r.After, r.Changed = want, true
+		if !dry {
+			k.set(want)
+			k.pinned, k.last = true, want
+		}
+	}
+
+	if follow {
+		r.Refresh = DefaultRefreshInterval
+		if cfg.interval > 0 {
+			r.Refresh = max(cfg.interval, refresh.MinInterval)
+		}
+		k.active = s
+	}
+	logApply(cfg.logger, &r)
+	return r, r.Err
+}
+
+// cpuErr picks from a reading the error that concerns the CPU limit: a
+// malformed memory file does not stop GOMAXPROCS.
+func cpuErr(lim cgroup.Limits, err error) error {
+	if err == nil {
+		return nil
+	}
+	if lim.CPU.Err != nil {
+		return lim.CPU.Err
+	}
+	if lim.Memory.Err != nil {
+		return nil
+	}
+	return err
+}
+
+func sameReason(n int, q float64, ncpu int, rt Runtime) string {
+	s := "GOMAXPROCS is already " + strconv.Itoa(n)
+	if q >= float64(ncpu) {
+		s += ": the CPU limit (" + formatCores(q) + ") is not below the CPU count (" + strconv.Itoa(ncpu) + ")"
+	}
+	if rt.Updates {
+		s += "; left to the Go runtime, whose own updates stay on"
+	}
+	return s
+}
+
+func formatCores(q float64) string {
+	return strconv.FormatFloat(q, 'f', -1, 64) + " cores"
+}
+
+// stop ends the session's management; knob.mu is held.
+func (s *session) stop(reason string) {
+	if s.stopped {
+		return
+	}
+	s.stopped, s.reason = true, reason
+	if s.knob.active == s {
+		s.knob.active = nil
+	}
+	if s.stopCtx != nil {
+		s.stopCtx()
+	}
+	s.sub.Cancel()
+}
+
+// Tick is the refresh loop's call with a new reading.
+func (s *session) Tick(now time.Time, lim cgroup.Limits, err error) bool {
+	k := s.knob
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if s.stopped {
+		return false
+	}
+	cur := k.get()
+	cerr := cpuErr(lim, err)
+	q, has := lim.CPUQuota()
+	if cerr == nil && (q != s.limit || has != s.hasLimit || lim.CPU.Source != s.source) {
+		s.limit, s.hasLimit, s.source = q, has, lim.CPU.Source
+		s.changedAt = now
+		s.rtPrev, s.rtDef = s.rtDef, s.env.rt.runtimeDefault(lim, s.env.numCPU)
+	}
+	if cur != k.last {
+		if !k.pinned && s.env.rt.Updates && (cur == s.rtDef || cur == s.rtPrev) {
+			// The runtime's own update, which fitgo was leaving to it.
+			k.last = cur
+		} else {
+			s.handOver(cur)
+			return false
+		}
+	}
+
+	if cerr != nil {
+		if s.err == nil && s.log != nil {
+			s.log.Warn("fitgo: cannot read the CPU limit; GOMAXPROCS unchanged", "GOMAXPROCS", cur, "err", cerr)
+		}
+		s.err = cerr
+		return true
+	}
+	s.err = nil
+
+	if !has {
+		if k.pinned {
+			// The limit is gone: GOMAXPROCS goes back to what it would be
+			// without fitgo.
+			s.restore()
+			s.updated(now, cur, "CPU limit removed")
+		}
+		return true
+	}
+	want := s.policy.Procs(q, s.env.numCPU)
+	if want == cur {
+		return true
+	}
+	if !k.pinned && s.env.rt.Updates && s.rtDef == want && now.Sub(s.changedAt) < runtimeGrace {
+		// The runtime is about to make the same change by itself.
+		return true
+	}
+	k.set(want)
+	k.pinned, k.last = true, want
+	s.updated(now, cur, "CPU limit changed")
+	return true
+}
+
+func (s *session) updated(now time.Time, from int, why string) {
+	s.updates++
+	s.lastAt = now
+	if s.log != nil {
+		s.log.Info("fitgo: GOMAXPROCS updated: "+why,
+			"GOMAXPROCS", s.knob.get(), "before", from,
+			slog.Group("cpu_limit", "cores", s.limit, "source", s.source))
+	}
+}
+
+// handOver gives up the knob to whoever changed it; knob.mu is held.
+func (s *session) handOver(cur int) {
+	k := s.knob
+	from := k.last
+	s.stop(fmt.Sprintf("GOMAXPROCS was changed from %d to %d outside fitgo; no longer managed", from, cur))
+	k.pinned, k.last = false, cur
+	if s.log != nil {
+		s.log.Info("fitgo: GOMAXPROCS changed by someone else; fitgo stops managing it", "GOMAXPROCS", cur, "was", from)
+	}
+}
+
+// restore puts GOMAXPROCS back to what it would be without fitgo: the
+// runtime's default (and, where enabled, its own updates) with Go 1.25 and
+// later, else the value before the session's Apply. knob.mu is held.
+func (s *session) restore() {
+	k := s.knob
+	if !k.setDefault() {
+		k.set(s.before)
+	}
+	k.pinned, k.last = false, k.get()
+}
+
+// Undo stops following the CPU limit and restores GOMAXPROCS to its state
+// before Apply: with Go 1.25 and later, the runtime's default
+// (runtime.SetDefaultGOMAXPROCS), so that the runtime's own updates resume
+// where they are enabled; before Go 1.25, the value Before. It restores
+// nothing when fitgo did not change GOMAXPROCS, when someone else has changed
+// it since, or when a later Apply manages it. Calling it again does nothing.
+func (r Result) Undo() {
+	s := r.s
+	if s == nil {
+		return
+	}
+	k := s.knob
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	s.stop("undone")
+	if k.gen != s.gen {
+		return // a later Apply is in force, or this one was undone
+	}
+	k.gen = s.prevGen
+	if !k.pinned || k.get() != k.last {
+		return // fitgo did not set the current value
+	}
+	if s.beforePinned {
+		// An earlier Apply had set the value before this one.
+		k.set(s.before)
+		k.last = s.before
+		return
+	}
+	s.restore()
+}
+
+// Stop stops following the CPU limit, leaving GOMAXPROCS as it is. Calling
+// it again does nothing.
+func (r Result) Stop() {
+	s := r.s
+	if s == nil {
+		return
+	}
+	s.knob.mu.Lock()
+	defer s.knob.mu.Unlock()
+	s.stop("stopped")
+}
+
+// Status returns the live state of the management this Apply started. For a
+// Result without a refresh loop it reports the current GOMAXPROCS only.
+func (r Result) Status() Status {
+	s := r.s
+	if s == nil {
+		st := Status{Limit: r.Limit, Source: r.Source, Err: r.Err, Reason: "not following: " + r.Reason}
+		if r.k != nil {
+			r.k.mu.Lock()
+			st.GOMAXPROCS = r.k.get()
+			r.k.mu.Unlock()
+		}
+		return st
+	}
+	k := s.knob
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	st := Status{
+		GOMAXPROCS: k.get(),
+		Following:  !s.stopped,
+		Updates:    s.updates,
+		LastUpdate: s.lastAt,
+		Err:        s.err,
+		Reason:     s.reason,
+	}
+	if s.hasLimit {
+		st.Limit, st.Source = s.limit, s.source
+	}
+	return st
+}
+
+// String summarises the result in one line.
+func (r Result) String() string {
+	s := "GOMAXPROCS " + strconv.Itoa(r.Before)
+	if r.Changed {
+		s += " -> " + strconv.Itoa(r.After)
+	} else {
+		s += " (unchanged: " + r.Reason + ")"
+	}
+	if r.Source != "" {
+		s += "; CPU limit " + formatCores(r.Limit) + " from " + r.Source
+	}
+	s += "; policy " + r.Policy.String()
+	if r.Err != nil {
+		s += "; error: " + r.Err.Error()
+	}
+	return s
+}
+
+// LogValue makes a Result log as a group of its main fields.
+func (r Result) LogValue() slog.Value {
+	attrs := []slog.Attr{
+		slog.Int("before", r.Before),
+		slog.Int("after", r.After),
+		slog.Bool("changed", r.Changed),
+	}
+	if r.Source != "" {
+		attrs = append(attrs, slog.Float64("cpu_limit", r.Limit), slog.String("source", r.Source))
+	}
+	attrs = append(attrs, slog.String("policy", r.Policy.String()), slog.Int("num_cpu", r.NumCPU))
+	if r.Reason != "" {
+		attrs = append(attrs, slog.String("reason", r.Reason))
+	}
+	if r.Err != nil {
+		attrs = append(attrs, slog.String("err", r.Err.Error()))
+	}
+	if r.Refresh > 0 {
+		attrs = append(attrs, slog.Duration("refresh", r.Refresh))
+	}
+	return slog.GroupValue(attrs...)
+}
+
+func logApply(l *slog.Logger, r *Result) {
+	if l == nil {
+		return
+	}
+	switch {
+	case r.Err != nil:
+		l.Warn("fitgo: GOMAXPROCS left alone: "+r.Reason, "result", *r)
+	case r.Changed:
+		l.Info("fitgo: GOMAXPROCS set", "result", *r)
+	default:
+		l.Debug("fitgo: GOMAXPROCS left alone: "+r.Reason, "result", *r, "runtime", r.Runtime.Why)
+	}
+}

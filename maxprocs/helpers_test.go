@@ -1,0 +1,169 @@
+package maxprocs
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/fitgo/fitgo/cgroup"
+	"github.com/fitgo/fitgo/internal/refresh"
+)
+
+func durUS(us int64) time.Duration { return time.Duration(us) * time.Microsecond }
+
+// v2FS is a cgroup v2 tree with the process in /sys/fs/cgroup/app, its
+// parent /sys/fs/cgroup/pod, and the given cpu.max contents ("" for no file).
+func v2FS(appCPUMax, podCPUMax string) fstest.MapFS {
+	fsys := fstest.MapFS{
+		"proc/self/cgroup":                 {Data: []byte("0::/pod/app\n")},
+		"proc/self/mountinfo":              {Data: []byte("25 1 0:23 / /sys/fs/cgroup rw,nosuid - cgroup2 cgroup2 rw\n")},
+		"sys/fs/cgroup/pod/app/memory.max": {Data: []byte("max\n")},
+	}
+	if appCPUMax != "" {
+		fsys["sys/fs/cgroup/pod/app/cpu.max"] = &fstest.MapFile{Data: []byte(appCPUMax + "\n")}
+	}
+	if podCPUMax != "" {
+		fsys["sys/fs/cgroup/pod/cpu.max"] = &fstest.MapFile{Data: []byte(podCPUMax + "\n")}
+	}
+	return fsys
+}
+
+// fakeKnob is GOMAXPROCS of a pretend runtime. def is what the runtime's
+// default would be (SetDefaultGOMAXPROCS). Calls are counted.
+type fakeKnob struct {
+	mu         sync.Mutex
+	value      int
+	def        int
+	custom     bool // runtime.GOMAXPROCS was called: the runtime's updates are off
+	sets       int
+	setDefault int
+	modern     bool // has SetDefaultGOMAXPROCS (Go 1.25+)
+}
+
+func (f *fakeKnob) knob() *knob {
+	return &knob{
+		get: func() int { f.mu.Lock(); defer f.mu.Unlock(); return f.value },
+		set: func(n int) {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			f.value, f.custom = n, true
+			f.sets++
+		},
+		setDefault: func() bool {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			if !f.modern {
+				return false
+			}
+			f.value, f.custom = f.def, false
+			f.setDefault++
+			return true
+		},
+	}
+}
+
+// runtimeUpdate is the runtime's own update: it changes the value unless
+// runtime.GOMAXPROCS was called.
+func (f *fakeKnob) runtimeUpdate(n int) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.custom {
+		return false
+	}
+	f.value, f.def = n, n
+	return true
+}
+
+// appSet is the application calling runtime.GOMAXPROCS(n).
+func (f *fakeKnob) appSet(n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.value, f.custom = n, true
+}
+
+func (f *fakeKnob) get() (value, sets, setDefault int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.value, f.sets, f.setDefault
+}
+
+// fakeSource is a refresh.Source with settable limits.
+type fakeSource struct {
+	mu  sync.Mutex
+	lim cgroup.Limits
+	err error
+}
+
+func (s *fakeSource) Read() (cgroup.Limits, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lim, s.err
+}
+
+func (s *fakeSource) Close() error { return nil }
+
+func (s *fakeSource) setQuota(cores float64, source string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lim = cpuLimits(cores, source)
+}
+
+// cpuLimits is a reading with a CPU limit of cores imposed by source (no
+// limit when source is ""); the process's cgroup is /sys/fs/cgroup/app.
+func cpuLimits(cores float64, source string) cgroup.Limits {
+	var l cgroup.Limits
+	l.CPU.Version = cgroup.V2
+	l.CPU.Dir = "/sys/fs/cgroup/app"
+	l.CPU.Mount = "/sys/fs/cgroup"
+	if source != "" {
+		l.CPU.Period = 100 * time.Millisecond
+		l.CPU.Quota = time.Duration(cores * float64(l.CPU.Period))
+		l.CPU.Source = source
+	}
+	return l
+}
+
+// testEnv is an environment over fsys and a fake knob.
+type testEnv struct {
+	*env
+	fk  *fakeKnob
+	src *fakeSource
+}
+
+func newTestEnv(fk *fakeKnob, ncpu int, rt Runtime, fsys fstest.MapFS) *testEnv {
+	src := &fakeSource{}
+	te := &testEnv{fk: fk, src: src}
+	te.env = &env{
+		goos:   "linux",
+		getenv: func(string) string { return "" },
+		numCPU: ncpu,
+		rt:     rt,
+		read:   func() (cgroup.Limits, error) { return cgroup.ReadFS(fsys) },
+		loop:   refresh.New(func() (refresh.Source, error) { return src, nil }, 0),
+		knob:   fk.knob(),
+	}
+	if fsys != nil {
+		src.lim, src.err = cgroup.ReadFS(fsys)
+	}
+	return te
+}
+
+func (te *testEnv) opt() Option { return func(c *config) { c.env = te.env } }
+
+// waitIdle waits until the test loop's goroutine has exited.
+func (te *testEnv) waitIdle(t *testing.T) {
+	t.Helper()
+	running, done := te.loop.Running()
+	if !running {
+		return
+	}
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("refresh goroutine still running")
+	}
+}
+
+var background = context.Background()

@@ -1,0 +1,116 @@
+package maxprocs
+
+import (
+	"math"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/fitgo/fitgo/cgroup"
+	"github.com/fitgo/fitgo/internal/envvar"
+)
+
+// Runtime is what the Go runtime itself does about GOMAXPROCS in this
+// process, which fitgo works with rather than against.
+//
+// From Go 1.25, the runtime sets GOMAXPROCS at start-up from the CPU limit of
+// the process's own (leaf) cgroup, rounded up with a minimum of 2, and
+// re-reads it about once a second, until the program calls
+// runtime.GOMAXPROCS. Both behaviours are GODEBUG settings
+// (containermaxprocs, updatemaxprocs) that default to off when the main
+// module's go line is 1.24 or older, so they depend on the program, not only
+// on the toolchain.
+type Runtime struct {
+	// Version is runtime.Version().
+	Version string
+	// ContainerAware is true when the runtime derives its default GOMAXPROCS
+	// from the cgroup CPU limit (Go 1.25 or later and containermaxprocs=1).
+	ContainerAware bool
+	// Updates is true when the runtime changes GOMAXPROCS by itself as the
+	// limit or the CPU affinity changes (Go 1.25 or later and
+	// updatemaxprocs=1), until runtime.GOMAXPROCS is called.
+	Updates bool
+	// Why says where these came from, e.g. "Go 1.24: no container support"
+	// or "containermaxprocs=0 (DefaultGODEBUG: the main module's go line is
+	// 1.24 or older, or a //go:debug directive), updatemaxprocs=0 (GODEBUG)".
+	Why string
+}
+
+// buildGODEBUG is the DefaultGODEBUG setting of the running binary: the
+// GODEBUG defaults that the main module's go line and //go:debug directives
+// chose, which the linker also gave the runtime. Read once.
+var buildGODEBUG = sync.OnceValue(func() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return ""
+	}
+	for _, s := range bi.Settings {
+		if s.Key == "DefaultGODEBUG" {
+			return s.Value
+		}
+	}
+	return ""
+})
+
+// systemRuntime is detectRuntime for this process, computed once (GODEBUG is
+// read by the runtime at start-up only, so later changes to the environment
+// do not matter).
+var systemRuntime = sync.OnceValue(func() Runtime {
+	return detectRuntime(runtime.Version(), runtimeContainerSupport, buildGODEBUG(), os.Getenv("GODEBUG"))
+})
+
+// detectRuntime works out the runtime's GOMAXPROCS behaviour from the
+// toolchain's support (Go 1.25 or later), the binary's DefaultGODEBUG and the
+// GODEBUG environment variable, with the runtime's own parsing rules.
+func detectRuntime(version string, support bool, defaultGODEBUG, godebug string) Runtime {
+	r := Runtime{Version: version}
+	if !support {
+		r.Why = version + ": no container support in the runtime (Go 1.25 and later have it)"
+		return r
+	}
+	c, cfrom := envvar.GODEBUG("containermaxprocs", 1, defaultGODEBUG, godebug)
+	u, ufrom := envvar.GODEBUG("updatemaxprocs", 1, defaultGODEBUG, godebug)
+	// The runtime tests containermaxprocs > 0 and updatemaxprocs != 0.
+	r.ContainerAware = c > 0
+	r.Updates = u != 0
+	var b strings.Builder
+	describe := func(name string, v int32, from int) {
+		b.WriteString(name)
+		b.WriteByte('=')
+		b.WriteString(strconv.Itoa(int(v)))
+		switch from {
+		case -1:
+			b.WriteString(" (runtime default)")
+		case 0:
+			b.WriteString(" (DefaultGODEBUG: the main module's go line is 1.24 or older, or a //go:debug directive)")
+		case 1:
+			b.WriteString(" (GODEBUG environment variable)")
+		}
+	}
+	describe("containermaxprocs", c, cfrom)
+	b.WriteString(", ")
+	describe("updatemaxprocs", u, ufrom)
+	r.Why = b.String()
+	return r
+}
+
+// runtimeDefault predicts the GOMAXPROCS the runtime would choose by itself
+// for these limits, or returns -1 when it cannot tell: the runtime reads the
+// leaf cgroup only, so when a parent imposes the effective limit, the leaf's
+// own (looser or absent) limit is unknown here.
+func (r Runtime) runtimeDefault(lim cgroup.Limits, ncpu int) int {
+	if !r.ContainerAware {
+		return ncpu
+	}
+	q, ok := lim.CPUQuota()
+	if !ok {
+		return ncpu
+	}
+	if lim.CPU.Source != lim.CPU.Dir {
+		return -1
+	}
+	return min(ncpu, max(2, int(math.Ceil(q))))
+}

@@ -1,0 +1,86 @@
+package maxprocs
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/fitgo/fitgo/cgroup"
+)
+
+func TestDetectRuntime(t *testing.T) {
+	const goLine124 = "containermaxprocs=0,cryptocustomrand=1,updatemaxprocs=0,x509sha256skid=0"
+	for _, tc := range []struct {
+		name              string
+		support           bool
+		def, env          string
+		aware, updates    bool
+		whyHas, whyHasNot string
+	}{
+		{"go 1.24 toolchain", false, "", "", false, false, "no container support", "containermaxprocs"},
+		{"go 1.24 toolchain ignores GODEBUG", false, "", "containermaxprocs=1,updatemaxprocs=1", false, false, "no container support", ""},
+		{"go line 1.25+", true, "", "", true, true, "containermaxprocs=1 (runtime default), updatemaxprocs=1 (runtime default)", ""},
+		{"go line 1.24", true, goLine124, "", false, false, "containermaxprocs=0 (DefaultGODEBUG", ""},
+		{"go line 1.24, GODEBUG turns both on", true, goLine124, "containermaxprocs=1,updatemaxprocs=1", true, true, "containermaxprocs=1 (GODEBUG environment variable), updatemaxprocs=1 (GODEBUG", ""},
+		{"GODEBUG turns updates off", true, "", "updatemaxprocs=0", true, false, "updatemaxprocs=0 (GODEBUG", ""},
+		{"GODEBUG turns container off", true, "", "containermaxprocs=0", false, true, "containermaxprocs=0 (GODEBUG", ""},
+		{"//go:debug on in an old module", true, "containermaxprocs=1,updatemaxprocs=1", "", true, true, "(DefaultGODEBUG", ""},
+		{"invalid GODEBUG value is ignored", true, goLine124, "containermaxprocs=on", false, false, "containermaxprocs=0 (DefaultGODEBUG", ""},
+		{"negative containermaxprocs is off, negative updatemaxprocs on", true, "", "containermaxprocs=-1,updatemaxprocs=-1", false, true, "", ""},
+		{"last GODEBUG field wins", true, "", "updatemaxprocs=0,updatemaxprocs=1", true, true, "updatemaxprocs=1 (GODEBUG", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := detectRuntime("go1.99", tc.support, tc.def, tc.env)
+			assert.Equal(t, "go1.99", r.Version)
+			assert.Equal(t, tc.aware, r.ContainerAware, "ContainerAware")
+			assert.Equal(t, tc.updates, r.Updates, "Updates")
+			assert.Contains(t, r.Why, tc.whyHas)
+			if tc.whyHasNot != "" {
+				assert.NotContains(t, r.Why, tc.whyHasNot)
+			}
+		})
+	}
+}
+
+// TestSystemRuntime checks the detection on this test binary: its main
+// module's go line is 1.23, so the runtime's container support is off
+// whatever the toolchain, unless GODEBUG says otherwise.
+func TestSystemRuntime(t *testing.T) {
+	r := systemRuntime()
+	assert.NotEmpty(t, r.Version)
+	if runtimeContainerSupport && buildGODEBUG() != "" {
+		assert.Contains(t, buildGODEBUG(), "containermaxprocs=0")
+	}
+	t.Logf("%+v", r)
+}
+
+func TestRuntimeDefault(t *testing.T) {
+	leaf := func(quota, period int64, source string) cgroup.Limits {
+		var l cgroup.Limits
+		l.CPU.Dir = "/sys/fs/cgroup/app"
+		if source != "" {
+			l.CPU.Quota, l.CPU.Period, l.CPU.Source = durUS(quota), durUS(period), source
+		}
+		return l
+	}
+	aware := Runtime{ContainerAware: true, Updates: true}
+	for _, tc := range []struct {
+		name string
+		rt   Runtime
+		lim  cgroup.Limits
+		ncpu int
+		want int
+	}{
+		{"not aware", Runtime{}, leaf(50000, 100000, "/sys/fs/cgroup/app"), 8, 8},
+		{"no limit", aware, leaf(0, 0, ""), 8, 8},
+		{"leaf 0.5", aware, leaf(50000, 100000, "/sys/fs/cgroup/app"), 8, 2},
+		{"leaf 2.5", aware, leaf(250000, 100000, "/sys/fs/cgroup/app"), 8, 3},
+		{"leaf 16", aware, leaf(1600000, 100000, "/sys/fs/cgroup/app"), 8, 8},
+		{"leaf 0.5 on one CPU", aware, leaf(50000, 100000, "/sys/fs/cgroup/app"), 1, 1},
+		{"parent imposes: unknown", aware, leaf(50000, 100000, "/sys/fs/cgroup"), 8, -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, tc.rt.runtimeDefault(tc.lim, tc.ncpu))
+		})
+	}
+}
