@@ -1,0 +1,113 @@
+package local
+
+import (
+	"bytes"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestParseCPUs(t *testing.T) {
+	v, err := parseCPUs("0.5, 1,1.5,250m,none")
+	require.NoError(t, err)
+	assert.Equal(t, []float64{0.5, 1, 1.5, 0.25, 0}, v)
+	for _, bad := range []string{"", "x", "0", "-1", "0.001", "NaN", "Inf", ","} {
+		_, err := parseCPUs(bad)
+		assert.Error(t, err, bad)
+	}
+}
+
+func TestParseBytes(t *testing.T) {
+	for in, want := range map[string]int64{
+		"256Mi": 256 << 20, "256MiB": 256 << 20, "1Gi": 1 << 30, "1.5Gi": 3 << 29, "512Ki": 512 << 10,
+		"268435456": 268435456, "300M": 300e6, "2G": 2e9, "64k": 64000, "100B": 100,
+	} {
+		got, err := parseBytes(in)
+		require.NoError(t, err, in)
+		assert.Equal(t, want, got, in)
+	}
+	for _, bad := range []string{"", "Mi", "-1Mi", "0", "1Xi", "9999999999Ti"} {
+		_, err := parseBytes(bad)
+		assert.Error(t, err, bad)
+	}
+	_, err := parseSizes("16Mi")
+	require.ErrorContains(t, err, "too small")
+	v, err := parseSizes("256Mi,512Mi")
+	require.NoError(t, err)
+	assert.Equal(t, []int64{256 << 20, 512 << 20}, v)
+}
+
+func TestFlagsAndSettings(t *testing.T) {
+	o, err := parseFlags(nil, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, []string{ScenarioCPU}, o.Scenarios)
+	assert.Equal(t, DefaultRuns, o.Runs)
+	assert.Equal(t, DefaultDuration, o.Duration)
+	assert.Len(t, o.Variants, 6)
+	assert.Equal(t, "go run -C bench . local", o.Command)
+	sets, err := o.settings()
+	require.NoError(t, err)
+	require.Len(t, sets, 3)
+	assert.Equal(t, setting{scenario: "cpu", cpus: 0.5, heapMiB: 100}, sets[0])
+	assert.Equal(t, setting{scenario: "cpu", cpus: 1.5, heapMiB: 100}, sets[2])
+
+	o, err = parseFlags([]string{"-scenario", "all", "-runs", "1", "-variants", "untuned,fitgo", "-duration", "2s"}, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, "go run -C bench . local -scenario all -runs 1 -variants untuned,fitgo -duration 2s", o.Command)
+	assert.Equal(t, 2*time.Second, o.Duration)
+	sets, err = o.settings()
+	require.NoError(t, err)
+	assert.Equal(t, []setting{
+		{scenario: "cpu", cpus: 0.5, heapMiB: 100},
+		{scenario: "cpu", cpus: 1, heapMiB: 100},
+		{scenario: "cpu", cpus: 1.5, heapMiB: 100},
+		{scenario: "nested", cpus: 1, heapMiB: 100},
+		{scenario: "memory", memory: 256 << 20, heapMiB: 154}, // 60% of the limit
+	}, sets)
+
+	o, err = parseFlags([]string{"-scenario", "memory,cpu", "-memory", "512Mi,1Gi", "-cpus", "2", "-heap-mib", "200"}, io.Discard)
+	require.NoError(t, err)
+	sets, err = o.settings()
+	require.NoError(t, err)
+	assert.Equal(t, []setting{
+		{scenario: "memory", memory: 512 << 20, heapMiB: 200},
+		{scenario: "memory", memory: 1 << 30, heapMiB: 200},
+		{scenario: "cpu", cpus: 2, heapMiB: 200},
+	}, sets)
+
+	for _, bad := range [][]string{
+		{"-scenario", "disk"}, {"-runs", "0"}, {"-duration", "1ms"}, {"-variants", "nope"},
+		{"-cpus", "x"}, {"-memory", "1"}, {"-period", "2s"}, {"extra"}, {"-rate", "0"},
+	} {
+		_, err := parseFlags(bad, io.Discard)
+		assert.Error(t, err, "%q", bad)
+	}
+}
+
+func TestMainUsage(t *testing.T) {
+	var out, errb bytes.Buffer
+	assert.Equal(t, 0, Main(t.Context(), []string{"-h"}, &out, &errb))
+	assert.Contains(t, errb.String(), "usage: go run -C bench . local")
+	errb.Reset()
+	assert.Equal(t, 2, Main(t.Context(), []string{"-scenario", "nope"}, &out, &errb))
+	assert.Contains(t, errb.String(), `unknown scenario "nope"`)
+}
+
+func TestCleanEnv(t *testing.T) {
+	env := cleanEnv([]string{"PATH=/bin", "GOMAXPROCS=3", "GOMEMLIMIT=1GiB", "GODEBUG=x=1", "GOGC=50",
+		"AUTOMEMLIMIT=0.5", "FITGO=off", "FITGO_CEIL=1", cgexecEnv + "=[]", "HOME=/root"})
+	assert.Equal(t, []string{"PATH=/bin", "HOME=/root"}, env)
+}
+
+func TestLineWriter(t *testing.T) {
+	var lines []string
+	w := &lineWriter{fn: func(b []byte) { lines = append(lines, string(b)) }}
+	w.Write([]byte("a\nb"))
+	w.Write([]byte("c\n\nd"))
+	assert.Equal(t, []string{"a\n", "bc\n", "\n"}, lines)
+	w.Flush()
+	assert.Equal(t, "d", lines[3])
+}

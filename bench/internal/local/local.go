@@ -1,0 +1,467 @@
+// Package local is the benchmark's local runner (go run -C bench . local): it
+// builds the variants' workload binaries, creates a cgroup per run in a
+// writable cgroup v1 or v2 hierarchy, sets the scenario's CPU quota and memory
+// limit, starts the workload inside it, runs the variants interleaved for
+// several rounds, removes its cgroups, and prints (and with -out writes) the
+// medians.
+package local
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/fitgo/fitgo/bench/internal/report"
+	"github.com/fitgo/fitgo/bench/internal/results"
+	"github.com/fitgo/fitgo/bench/internal/variant"
+	"github.com/fitgo/fitgo/bench/workload"
+	"github.com/fitgo/fitgo/cgroup"
+)
+
+// Scenarios.
+const (
+	ScenarioCPU     = "cpu"      // a CPU quota sweep
+	ScenarioNested  = "nested"   // the quota on a parent cgroup only
+	ScenarioMemory  = "memory"   // a memory limit below the untuned heap's peak
+	ScenarioInPlace = "in-place" // -in-place: the current cgroup's limits
+)
+
+// Defaults.
+const (
+	DefaultCPUs       = "0.5,1,1.5"
+	DefaultNestedCPUs = "1"
+	DefaultMemory     = "256Mi"
+	DefaultRuns       = 3
+	DefaultDuration   = 5 * time.Second
+	// MemoryHeapFraction is the live heap of the memory scenario, as a fraction
+	// of the limit: with GOGC=100 the heap peaks near twice the live heap, so
+	// without a GOMEMLIMIT it outgrows the limit.
+	MemoryHeapFraction = 0.6
+)
+
+// Options configure a local benchmark.
+type Options struct {
+	Scenarios []string
+	// CPUs overrides the CPU quotas of the cpu and nested scenarios, Memory the
+	// memory limits of the memory scenario.
+	CPUs   []float64
+	Memory []int64
+	// Duration is each run's measured window.
+	Duration time.Duration
+	Runs     int
+	Variants []variant.Variant
+	// Out is the directory for results.json, report.md, chart.png and
+	// bench.txt; empty for none.
+	Out     string
+	InPlace bool
+	// CgroupParent is the v2 directory to create run cgroups in.
+	CgroupParent string
+	// Workload parameters; zero means the workload's default (HeapMiB: 100,
+	// or MemoryHeapFraction of the limit in the memory scenario).
+	HeapMiB, AllocMiB, Rate float64
+	Work                    time.Duration
+	WorkIters               int
+	// Period is the CFS period of the quotas (default 100ms, as Kubernetes).
+	Period time.Duration
+	// Src is the bench module's directory (default: found from the working
+	// directory).
+	Src string
+	// Command is the command line, for the report.
+	Command string
+}
+
+// setting is one scenario setting: the runs of every variant under the same limits.
+type setting struct {
+	scenario string
+	cpus     float64
+	memory   int64
+	heapMiB  float64
+}
+
+func (s setting) String() string {
+	return report.SettingTitle(results.Setting{Scenario: s.scenario, CPUs: s.cpus, MemoryBytes: s.memory})
+}
+
+// Main runs the local subcommand with args (flags) and returns the exit code:
+// 0 on success, 1 when runs failed or cgroups cannot be created, 2 for bad
+// flags, 130 when interrupted.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	opts, err := parseFlags(args, stderr)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintf(stderr, "local: %v\n", err)
+		return 2
+	}
+	return Run(ctx, opts, stdout, stderr)
+}
+
+func parseFlags(args []string, stderr io.Writer) (Options, error) {
+	fs := flag.NewFlagSet("local", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		o                                    Options
+		scenario, cpus, memory, variantsFlag string
+	)
+	fs.StringVar(&scenario, "scenario", ScenarioCPU, "scenarios, comma-separated: cpu (quota sweep), nested (quota on a parent cgroup only), memory (memory limit below the untuned heap peak), or all")
+	fs.StringVar(&cpus, "cpus", "", "CPU quotas of the cpu and nested scenarios in cores, comma-separated; none for no quota (default "+DefaultCPUs+" for cpu, "+DefaultNestedCPUs+" for nested)")
+	fs.StringVar(&memory, "memory", "", "memory limits of the memory scenario, comma-separated (default "+DefaultMemory+")")
+	fs.DurationVar(&o.Duration, "duration", DefaultDuration, "measured window of each run (after the live heap is built)")
+	fs.IntVar(&o.Runs, "runs", DefaultRuns, "rounds: each variant runs this many times per setting, interleaved (A B C A B C ...)")
+	fs.StringVar(&variantsFlag, "variants", "all", "variants, comma-separated: "+strings.Join(variant.Names(), ", "))
+	fs.StringVar(&o.Out, "out", "", "directory to write results.json, runs.json, report.md, chart.png and bench.txt to")
+	fs.BoolVar(&o.InPlace, "in-place", false, "run in the current cgroup with its limits instead of creating cgroups (e.g. inside a pod)")
+	fs.StringVar(&o.CgroupParent, "cgroup-parent", "", "cgroup v2 directory to create run cgroups in (default: the unified hierarchy's root, or the runner's own delegated cgroup)")
+	fs.Float64Var(&o.HeapMiB, "heap-mib", 0, fmt.Sprintf("live heap, MiB (default %d, or %.0f%% of the limit in the memory scenario)", workload.DefaultHeapMiB, MemoryHeapFraction*100))
+	fs.Float64Var(&o.AllocMiB, "alloc-mib", workload.DefaultAllocMiBPerSec, "allocation rate, MiB/s")
+	fs.Float64Var(&o.Rate, "rate", workload.DefaultRate, "requests per second (open loop)")
+	fs.DurationVar(&o.Work, "work", workload.DefaultWork, "CPU work per request (calibrated once, unthrottled, before the runs)")
+	fs.IntVar(&o.WorkIters, "work-iters", 0, "CPU work per request in loop iterations, instead of calibrating -work")
+	fs.DurationVar(&o.Period, "period", 100*time.Millisecond, "CFS period of the CPU quotas")
+	fs.StringVar(&o.Src, "src", "", "the bench module's directory (default: found from the working directory)")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, `usage: go run -C bench . local [flags]
+
+Runs the benchmark workload in real cgroups on this machine: each variant
+(how a Go program is fitted to its container) in a cgroup of its own with the
+scenario's CPU quota and memory limit, interleaved, for -runs rounds, and
+prints the medians. Needs root or a delegated cgroup v2 subtree (or -in-place).
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	o.Command = "go run -C bench . local"
+	if len(args) > 0 {
+		o.Command += " " + strings.Join(args, " ")
+	}
+	switch scenario {
+	case "all":
+		o.Scenarios = []string{ScenarioCPU, ScenarioNested, ScenarioMemory}
+	default:
+		for _, s := range strings.Split(scenario, ",") {
+			s = strings.TrimSpace(s)
+			if !slices.Contains([]string{ScenarioCPU, ScenarioNested, ScenarioMemory}, s) {
+				return o, fmt.Errorf("unknown scenario %q (cpu, nested, memory or all)", s)
+			}
+			if !slices.Contains(o.Scenarios, s) {
+				o.Scenarios = append(o.Scenarios, s)
+			}
+		}
+	}
+	var err error
+	if cpus != "" {
+		if o.CPUs, err = parseCPUs(cpus); err != nil {
+			return o, err
+		}
+	}
+	if memory != "" {
+		if o.Memory, err = parseSizes(memory); err != nil {
+			return o, err
+		}
+	}
+	if o.Variants, err = variant.Parse(variantsFlag); err != nil {
+		return o, err
+	}
+	switch {
+	case o.Runs < 1:
+		return o, errors.New("-runs must be at least 1")
+	case o.Duration < 100*time.Millisecond:
+		return o, errors.New("-duration must be at least 100ms")
+	case o.Period < time.Millisecond || o.Period > time.Second:
+		return o, errors.New("-period must be between 1ms and 1s")
+	case o.HeapMiB < 0 || o.AllocMiB <= 0 || o.Rate <= 0 || o.Work <= 0:
+		return o, errors.New("-heap-mib, -alloc-mib, -rate and -work must be positive")
+	}
+	return o, nil
+}
+
+// settings expands the scenarios into settings: one per CPU quota for cpu and
+// nested (no memory limit), one per memory limit for memory (no CPU quota).
+func (o Options) settings() ([]setting, error) {
+	var out []setting
+	for _, sc := range o.Scenarios {
+		switch sc {
+		case ScenarioCPU, ScenarioNested:
+			cpus := o.CPUs
+			if len(cpus) == 0 {
+				def := DefaultCPUs
+				if sc == ScenarioNested {
+					def = DefaultNestedCPUs
+				}
+				cpus, _ = parseCPUs(def)
+			}
+			heap := o.HeapMiB
+			if heap == 0 {
+				heap = workload.DefaultHeapMiB
+			}
+			for _, c := range cpus {
+				out = append(out, setting{scenario: sc, cpus: c, heapMiB: heap})
+			}
+		case ScenarioMemory:
+			ms := o.Memory
+			if len(ms) == 0 {
+				ms, _ = parseSizes(DefaultMemory)
+			}
+			for _, m := range ms {
+				heap := o.HeapMiB
+				if heap == 0 {
+					heap = math.Round(MemoryHeapFraction * float64(m) / (1 << 20))
+				}
+				out = append(out, setting{scenario: sc, memory: m, heapMiB: heap})
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no scenario to run")
+	}
+	return out, nil
+}
+
+// Run runs the benchmark described by opts and returns the exit code.
+func Run(ctx context.Context, opts Options, stdout, stderr io.Writer) int {
+	r := &runner{opts: opts, stderr: stderr, meta: report.HostMeta()}
+	r.meta.Runner = "local"
+	r.meta.Command = opts.Command
+	runs, err := r.run(ctx)
+	r.meta.Elapsed = time.Since(r.meta.Started)
+	var access *AccessError
+	switch {
+	case errors.As(err, &access):
+		fmt.Fprintf(stderr, "local: %v\n\n%s\n", err, access.Help())
+		return 1
+	case err != nil && len(runs) == 0:
+		fmt.Fprintf(stderr, "local: %v\n", err)
+		if ctx.Err() != nil {
+			return 130
+		}
+		return 1
+	}
+	code := 0
+	if err != nil {
+		fmt.Fprintf(stderr, "local: %v (reporting the %d completed runs)\n", err, len(runs))
+		r.meta.Notes = append(r.meta.Notes, fmt.Sprintf("**Incomplete**: %v; %d runs completed.", err, len(runs)))
+		code = 1
+		if ctx.Err() != nil {
+			code = 130
+		}
+	}
+	fmt.Fprintln(stdout)
+	if err := report.Table(stdout, results.Summarize(runs)); err != nil {
+		fmt.Fprintf(stderr, "local: %v\n", err)
+		return 1
+	}
+	if opts.Out != "" {
+		if err := report.Write(opts.Out, r.meta, runs); err != nil {
+			fmt.Fprintf(stderr, "local: writing %s: %v\n", opts.Out, err)
+			return 1
+		}
+		fmt.Fprintf(stderr, "wrote %s/{%s,%s,%s,%s,%s}\n", opts.Out,
+			report.ResultsFile, report.RunsFile, report.ReportFile, report.ChartFile, report.BenchFile)
+	}
+	failed := 0
+	for _, run := range runs {
+		if run.Err != "" {
+			failed++
+		}
+	}
+	if failed > 0 {
+		fmt.Fprintf(stderr, "local: %d of %d runs failed (see the errors above)\n", failed, len(runs))
+		code = max(code, 1)
+	}
+	return code
+}
+
+type runner struct {
+	opts    Options
+	stderr  io.Writer
+	meta    report.Meta
+	host    *Host
+	bins    map[string]string // variant name -> binary path
+	iters   int
+	seq     int
+	hostCPU int
+	hostMem int64
+}
+
+func (r *runner) logf(format string, args ...any) { fmt.Fprintf(r.stderr, format+"\n", args...) }
+
+func (r *runner) run(ctx context.Context) ([]results.Run, error) {
+	o := r.opts
+	sets, err := o.settings()
+	if err != nil {
+		return nil, err
+	}
+	r.hostCPU, r.hostMem = runtime.NumCPU(), memTotal()
+	if o.InPlace {
+		lim, err := cgroup.Read()
+		r.meta.Cgroup = "in place (" + describeLimits(lim, err) + ")"
+		cpus, _ := lim.CPUQuota()
+		mem, _ := lim.MemoryMax()
+		heap := o.HeapMiB
+		if heap == 0 {
+			heap = workload.DefaultHeapMiB
+		}
+		sets = []setting{{scenario: ScenarioInPlace, cpus: cpus, memory: mem, heapMiB: heap}}
+		r.logf("in place: %s", r.meta.Cgroup)
+	} else {
+		if runtime.GOOS != "linux" {
+			return nil, fmt.Errorf("the local runner needs Linux cgroups (this is %s); use the kind runner, or -in-place", runtime.GOOS)
+		}
+		h, err := Open("/", o.CgroupParent)
+		if err != nil {
+			return nil, err
+		}
+		r.host = h
+		defer func() {
+			if err := h.Close(); err != nil {
+				r.logf("local: restoring %s: %v", h.CPUParent, err)
+			}
+		}()
+		r.meta.Cgroup = h.Describe()
+		r.logf("cgroups: %s", r.meta.Cgroup)
+	}
+
+	tmp, err := os.MkdirTemp("", "fitgo-bench-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	if r.bins, err = build(ctx, o.Src, tmp, o.Variants, r.stderr); err != nil {
+		return nil, err
+	}
+	r.meta.GoVersion = goVersion(ctx)
+	r.iters = o.WorkIters
+	if r.iters <= 0 {
+		if r.iters, err = calibrate(ctx, r.bins["untuned"], firstBin(r.bins, o.Variants), o.Work); err != nil {
+			return nil, err
+		}
+		r.logf("calibrated: %d iterations of the work loop take %v", r.iters, o.Work)
+	}
+	r.meta.Workload = fmt.Sprintf("live heap %s of 32-byte two-pointer nodes, %g MiB/s allocation, %g requests/s each %d work-loop iterations (%v CPU, calibrated), %v measured per run, CFS period %v",
+		heapDesc(sets), o.AllocMiB, o.Rate, r.iters, o.Work, o.Duration, o.Period)
+	r.meta.Notes = append(r.meta.Notes, variantNotes(o.Variants))
+
+	total := len(sets) * len(o.Variants) * o.Runs
+	var runs []results.Run
+	started := time.Now()
+	i := 0
+	for round := 1; round <= o.Runs; round++ {
+		for _, st := range sets {
+			for _, v := range o.Variants {
+				if err := ctx.Err(); err != nil {
+					return runs, fmt.Errorf("interrupted: %w", err)
+				}
+				i++
+				run := r.runOne(ctx, st, v, round)
+				if ctx.Err() != nil {
+					return runs, fmt.Errorf("interrupted: %w", ctx.Err())
+				}
+				runs = append(runs, run)
+				eta := time.Duration(float64(time.Since(started)) / float64(i) * float64(total-i)).Round(time.Second)
+				r.logf("[%*d/%d] %s · %-25s round %d/%d: %s · ETA %v", len(strconv.Itoa(total)), i, total,
+					st, v.Name, round, o.Runs, describeRun(run), eta)
+			}
+		}
+	}
+	return runs, nil
+}
+
+func firstBin(bins map[string]string, vs []variant.Variant) string { return bins[vs[0].Name] }
+
+func heapDesc(sets []setting) string {
+	var hs []string
+	for _, s := range sets {
+		h := strconv.FormatFloat(s.heapMiB, 'f', -1, 64) + " MiB"
+		if !slices.Contains(hs, h) {
+			hs = append(hs, h)
+		}
+	}
+	return strings.Join(hs, " / ")
+}
+
+func variantNotes(vs []variant.Variant) string {
+	var b strings.Builder
+	b.WriteString("Variants:\n")
+	for _, v := range vs {
+		fmt.Fprintf(&b, "\n- `%s`: %s", v.Name, v.Doc)
+	}
+	return b.String()
+}
+
+func describeLimits(lim cgroup.Limits, err error) string {
+	parts := []string{lim.CPU.Version.String()}
+	if c, ok := lim.CPUQuota(); ok {
+		parts = append(parts, fmt.Sprintf("CPU quota %g from %s", c, lim.CPU.Source))
+	} else {
+		parts = append(parts, "no CPU quota")
+	}
+	if m, ok := lim.MemoryMax(); ok {
+		parts = append(parts, fmt.Sprintf("memory limit %s from %s", report.MiB(float64(m)), lim.Memory.MaxSource))
+	} else {
+		parts = append(parts, "no memory limit")
+	}
+	if err != nil {
+		parts = append(parts, "error: "+err.Error())
+	}
+	return strings.Join(parts, ", ")
+}
+
+func describeRun(r results.Run) string {
+	switch {
+	case r.Killed():
+		s := fmt.Sprintf("OOM-killed after %.1fs", r.WallSeconds)
+		if r.LastProgress != nil {
+			s += fmt.Sprintf(" (%d requests done)", r.LastProgress.Requests)
+		}
+		return s
+	case r.Err != "":
+		return "FAILED: " + r.Err
+	case r.Workload == nil:
+		return "no result"
+	}
+	w := r.Workload
+	s := fmt.Sprintf("GOMAXPROCS %d, p99 %.1f ms, p99.9 %.1f ms", w.GOMAXPROCS, w.Latency.P99, w.Latency.P999)
+	if t := r.Throttling(); t != nil && t.Periods > 0 {
+		s += fmt.Sprintf(", throttled %.1f%%", 100*t.ThrottledRatio())
+	}
+	if w.GOMEMLIMIT != math.MaxInt64 {
+		s += ", GOMEMLIMIT " + report.MiB(float64(w.GOMEMLIMIT))
+	}
+	return s
+}
+
+// memTotal returns MemTotal of /proc/meminfo in bytes, or 0.
+func memTotal() int64 {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	for _, l := range bytes.Split(b, []byte("\n")) {
+		if rest, ok := bytes.CutPrefix(l, []byte("MemTotal:")); ok {
+			f := bytes.Fields(rest)
+			if len(f) > 0 {
+				n, _ := strconv.ParseInt(string(f[0]), 10, 64)
+				return n << 10
+			}
+		}
+	}
+	return 0
+}

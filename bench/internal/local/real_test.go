@@ -1,0 +1,272 @@
+package local
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"image/png"
+	"io"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fitgo/fitgo/bench/internal/report"
+	"github.com/fitgo/fitgo/bench/internal/results"
+)
+
+// realHost opens the real cgroup hierarchy, or skips the test with the reason.
+func realHost(t *testing.T) *Host {
+	t.Helper()
+	if runtime.GOOS != "linux" {
+		t.Skip("real cgroups need Linux")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("creating cgroups needs root")
+	}
+	h, err := Open("/", "")
+	if err != nil {
+		t.Skipf("no writable cgroup hierarchy: %v", err)
+	}
+	t.Cleanup(func() { assert.NoError(t, h.Close()) })
+	return h
+}
+
+func testName(t *testing.T) string {
+	name := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '-'
+	}, strings.ToLower(t.Name()))
+	return fmt.Sprintf("%s%d-%s-%d", NamePrefix, os.Getpid(), name, time.Now().UnixNano()%1e6)
+}
+
+// trampoline returns a command that joins g's cgroups, then executes argv.
+func trampoline(t *testing.T, g *Group, argv ...string) *exec.Cmd {
+	self, err := os.Executable()
+	require.NoError(t, err)
+	procs, err := json.Marshal(g.Procs)
+	require.NoError(t, err)
+	cmd := exec.Command(self, argv...)
+	cmd.Env = append(os.Environ(), cgexecEnv+"="+string(procs))
+	return cmd
+}
+
+func TestRealGroup(t *testing.T) {
+	h := realHost(t)
+	for _, nested := range []bool{false, true} {
+		t.Run(fmt.Sprint("nested=", nested), func(t *testing.T) {
+			name := testName(t)
+			g, err := h.NewGroup(name, Spec{CPUs: 0.5, Memory: 64 << 20, Nested: nested})
+			require.NoError(t, err)
+			t.Cleanup(func() { g.Remove() })
+
+			// The process is in the run's cgroups from its first instruction.
+			out, err := trampoline(t, g, "/bin/cat", "/proc/self/cgroup").Output()
+			require.NoError(t, err)
+			want := "/" + name
+			if nested {
+				want += "/workload"
+			}
+			if h.Version == 1 {
+				assert.Regexp(t, `(?m)^\d+:cpu:\S*`+want+`$`, string(out))
+				assert.Regexp(t, `(?m)^\d+:memory:\S*`+want+`$`, string(out))
+				q, err := os.ReadFile(filepath.Join(g.CPUDir, "cpu.cfs_quota_us"))
+				require.NoError(t, err)
+				assert.Equal(t, "50000", strings.TrimSpace(string(q)))
+			} else {
+				assert.Regexp(t, `(?m)^0::\S*`+want+`$`, string(out))
+			}
+			_, err = g.CPUStat()
+			require.NoError(t, err)
+			n, err := g.OOMKills()
+			require.NoError(t, err)
+			assert.Zero(t, n)
+
+			dirs := []string{g.CPUDir, g.MemoryDir}
+			require.NoError(t, g.Remove())
+			for _, d := range dirs {
+				assert.NoDirExists(t, d)
+			}
+		})
+	}
+}
+
+func TestRealOOMKill(t *testing.T) {
+	h := realHost(t)
+	g, err := h.NewGroup(testName(t), Spec{Memory: 48 << 20})
+	require.NoError(t, err)
+	t.Cleanup(func() { g.Remove() })
+
+	cmd := trampoline(t, g)
+	cmd.Args = append(cmd.Args[:1], cmd.Args[0]) // exec the test binary itself, as a hog
+	cmd.Env = append(cmd.Env, hogEnv+"=256")
+	out, err := cmd.Output()
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee, "the hog should be killed, printed %q", out)
+	ws := ee.Sys().(syscall.WaitStatus)
+	assert.Equal(t, syscall.SIGKILL, ws.Signal())
+	n, err := g.OOMKills()
+	require.NoError(t, err)
+	assert.Equal(t, uint64(1), n)
+}
+
+// TestRealNoRights runs the runner as nobody: it must say what it needs and
+// exit 1.
+func TestRealNoRights(t *testing.T) {
+	realHost(t) // root, and cgroups are writable for root
+	self, err := os.Executable()
+	require.NoError(t, err)
+	dir, err := os.MkdirTemp("", "fitgo-bench-nobody-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	require.NoError(t, os.Chmod(dir, 0o755))
+	bin := filepath.Join(dir, "local.test")
+	b, err := os.ReadFile(self)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(bin, b, 0o755))
+
+	cmd := exec.Command(bin, "-runs", "1", "-duration", "1s")
+	cmd.Dir = dir
+	cmd.Env = append(cleanEnv(os.Environ()), mainEnv+"=1")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err = cmd.Run()
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee, stderr.String())
+	assert.Equal(t, 1, ee.ExitCode())
+	assert.Contains(t, stderr.String(), "cannot create limited cgroups under")
+	assert.Contains(t, stderr.String(), "permission denied")
+	assert.Contains(t, stderr.String(), "  - root: sudo")
+	assert.Contains(t, stderr.String(), "-in-place")
+}
+
+// TestRealRun is a short real benchmark: two variants in the cpu and memory
+// scenarios, checking that the report files are written and plausible.
+func TestRealRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the workload and runs it for ~20s")
+	}
+	realHost(t)
+	out := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	code := Main(t.Context(), []string{
+		"-scenario", "cpu,memory", "-cpus", "1", "-memory", "256Mi", "-runs", "1", "-duration", "2s",
+		"-variants", testVariants, "-out", out,
+	}, &stdout, io.MultiWriter(&stderr, testLog{t}))
+	require.Equal(t, 0, code, stderr.String())
+	assert.Contains(t, stdout.String(), "cpu: CPU quota 1 CPU, no memory limit")
+	assert.Contains(t, stdout.String(), "memory: no CPU quota, memory limit 256 MiB")
+	assert.Contains(t, stderr.String(), "[1/4]")
+	assert.Contains(t, stderr.String(), "ETA")
+
+	var sums []results.Summary
+	b, err := os.ReadFile(filepath.Join(out, report.ResultsFile))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &sums))
+	require.Len(t, sums, 4)
+	byKey := map[string]results.Summary{}
+	for _, s := range sums {
+		byKey[s.Scenario+"/"+s.Variant] = s
+		assert.Equal(t, 1, s.Runs)
+	}
+	u := byKey["cpu/untuned"]
+	assert.Equal(t, results.Float(runtime.NumCPU()), u.GOMAXPROCS, "untuned ignores the quota")
+	assert.Greater(t, float64(u.LatencyP99MS), 0.0)
+	assert.GreaterOrEqual(t, float64(u.LatencyP999MS), float64(u.LatencyP99MS))
+	assert.Greater(t, float64(u.Requests), 1000.0)
+	tr := float64(u.ThrottledPeriodsRatio)
+	assert.True(t, tr >= 0 && tr <= 1, "throttled ratio %v", tr)
+	assert.Zero(t, u.OOMKills)
+
+	m := byKey["memory/untuned"]
+	assert.Equal(t, uint64(1), m.OOMKills, "a 154 MiB live heap without GOMEMLIMIT outgrows 256 MiB")
+	assert.True(t, math.IsNaN(float64(m.LatencyP99MS)))
+	second := byKey["memory/"+testVariants[strings.IndexByte(testVariants, ',')+1:]]
+	checkSecondMemory(t, second)
+
+	md, err := os.ReadFile(filepath.Join(out, report.ReportFile))
+	require.NoError(t, err)
+	for _, want := range []string{"**Kernel**", "**Cgroups**: v", "**Go**: go1", "-variants " + testVariants} {
+		assert.Contains(t, string(md), want)
+	}
+	bt, err := os.ReadFile(filepath.Join(out, report.BenchFile))
+	require.NoError(t, err)
+	assert.Contains(t, string(bt), "BenchmarkLocal/scenario=cpu/cpus=1/mem=none/variant=untuned\t")
+	assert.Contains(t, string(bt), "BenchmarkLocal/scenario=memory/cpus=0/mem=256Mi/variant=untuned\t")
+	f, err := os.Open(filepath.Join(out, report.ChartFile))
+	require.NoError(t, err)
+	defer f.Close()
+	_, err = png.Decode(f)
+	require.NoError(t, err)
+
+	assertNoLeftovers(t)
+}
+
+// TestRealInterrupt cancels a run: the runner must stop the workload, remove
+// its cgroups and exit 130.
+func TestRealInterrupt(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the workload")
+	}
+	realHost(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var stderr bytes.Buffer
+	w := &notifyWriter{w: &stderr, match: "calibrated", fn: func() { time.AfterFunc(1500*time.Millisecond, cancel) }}
+	start := time.Now()
+	code := Main(ctx, []string{"-cpus", "1", "-runs", "1", "-duration", "60s", "-variants", "untuned"}, io.Discard, w)
+	assert.Equal(t, 130, code, stderr.String())
+	assert.Less(t, time.Since(start), 50*time.Second)
+	assertNoLeftovers(t)
+}
+
+type notifyWriter struct {
+	w     io.Writer
+	match string
+	fn    func()
+	done  bool
+}
+
+func (n *notifyWriter) Write(p []byte) (int, error) {
+	if !n.done && bytes.Contains(p, []byte(n.match)) {
+		n.done = true
+		n.fn()
+	}
+	return n.w.Write(p)
+}
+
+type testLog struct{ t *testing.T }
+
+func (l testLog) Write(p []byte) (int, error) {
+	l.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+func assertNoLeftovers(t *testing.T) {
+	t.Helper()
+	h, err := Open("/", "")
+	require.NoError(t, err)
+	defer h.Close()
+	prefix := fmt.Sprintf("%s%d-", NamePrefix, os.Getpid())
+	for _, parent := range uniq(h.CPUParent, h.MemoryParent) {
+		entries, err := os.ReadDir(parent)
+		require.NoError(t, err)
+		for _, e := range entries {
+			if strings.HasPrefix(e.Name(), prefix) {
+				t.Errorf("left behind: %s", filepath.Join(parent, e.Name()))
+			}
+		}
+	}
+}
