@@ -180,7 +180,7 @@ func ReadCPUStatDir(fsys fs.FS, dir string) (CPUStat, error) {
 }
 
 func readCPUStat(r *fsReader, dir string) (CPUStat, error) {
-	data, err := r.read(joinPath(dir, fileCPUStat))
+	data, err := r.read(joinPath(dir, fileCPUStat), true)
 	if err != nil {
 		return CPUStat{}, err
 	}
@@ -191,7 +191,7 @@ func readCPUStat(r *fsReader, dir string) (CPUStat, error) {
 	if s.HasUsage {
 		return s, nil
 	}
-	data, err = r.read(joinPath(dir, fileCPUAcctUsage))
+	data, err = r.read(joinPath(dir, fileCPUAcctUsage), true)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return s, nil

@@ -18,7 +18,9 @@
 //   - Memory: the smallest memory.max (v2) or memory.limit_in_bytes (v1),
 //     and on v1 also hierarchical_memory_limit from the memory.stat of the
 //     process's cgroup, which includes ancestors above the mount root that the
-//     process cannot see (a container that sees only its own cgroup).
+//     process cannot see (a container that sees only its own cgroup). When
+//     the whole hierarchy is mounted (mount root "/"), the walk sees every
+//     ancestor, memory.stat could not lower the result, and it is not read.
 //   - memory.high (v2 only): the smallest, reported separately by
 //     [Limits.MemoryHigh]; the kernel throttles and reclaims above it.
 //

@@ -121,10 +121,13 @@ func evalMemory(src fileSource, m *Memory) {
 			break
 		}
 	}
-	if m.Version == V1 {
+	if m.Version == V1 && m.MountRoot != "/" {
 		// hierarchical_memory_limit covers the ancestors above the mount root.
 		// When it is tighter than every visible level, the limit was set on one
 		// of those invisible ancestors, and Dir is the best place to point to.
+		// With the whole hierarchy mounted, the walk has seen every ancestor
+		// and memory.stat could not lower the result: it is not read, which
+		// saves the costliest file.
 		data, found, err := src.file(0, m.Dir, fileMemoryStat)
 		if err != nil {
 			m.Err = err

@@ -241,6 +241,7 @@ func FuzzMountInfo(f *testing.F) {
 func FuzzReadFS(f *testing.F) {
 	f.Add(v2Base["proc/self/cgroup"], v2Base["proc/self/mountinfo"], "50000 100000\n", "1024\n", "-1\n", "hierarchical_memory_limit 1\n")
 	f.Add(v1Base["proc/self/cgroup"], v1Base["proc/self/mountinfo"], "max\n", "max\n", "50000\n", v1Base["sys/fs/cgroup/memory/app/memory.stat"])
+	f.Add(v1Container["proc/self/cgroup"], v1Container["proc/self/mountinfo"], "max\n", "1048576\n", "20000\n", v1Container["sys/fs/cgroup/memory/memory.stat"])
 	for _, tc := range fixtureTests {
 		read := func(name string) string {
 			data, err := os.ReadFile(filepath.Join("testdata", tc.name, "proc", "self", name))
@@ -263,6 +264,9 @@ func FuzzReadFS(f *testing.F) {
 			"sys/fs/cgroup/cpu,cpuacct/app/cpu.cfs_period_us": "100000\n",
 			"sys/fs/cgroup/memory/app/memory.limit_in_bytes":  memMax,
 			"sys/fs/cgroup/memory/app/memory.stat":            memStat,
+			"sys/fs/cgroup/memory/memory.stat":                memStat,
+			"sys/fs/cgroup/cpu,cpuacct/cpu.cfs_quota_us":      cfsQuota,
+			"sys/fs/cgroup/cpu,cpuacct/cpu.cfs_period_us":     "50000\n",
 		}
 		fsys := mapFS(files)
 		lim, err := ReadFS(fsys)

@@ -14,7 +14,7 @@ import (
 // for a controller. It returns an error wrapping ErrNoCgroup when
 // /proc/self/cgroup cannot be read.
 func discover(r *fsReader, lim *Limits) error {
-	data, err := r.read(procSelfCgroup)
+	data, err := r.read(procSelfCgroup, true)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrNoCgroup, err)
 	}
@@ -23,40 +23,45 @@ func discover(r *fsReader, lim *Limits) error {
 	cpu.err = withFile(cpu.err, "/proc/self", "cgroup")
 	mem.err = withFile(mem.err, "/proc/self", "cgroup")
 
-	var mountinfo []byte
-	needCPU, needMem := cpu.version != 0 && cpu.err == nil, mem.version != 0 && mem.err == nil
-	if needCPU || needMem {
-		if mountinfo, err = r.read(procSelfMountInfo); err != nil {
+	qs := [2]mountQuery{query(cpu, "cpu"), query(mem, "memory")}
+	if qs[0].version != 0 || qs[1].version != 0 {
+		mountinfo, err := r.read(procSelfMountInfo, false)
+		if err != nil {
 			// One error value for both, so that ReadFS reports it once.
-			if needCPU {
-				cpu.err = err
+			for i, e := range []*procEntry{&cpu, &mem} {
+				if qs[i].version != 0 {
+					e.err = err
+				}
 			}
-			if needMem {
-				mem.err = err
-			}
+		} else {
+			findMounts(mountinfo, qs[:])
 		}
 	}
-	lim.CPU.Hierarchy, lim.CPU.Err = locate(mountinfo, cpu, "cpu")
-	lim.Memory.Hierarchy, lim.Memory.Err = locate(mountinfo, mem, "memory")
+	lim.CPU.Hierarchy, lim.CPU.Err = locate(cpu, &qs[0])
+	lim.Memory.Hierarchy, lim.Memory.Err = locate(mem, &qs[1])
 	return nil
 }
 
-// locate finds the directory of the process's cgroup e for controller ctrl
-// in the mount table. A cgroup that cannot be seen (outside the cgroup
-// namespace, or outside the root of every mount of its hierarchy, or not
+// query returns the mount query for the process's cgroup e of controller
+// ctrl, or one that is skipped (version 0) when the cgroup cannot be seen.
+func query(e procEntry, ctrl string) mountQuery {
+	if e.err != nil || e.version == 0 || outsideNamespace(e.path) {
+		return mountQuery{}
+	}
+	return mountQuery{version: e.version, ctrl: ctrl, path: path.Clean(e.path)}
+}
+
+// locate returns the Hierarchy of the process's cgroup e from the result of
+// its mount query. A cgroup that cannot be seen (outside the cgroup
+// namespace, outside the root of every mount of its hierarchy, or not
 // mounted at all) gives a Hierarchy with Version 0 and only Path set: there
 // is no limit that the process could read.
-func locate(mountinfo []byte, e procEntry, ctrl string) (Hierarchy, error) {
+func locate(e procEntry, q *mountQuery) (Hierarchy, error) {
 	h := Hierarchy{Path: e.path}
-	if e.err != nil || e.version == 0 || outsideNamespace(e.path) {
+	if e.err != nil || !q.found {
 		return h, e.err
 	}
-	p := path.Clean(e.path)
-	point, root, ok := findMount(mountinfo, e.version, ctrl, p)
-	if !ok {
-		return h, nil
-	}
-	h.Version, h.Mount, h.MountRoot, h.Dir = e.version, point, root, cgroupDir(point, root, p)
+	h.Version, h.Mount, h.MountRoot, h.Dir = q.version, q.point, q.root, cgroupDir(q.point, q.root, q.path)
 	return h, nil
 }
 
@@ -86,19 +91,28 @@ type fsReader struct {
 	buf  []byte
 }
 
+var errTooLarge = errors.New("file too large")
+
 // maxFileSize bounds what is read of one file: far more than any proc or
 // cgroup file holds, and a guard against an endless one.
 const maxFileSize = 64 << 20
 
 // read returns the content of the file at the absolute path abs. The error
-// wraps fs.ErrNotExist when the file does not exist.
-func (r *fsReader) read(abs string) ([]byte, error) {
+// wraps fs.ErrNotExist when the file does not exist. whole tells that the
+// kernel prints the file in one go (not so /proc/self/mountinfo), which
+// readFast uses to save a system call.
+func (r *fsReader) read(abs string, whole bool) ([]byte, error) {
+	if data, ok, err := r.readFast(abs, whole); ok {
+		return data, err
+	}
 	f, err := r.fsys.Open(fsName(abs))
 	if err != nil {
 		return nil, pathError("open", abs, err)
 	}
 	data, err := readAll(f, r.buf[:0])
-	r.buf = data[:0]
+	if data != nil {
+		r.buf = data[:0]
+	}
 	if cerr := f.Close(); err == nil && cerr != nil {
 		err = cerr
 	}
@@ -109,7 +123,7 @@ func (r *fsReader) read(abs string) ([]byte, error) {
 }
 
 func (r *fsReader) file(_ int, dir, name string) ([]byte, bool, error) {
-	data, err := r.read(joinPath(dir, name))
+	data, err := r.read(joinPath(dir, name), true)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, false, nil
@@ -127,7 +141,7 @@ func readAll(rd io.Reader, b []byte) ([]byte, error) {
 	for {
 		if len(b) == cap(b) {
 			if len(b) >= maxFileSize {
-				return b, errors.New("file too large")
+				return b, errTooLarge
 			}
 			b = append(b, 0)[:len(b)]
 		}

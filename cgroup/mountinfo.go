@@ -102,23 +102,36 @@ func isAncestorOrSelf(root []byte, cgPath string) bool {
 		(len(cgPath) == len(root) || cgPath[len(root)] == '/')
 }
 
-// findMount returns the mount of the hierarchy that holds cgPath: for V1 a
-// "cgroup" mount whose super options name the controller ctrl, for V2 a
-// "cgroup2" mount. Only mounts whose root is cgPath or an ancestor of it can
-// show the process's cgroup; among those the one with the longest root wins
-// (it is the closest view of the process's cgroup), and of equally long roots
-// the last one listed, which is the one on top when mounts are stacked.
-// point and root are returned unescaped; point is cleaned. Lines that are not
-// well formed are skipped.
+// mountQuery asks findMounts for the mount of one hierarchy.
+type mountQuery struct {
+	version Version // V1: a "cgroup" mount carrying ctrl; V2: a "cgroup2" mount; 0: skip
+	ctrl    string
+	path    string // the process's cgroup path, clean and inside the namespace
+
+	found     bool
+	point     string // mount point, unescaped and cleaned
+	root      string // mount root, unescaped
+	bestPoint []byte // escaped, while scanning
+	bestRoot  []byte
+	bestLen   int // length of the unescaped bestRoot
+}
+
+// findMounts finds, in one pass over mountinfo, the mount of the hierarchy
+// that holds each query's cgroup path: for V1 a "cgroup" mount whose super
+// options name the controller, for V2 a "cgroup2" mount. Only mounts whose
+// root is the path or one of its ancestors can show the process's cgroup;
+// among those the one with the longest root wins (the closest view of the
+// process's cgroup), and of equally long roots the last one listed, which is
+// the one on top when mounts are stacked. Lines that are not well formed are
+// skipped.
 //
 // To stay cheap on hosts with hundreds of mounts, only lines that contain
-// " - cgroup" are parsed.
-func findMount(mountinfo []byte, version Version, ctrl, cgPath string) (point, root string, ok bool) {
-	var (
-		bestPoint, bestRoot []byte
-		bestLen             = -1
-		scratch             [256]byte
-	)
+// " - cgroup" are parsed at all.
+func findMounts(mountinfo []byte, qs []mountQuery) {
+	for i := range qs {
+		qs[i].bestLen = -1
+	}
+	var scratch [256]byte
 	needle := []byte(" - cgroup")
 	for data := mountinfo; ; {
 		i := bytes.Index(data, needle)
@@ -129,34 +142,45 @@ func findMount(mountinfo []byte, version Version, ctrl, cgPath string) (point, r
 		line, rest := nextLine(data[start:])
 		data = rest
 		m, ok := parseMountInfoLine(line)
-		if !ok {
+		if !ok || len(m.point) == 0 || m.point[0] != '/' {
 			continue
 		}
-		switch version {
-		case V1:
-			if string(m.fstype) != "cgroup" || !hasController(m.superOpts, ctrl) {
-				continue
-			}
-		case V2:
-			if string(m.fstype) != "cgroup2" {
-				continue
-			}
+		var v Version
+		switch string(m.fstype) {
+		case "cgroup":
+			v = V1
+		case "cgroup2":
+			v = V2
 		default:
-			return "", "", false
+			continue
 		}
 		r := m.root
 		if bytes.IndexByte(r, '\\') >= 0 {
 			r = unescapeAppend(scratch[:0], r)
 		}
-		if len(r) < bestLen || !isAncestorOrSelf(r, cgPath) || len(m.point) == 0 || m.point[0] != '/' {
-			continue
+		for j := range qs {
+			q := &qs[j]
+			if q.version != v || len(r) < q.bestLen || (v == V1 && !hasController(m.superOpts, q.ctrl)) ||
+				!isAncestorOrSelf(r, q.path) {
+				continue
+			}
+			q.bestPoint, q.bestRoot, q.bestLen = m.point, m.root, len(r)
 		}
-		bestPoint, bestRoot, bestLen = m.point, m.root, len(r)
 	}
-	if bestLen < 0 {
-		return "", "", false
+	for i := range qs {
+		q := &qs[i]
+		if q.found = q.bestLen >= 0; q.found {
+			q.point, q.root = path.Clean(unescape(q.bestPoint)), unescape(q.bestRoot)
+		}
+		q.bestPoint, q.bestRoot = nil, nil
 	}
-	return path.Clean(unescape(bestPoint)), unescape(bestRoot), true
+}
+
+// findMount is findMounts for one hierarchy.
+func findMount(mountinfo []byte, version Version, ctrl, cgPath string) (point, root string, ok bool) {
+	qs := [1]mountQuery{{version: version, ctrl: ctrl, path: cgPath}}
+	findMounts(mountinfo, qs[:])
+	return qs[0].point, qs[0].root, qs[0].found
 }
 
 // outsideNamespace reports whether a cgroup path from /proc/self/cgroup lies

@@ -286,6 +286,19 @@ var v1Base = map[string]string{
 	"sys/fs/cgroup/cpu,cpuacct/app/cpuacct.usage":     "42000\n",
 }
 
+// v1Container is a v1 container that sees only its own cgroup /pod/app:
+// the mount roots are its path, and a pod limit above shows only in
+// memory.stat.
+var v1Container = map[string]string{
+	"proc/self/cgroup": "4:memory:/pod/app\n3:cpu,cpuacct:/pod/app\n",
+	"proc/self/mountinfo": "30 26 0:27 /pod/app /sys/fs/cgroup/cpu,cpuacct ro - cgroup cgroup rw,cpu,cpuacct\n" +
+		"32 26 0:29 /pod/app /sys/fs/cgroup/memory ro - cgroup cgroup rw,memory\n",
+	"sys/fs/cgroup/cpu,cpuacct/cpu.cfs_quota_us":  "-1\n",
+	"sys/fs/cgroup/cpu,cpuacct/cpu.cfs_period_us": "100000\n",
+	"sys/fs/cgroup/memory/memory.limit_in_bytes":  "9223372036854771712\n",
+	"sys/fs/cgroup/memory/memory.stat":            "cache 1\nrss 2\nhierarchical_memory_limit 314572800\n",
+}
+
 func TestReadFSMalformed(t *testing.T) {
 	tests := []struct {
 		name     string
@@ -308,7 +321,7 @@ func TestReadFSMalformed(t *testing.T) {
 		{"cfs period", with(v1Base, map[string]string{"sys/fs/cgroup/cpu,cpuacct/app/cpu.cfs_period_us": "1e5\n"}), "/sys/fs/cgroup/cpu,cpuacct/app/cpu.cfs_period_us", 1, true, true, `"1e5"`},
 		{"cfs quota overflow", with(v1Base, map[string]string{"sys/fs/cgroup/cpu,cpuacct/app/cpu.cfs_quota_us": "99999999999999999999\n"}), "/sys/fs/cgroup/cpu,cpuacct/app/cpu.cfs_quota_us", 1, true, true, "cfs_quota_us"},
 		{"limit_in_bytes", with(v1Base, map[string]string{"sys/fs/cgroup/memory/memory.limit_in_bytes": "9.2e18\n"}), "/sys/fs/cgroup/memory/memory.limit_in_bytes", 1, false, true, `"9.2e18"`},
-		{"memory.stat", with(v1Base, map[string]string{"sys/fs/cgroup/memory/app/memory.stat": "cache 1\nrss 2\nhierarchical_memory_limit -\n"}), "/sys/fs/cgroup/memory/app/memory.stat", 3, false, true, "hierarchical_memory_limit"},
+		{"memory.stat", with(v1Container, map[string]string{"sys/fs/cgroup/memory/memory.stat": "cache 1\nrss 2\nhierarchical_memory_limit -\n"}), "/sys/fs/cgroup/memory/memory.stat", 3, false, false, "hierarchical_memory_limit"},
 		{"proc self cgroup path", with(v1Base, map[string]string{"proc/self/cgroup": "4:memory:/app\n3:cpu,cpuacct:app\n"}), "/proc/self/cgroup", 2, true, true, `"app"`},
 	}
 	for _, tc := range tests {
@@ -447,6 +460,20 @@ func TestReadFSCases(t *testing.T) {
 				"sys/fs/cgroup/cpu,cpuacct/app/cpu.cfs_period_us": "",
 			}),
 			want: want{V1, V1, 0, "", 300 * mib, "/sys/fs/cgroup/memory/app", 0, "/sys/fs/cgroup/cpu,cpuacct/app", "/sys/fs/cgroup/memory/app"},
+		},
+		{
+			name:  "v1 container: the limit above the mount root is in memory.stat",
+			files: v1Container,
+			want: want{cpuVersion: V1, memVersion: V1, mem: 300 * mib, memSource: "/sys/fs/cgroup/memory",
+				cpuDir: "/sys/fs/cgroup/cpu,cpuacct", memDir: "/sys/fs/cgroup/memory"},
+		},
+		{
+			name: "v1 whole hierarchy mounted: memory.stat is not read",
+			files: with(v1Base, map[string]string{
+				"sys/fs/cgroup/memory/app/memory.stat": "hierarchical_memory_limit bad\n",
+			}),
+			want: want{V1, V1, 0.5, "/sys/fs/cgroup/cpu,cpuacct/app", 300 * mib, "/sys/fs/cgroup/memory/app", 0,
+				"/sys/fs/cgroup/cpu,cpuacct/app", "/sys/fs/cgroup/memory/app"},
 		},
 		{
 			name: "v1 memory.stat missing",

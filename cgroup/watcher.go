@@ -71,7 +71,7 @@ func NewWatcher(fsys fs.FS) (*Watcher, error) {
 			names = [2]string{fileMemoryLimit}
 		}
 		w.mem, m.Err = w.openLevels(m.Dir, m.Mount, names)
-		if m.Err == nil && m.Version == V1 {
+		if m.Err == nil && m.Version == V1 && m.MountRoot != "/" {
 			w.memStat, m.Err = w.open(m.Dir, fileMemoryStat)
 		}
 	}
@@ -162,7 +162,7 @@ func (w *Watcher) file(level int, dir, name string) ([]byte, bool, error) {
 			return w.buf[:n], true, nil
 		}
 		if len(w.buf) >= maxFileSize {
-			return nil, false, pathError("read", joinPath(dir, name), errors.New("file too large"))
+			return nil, false, pathError("read", joinPath(dir, name), errTooLarge)
 		}
 		// Full buffer: the file may be longer. Grow and read again.
 		w.buf = make([]byte, 2*len(w.buf))

@@ -40,7 +40,8 @@ func TestWatcherMatchesReadFS(t *testing.T) {
 	fsyss["v2Base"] = mapFS(v2Base)
 	fsyss["mountinfo missing"] = mapFS(with(v2Base, map[string]string{"proc/self/mountinfo": ""}))
 	fsyss["period missing"] = mapFS(with(v1Base, map[string]string{"sys/fs/cgroup/cpu,cpuacct/app/cpu.cfs_period_us": ""}))
-	fsyss["bad memory.stat"] = mapFS(with(v1Base, map[string]string{"sys/fs/cgroup/memory/app/memory.stat": "hierarchical_memory_limit x\n"}))
+	fsyss["v1Container"] = mapFS(v1Container)
+	fsyss["bad memory.stat"] = mapFS(with(v1Container, map[string]string{"sys/fs/cgroup/memory/memory.stat": "hierarchical_memory_limit x\n"}))
 	fsyss["bad proc/self/cgroup"] = mapFS(with(v1Base, map[string]string{"proc/self/cgroup": "4:memory:app\n"}))
 	for name, fsys := range fsyss {
 		t.Run(name, func(t *testing.T) {
@@ -140,9 +141,7 @@ func TestWatcherFollowsChanges(t *testing.T) {
 }
 
 func TestWatcherV1FollowsChanges(t *testing.T) {
-	m := mapFS(with(v1Base, map[string]string{
-		"sys/fs/cgroup/cpu,cpuacct/app/cpu.cfs_quota_us": "-1\n",
-	}))
+	m := mapFS(v1Container)
 	w, err := NewWatcher(m)
 	require.NoError(t, err)
 	defer w.Close()
@@ -151,8 +150,8 @@ func TestWatcherV1FollowsChanges(t *testing.T) {
 	_, ok := l.CPUQuota()
 	assert.False(t, ok)
 
-	setFile(m, "sys/fs/cgroup/cpu,cpuacct/app/cpu.cfs_quota_us", "150000\n")
-	setFile(m, "sys/fs/cgroup/memory/app/memory.stat", "hierarchical_memory_limit 104857600\n")
+	setFile(m, "sys/fs/cgroup/cpu,cpuacct/cpu.cfs_quota_us", "150000\n")
+	setFile(m, "sys/fs/cgroup/memory/memory.stat", "hierarchical_memory_limit 104857600\n")
 	l, err = w.Read()
 	require.NoError(t, err)
 	cores, ok := l.CPUQuota()
@@ -160,11 +159,17 @@ func TestWatcherV1FollowsChanges(t *testing.T) {
 	assert.Equal(t, 1.5, cores)
 	mem, _ := l.MemoryMax()
 	assert.Equal(t, int64(100*mib), mem)
-	assert.Equal(t, "/sys/fs/cgroup/memory/app", l.Memory.MaxSource)
+	assert.Equal(t, "/sys/fs/cgroup/memory", l.Memory.MaxSource)
+
+	setFile(m, "sys/fs/cgroup/memory/memory.limit_in_bytes", "52428800\n")
+	l, err = w.Read()
+	require.NoError(t, err)
+	mem, _ = l.MemoryMax()
+	assert.Equal(t, int64(50*mib), mem)
 }
 
 func TestWatcherGrowsBuffer(t *testing.T) {
-	m := mapFS(v1Base)
+	m := mapFS(v1Container)
 	w, err := NewWatcher(m)
 	require.NoError(t, err)
 	defer w.Close()
@@ -174,7 +179,7 @@ func TestWatcherGrowsBuffer(t *testing.T) {
 		big = append(big, "total_some_counter 123456789\n"...)
 	}
 	big = append(big, "hierarchical_memory_limit 52428800\n"...)
-	m["sys/fs/cgroup/memory/app/memory.stat"].Data = big
+	m["sys/fs/cgroup/memory/memory.stat"].Data = big
 	l, err := w.Read()
 	require.NoError(t, err)
 	mem, _ := l.MemoryMax()
