@@ -1,0 +1,657 @@
+package memlimit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"math"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/fitgo/fitgo/cgroup"
+	"github.com/fitgo/fitgo/internal/envvar"
+	"github.com/fitgo/fitgo/internal/refresh"
+	"github.com/fitgo/fitgo/internal/rootfs"
+)
+
+// DefaultRefreshInterval is the interval of WithRefresh when none is given:
+// one second. A refresh tick re-reads already-open cgroup files and
+// allocates nothing; it costs a few microseconds.
+const DefaultRefreshInterval = refresh.DefaultInterval
+
+// NoLimit is the value of the Go runtime's memory limit when there is none
+// (debug.SetMemoryLimit's default, and GOMEMLIMIT=off).
+const NoLimit int64 = math.MaxInt64
+
+// An Option configures Apply and Plan.
+type Option func(*config)
+
+type config struct {
+	policy    Policy
+	logger    *slog.Logger
+	refresh   bool
+	ctx       context.Context
+	interval  time.Duration
+	sysMemory bool
+	env       *env // nil: the real process
+}
+
+// WithPolicy sets the whole policy at once; options after it change single
+// fields.
+func WithPolicy(p Policy) Option { return func(c *config) { c.policy = p } }
+
+// WithRatio sets the fraction of the memory limit to use, in (0, 1]
+// (default 0.9).
+func WithRatio(r float64) Option { return func(c *config) { c.policy.Ratio = r } }
+
+// WithReserve keeps bytes free below the memory limit: GOMEMLIMIT is then
+// the lower of ratio × limit and limit − bytes. WithRatio(1) with a reserve
+// uses the reserve alone.
+func WithReserve(bytes int64) Option { return func(c *config) { c.policy.Reserve = bytes } }
+
+// WithMinLimit sets the smallest GOMEMLIMIT to set (default 16 MiB); a
+// smaller result leaves GOMEMLIMIT unset. It never raises the limit.
+// WithMinLimit(0) sets any positive result.
+func WithMinLimit(bytes int64) Option { return func(c *config) { c.policy.MinLimit = bytes } }
+
+// WithSystemMemory uses the machine's total memory (MemTotal in
+// /proc/meminfo) as the limit when the cgroup hierarchy has none. Off by
+// default: without a container limit, a soft limit at 90% of the machine's
+// memory is a guess about what else runs there.
+func WithSystemMemory() Option { return func(c *config) { c.sysMemory = true } }
+
+// WithLogger makes Apply, and the refresh loop it starts, log to l: one Info
+// line when GOMEMLIMIT changes or when fitgo stops managing it, a Debug line
+// when Apply leaves it alone, a Warn line when the memory limit cannot be
+// read. Without it, nothing is logged.
+func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
+
+// WithRefresh keeps GOMEMLIMIT in line with the memory limit after Apply
+// returns, re-reading the limit every interval (DefaultRefreshInterval when
+// zero or negative; at least 10ms). Following stops when ctx is done (a nil
+// ctx never is), when Result.Stop or Result.Undo is called, when a later
+// Apply takes over, or when someone else changes the memory limit (see
+// Status). Plan ignores it.
+func WithRefresh(ctx context.Context, interval time.Duration) Option {
+	return func(c *config) { c.refresh, c.ctx, c.interval = true, ctx, interval }
+}
+
+// env is the environment Apply works in: the real process, or a fake in tests.
+type env struct {
+	goos   string
+	getenv func(string) string
+	fsys   fs.FS // for /proc/meminfo
+	read   func() (cgroup.Limits, error)
+	loop   *refresh.Loop
+	knob   *knob
+}
+
+// knob is the runtime's memory limit with fitgo's knowledge about it. mu
+// serialises Apply, Undo, Stop and refresh ticks.
+type knob struct {
+	get func() int64
+	set func(int64)
+
+	mu     sync.Mutex
+	active *session // the session managing the knob, if any
+	owned  bool     // the current value was set by fitgo
+	last   int64    // the value fitgo set or, when not owned, last saw
+	orig   int64    // the value before fitgo set it
+	seq    int      // counts Applies
+	gen    int      // the Apply whose state is current, for Undo
+}
+
+var processKnob = &knob{
+	get: func() int64 { return debug.SetMemoryLimit(-1) },
+	set: func(n int64) { debug.SetMemoryLimit(n) },
+}
+
+func systemEnv() *env {
+	return &env{
+		goos:   runtime.GOOS,
+		getenv: os.Getenv,
+		fsys:   rootfs.FS(),
+		read:   refresh.Default.Read,
+		loop:   refresh.Default,
+		knob:   processKnob,
+	}
+}
+
+// setValue sets the memory limit; knob.mu is held.
+func (k *knob) setValue(v int64) {
+	if !k.owned {
+		k.orig = k.get()
+	}
+	k.set(v)
+	k.owned, k.last = true, v
+}
+
+// restore puts back the value from before fitgo set it; knob.mu is held.
+func (k *knob) restore() {
+	k.set(k.orig)
+	k.owned, k.last = false, k.orig
+}
+
+// Result reports what Apply did, or what Plan would do.
+type Result struct {
+	// Before and After are the runtime's memory limit (GOMEMLIMIT) before
+	// and after Apply, in bytes; NoLimit when there is none.
+	Before, After int64
+	// Changed reports whether Apply called debug.SetMemoryLimit. For Plan: it
+	// would.
+	Changed bool
+	// Limit is the memory limit in bytes the value was derived from: the
+	// tightest memory.max (v2) or memory.limit_in_bytes (v1) over the cgroup
+	// hierarchy, or memory.high when lower, or with WithSystemMemory the
+	// machine's MemTotal. 0 when there is none.
+	Limit int64
+	// Source is the cgroup directory that imposed Limit, or "/proc/meminfo";
+	// "" when there is no limit.
+	Source string
+	// From names the setting Limit comes from: "memory.max", "memory.high",
+	// "memory.limit_in_bytes" or "MemTotal".
+	From string
+	// Memory is the memory limit as read, with the process's cgroup
+	// hierarchy.
+	Memory cgroup.Memory
+	// Policy is the policy used.
+	Policy Policy
+	// Env is the value of the GOMEMLIMIT environment variable, "" when unset.
+	Env string
+	// Reason says why the memory limit was left alone; "" when Changed.
+	Reason string
+	// Err is why the memory limit could not be read or the options are
+	// invalid; GOMEMLIMIT is then untouched. Apply also returns it.
+	Err error
+	// Refresh is the interval at which a refresh loop follows the limit; 0
+	// when none was started.
+	Refresh time.Duration
+
+	s *session
+	k *knob
+}
+
+// Status is the live state of the management of GOMEMLIMIT that an Apply
+// started.
+type Status struct {
+	// GOMEMLIMIT is the runtime's current memory limit; NoLimit when none.
+	GOMEMLIMIT int64
+	// Following reports whether the refresh loop still follows the limit.
+	Following bool
+	// Updates counts the changes the refresh loop made.
+	Updates int
+	// LastUpdate is the time of the last change it made.
+	LastUpdate time.Time
+	// Limit, Source and From describe the memory limit at the last reading.
+	Limit  int64
+	Source string
+	From   string
+	// Err is the error of the last reading, nil when it succeeded.
+	Err error
+	// Reason says why following stopped, e.g. "the memory limit was changed
+	// from 460.8 MiB to 1 GiB outside fitgo". "" while following.
+	Reason string
+}
+
+// session is one Apply's management of the knob.
+type session struct {
+	knob   *knob
+	env    *env
+	policy Policy
+	log    *slog.Logger
+	sub    *refresh.Subscription
+
+	stopCtx func() bool // releases the context's AfterFunc
+
+	memTotal    int64 // MemTotal when WithSystemMemory, else 0
+	before      int64 // the memory limit before Apply
+	beforeOwned bool  // and whether fitgo had set it (an earlier Apply)
+	gen         int   // this Apply's generation
+	prevGen     int   // and the one it replaced
+
+	// Refresh state, guarded by knob.mu.
+	stopped bool
+	reason  string
+	updates int
+	lastAt  time.Time
+	limit   int64
+	source  string
+	from    string
+	err     error
+}
+
+// target is the limit a reading leads to: the effective limit, where it
+// comes from, and the GOMEMLIMIT the policy gives (0: leave unset).
+func (s *session) target(m cgroup.Memory, lim cgroup.Limits) (limit int64, source, from string, want int64) {
+	limit, source, from = effective(m, lim, s.memTotal)
+	if limit > 0 {
+		want = s.policy.Limit(limit)
+	}
+	return limit, source, from, want
+}
+
+// effective picks the limit from a reading: the lower of memory.max and
+// memory.high where set, else MemTotal when given.
+func effective(m cgroup.Memory, lim cgroup.Limits, memTotal int64) (limit int64, source, from string) {
+	if max, ok := lim.MemoryMax(); ok {
+		limit, source, from = max, m.MaxSource, "memory.max"
+		if m.Version == cgroup.V1 {
+			from = "memory.limit_in_bytes"
+		}
+	}
+	if high, ok := lim.MemoryHigh(); ok && (limit == 0 || high < limit) {
+		limit, source, from = high, m.HighSource, "memory.high"
+	}
+	if limit == 0 && memTotal > 0 {
+		limit, source, from = memTotal, "/proc/meminfo", "MemTotal"
+	}
+	return limit, source, from
+}
+
+// Apply sets the Go runtime's soft memory limit (GOMEMLIMIT) from the
+// effective memory limit of the process's cgroup hierarchy: by default 90%
+// of the lower of memory.max and memory.high, left unset when that would be
+// under 16 MiB.
+//
+// It leaves the memory limit alone, with the Reason in the Result, when the
+// GOMEMLIMIT environment variable is set (a byte count or "off", parsed as
+// the runtime parses it), when the system is not Linux or has no cgroup
+// information, when there is no memory limit (unless WithSystemMemory), when
+// the policy leaves it unset, and when it already has the value. It never
+// sets the runtime's memory limit to NoLimit: it cannot clear a limit the
+// program set.
+//
+// When the memory limit cannot be read (a malformed cgroup file) or the
+// options are invalid, Apply leaves it alone and returns the error, which is
+// also in the Result.
+//
+// Apply is safe to call more than once and from several goroutines; a later
+// call takes over from an earlier one, whose refresh loop stops. Result.Undo
+// restores the previous value.
+func Apply(opts ...Option) (Result, error) {
+	return apply(opts, false)
+}
+
+// Plan reports what Apply would do with the same options, reading the same
+// limits and environment, without changing the memory limit or starting a
+// refresh loop: After is the value Apply would set and Changed whether it
+// would call debug.SetMemoryLimit. Undo, Stop and Status do nothing on its
+// Result.
+func Plan(opts ...Option) (Result, error) {
+	return apply(opts, true)
+}
+
+func apply(opts []Option, dry bool) (Result, error) {
+	cfg := config{policy: DefaultPolicy()}
+	for _, o := range opts {
+		if o != nil {
+			o(&cfg)
+		}
+	}
+	e := cfg.env
+	if e == nil {
+		e = systemEnv()
+	}
+	k := e.knob
+	r := Result{k: k, Policy: cfg.policy, Env: e.getenv("GOMEMLIMIT")}
+
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	r.Before = k.get()
+	r.After = r.Before
+
+	if err := cfg.policy.Validate(); err != nil {
+		r.Err, r.Reason = err, "invalid options"
+		logApply(cfg.logger, &r)
+		return r, err
+	}
+	if e.goos != "linux" {
+		r.Reason = "not Linux: no cgroup limits"
+		logApply(cfg.logger, &r)
+		return r, nil
+	}
+	switch _, kind := envvar.GOMEMLIMIT(r.Env); kind {
+	case envvar.MemLimitOff, envvar.MemLimitBytes:
+		r.Reason = "GOMEMLIMIT=" + r.Env + " is set in the environment"
+		logApply(cfg.logger, &r)
+		return r, nil
+	}
+
+	s := &session{
+		knob:        k,
+		env:         e,
+		policy:      r.Policy,
+		log:         cfg.logger,
+		before:      r.Before,
+		beforeOwned: k.owned && k.last == r.Before,
+	}
+	if !dry {
+		// This Apply takes over from any earlier one.
+		if k.active != nil {
+			k.active.stop("superseded by a later Apply")
+		}
+		if !s.beforeOwned {
+			// The current value is not (or no longer) one fitgo set.
+			k.owned, k.last = false, r.Before
+		}
+		k.seq++
+		s.gen, s.prevGen = k.seq, k.gen
+		k.gen = s.gen
+		r.s = s
+	}
+
+	var memErr error
+	if cfg.sysMemory {
+		s.memTotal, memErr = readMemTotal(e.fsys)
+	}
+
+	var lim cgroup.Limits
+	var err error
+	follow := cfg.refresh && !dry
+	if follow {
+		s.sub, lim, err = e.loop.Subscribe(nil, s, cfg.interval)
+		follow = s.sub != nil
+		if follow && cfg.ctx != nil {
+			ctx := cfg.ctx
+			s.stopCtx = context.AfterFunc(ctx, func() {
+				k.mu.Lock()
+				defer k.mu.Unlock()
+				s.stop("stopped: " + context.Cause(ctx).Error())
+			})
+		}
+	} else {
+		lim, err = e.read()
+	}
+	if !follow {
+		s.stopped, s.reason = true, "not following: no refresh requested"
+	}
+	noCgroup := errors.Is(err, cgroup.ErrNoCgroup)
+	if noCgroup && s.memTotal == 0 {
+		r.Reason = "no cgroup information (no /proc/self/cgroup)"
+		if memErr != nil {
+			r.Reason += "; no system memory either: " + memErr.Error()
+		}
+		s.reason = "not following: " + r.Reason
+		logApply(cfg.logger, &r)
+		return r, nil
+	}
+
+	r.Memory = lim.Memory
+	limit, source, from, want := s.target(lim.Memory, lim)
+	s.limit, s.source, s.from = limit, source, from
+	if limit > 0 {
+		r.Limit, r.Source, r.From = limit, source, from
+	}
+
+	switch merr := memoryErr(lim, err); {
+	case merr != nil && !noCgroup:
+		r.Err = fmt.Errorf("memlimit: reading the memory limit: %w", merr)
+		r.Reason = "the memory limit cannot be read"
+		s.err = merr
+	case limit == 0:
+		r.Reason = "no memory limit"
+		if cfg.sysMemory && memErr != nil {
+			r.Reason += "; no system memory either: " + memErr.Error()
+		}
+	case want == 0:
+		r.Reason = tinyReason(r.Policy, limit)
+	case want == r.Before:
+		r.Reason = "GOMEMLIMIT is already " + formatBytes(want)
+	default:
+		r.After, r.Changed = want, true
+		if !dry {
+			k.setValue(want)
+		}
+	}
+
+	if follow {
+		r.Refresh = DefaultRefreshInterval
+		if cfg.interval > 0 {
+			r.Refresh = max(cfg.interval, refresh.MinInterval)
+		}
+		k.active = s
+	}
+	logApply(cfg.logger, &r)
+	return r, r.Err
+}
+
+func tinyReason(p Policy, limit int64) string {
+	raw := p.raw(limit)
+	if raw <= 0 {
+		return "the reserve (" + formatBytes(p.Reserve) + ") leaves nothing of the " + formatBytes(limit) + " limit"
+	}
+	return formatBytes(raw) + " (from a " + formatBytes(limit) + " limit) is below the minimum of " +
+		formatBytes(p.MinLimit) + ": too little for the heap next to the runtime's own memory; GOMEMLIMIT left unset"
+}
+
+// readMemTotal reads MemTotal from proc/meminfo in fsys.
+func readMemTotal(fsys fs.FS) (int64, error) {
+	data, err := fs.ReadFile(fsys, "proc/meminfo")
+	if err != nil {
+		return 0, err
+	}
+	n, err := parseMemTotal(data)
+	if err != nil {
+		return 0, fmt.Errorf("/proc/meminfo: %w", err)
+	}
+	return n, nil
+}
+
+// memoryErr picks from a reading the error that concerns the memory limit:
+// a malformed CPU file does not stop GOMEMLIMIT.
+func memoryErr(lim cgroup.Limits, err error) error {
+	if err == nil {
+		return nil
+	}
+	if lim.Memory.Err != nil {
+		return lim.Memory.Err
+	}
+	if lim.CPU.Err != nil {
+		return nil
+	}
+	return err
+}
+
+// stop ends the session's management; knob.mu is held.
+func (s *session) stop(reason string) {
+	if s.stopped {
+		return
+	}
+	s.stopped, s.reason = true, reason
+	if s.knob.active == s {
+		s.knob.active = nil
+	}
+	if s.stopCtx != nil {
+		s.stopCtx()
+	}
+	s.sub.Cancel()
+}
+
+// Tick is the refresh loop's call with a new reading.
+func (s *session) Tick(now time.Time, lim cgroup.Limits, err error) bool {
+	k := s.knob
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if s.stopped {
+		return false
+	}
+	cur := k.get()
+	if cur != k.last {
+		s.handOver(cur)
+		return false
+	}
+	if merr := memoryErr(lim, err); merr != nil {
+		if s.err == nil && s.log != nil {
+			s.log.Warn("fitgo: cannot read the memory limit; GOMEMLIMIT unchanged", "GOMEMLIMIT", cur, "err", merr)
+		}
+		s.err = merr
+		return true
+	}
+	s.err = nil
+	limit, source, from, want := s.target(lim.Memory, lim)
+	s.limit, s.source, s.from = limit, source, from
+	if want == 0 {
+		if k.owned {
+			// No limit any more, or too small: back to the value before fitgo.
+			k.restore()
+			s.updated(now, cur, "memory limit removed or too small")
+		}
+		return true
+	}
+	if want == cur {
+		return true
+	}
+	k.setValue(want)
+	s.updated(now, cur, "memory limit changed")
+	return true
+}
+
+func (s *session) updated(now time.Time, from int64, why string) {
+	s.updates++
+	s.lastAt = now
+	if s.log != nil {
+		s.log.Info("fitgo: GOMEMLIMIT updated: "+why,
+			"GOMEMLIMIT", s.knob.last, "before", from,
+			slog.Group("memory_limit", "bytes", s.limit, "source", s.source, "from", s.from))
+	}
+}
+
+// handOver gives up the knob to whoever changed it; knob.mu is held.
+func (s *session) handOver(cur int64) {
+	k := s.knob
+	from := k.last
+	s.stop("the memory limit was changed from " + formatBytes(from) + " to " + formatBytes(cur) + " outside fitgo; no longer managed")
+	k.owned, k.last = false, cur
+	if s.log != nil {
+		s.log.Info("fitgo: GOMEMLIMIT changed by someone else; fitgo stops managing it", "GOMEMLIMIT", cur, "was", from)
+	}
+}
+
+// Undo stops following the memory limit and restores the runtime's memory
+// limit to its value before Apply. It restores nothing when fitgo did not
+// change it, when someone else has changed it since, or when a later Apply
+// is in force. Calling it again does nothing.
+func (r Result) Undo() {
+	s := r.s
+	if s == nil {
+		return
+	}
+	k := s.knob
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	s.stop("undone")
+	if k.gen != s.gen {
+		return // a later Apply is in force, or this one was undone
+	}
+	k.gen = s.prevGen
+	if !k.owned || k.get() != k.last {
+		return // fitgo did not set the current value
+	}
+	if s.beforeOwned {
+		// An earlier Apply had set the value before this one.
+		k.set(s.before)
+		k.last = s.before
+		return
+	}
+	k.restore()
+}
+
+// Stop stops following the memory limit, leaving it as it is. Calling it
+// again does nothing.
+func (r Result) Stop() {
+	s := r.s
+	if s == nil {
+		return
+	}
+	s.knob.mu.Lock()
+	defer s.knob.mu.Unlock()
+	s.stop("stopped")
+}
+
+// Status returns the live state of the management this Apply started.
+func (r Result) Status() Status {
+	s := r.s
+	if s == nil {
+		st := Status{Limit: r.Limit, Source: r.Source, From: r.From, Err: r.Err, Reason: "not following: " + r.Reason}
+		if r.k != nil {
+			r.k.mu.Lock()
+			st.GOMEMLIMIT = r.k.get()
+			r.k.mu.Unlock()
+		}
+		return st
+	}
+	k := s.knob
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return Status{
+		GOMEMLIMIT: k.get(),
+		Following:  !s.stopped,
+		Updates:    s.updates,
+		LastUpdate: s.lastAt,
+		Limit:      s.limit,
+		Source:     s.source,
+		From:       s.from,
+		Err:        s.err,
+		Reason:     s.reason,
+	}
+}
+
+// String summarises the result in one line.
+func (r Result) String() string {
+	s := "GOMEMLIMIT " + formatBytes(r.Before)
+	if r.Changed {
+		s += " -> " + formatBytes(r.After)
+	} else {
+		s += " (unchanged: " + r.Reason + ")"
+	}
+	if r.Source != "" {
+		s += "; " + r.From + " " + formatBytes(r.Limit) + " from " + r.Source
+	}
+	s += "; policy " + r.Policy.String()
+	if r.Err != nil {
+		s += "; error: " + r.Err.Error()
+	}
+	return s
+}
+
+// LogValue makes a Result log as a group of its main fields.
+func (r Result) LogValue() slog.Value {
+	attrs := []slog.Attr{
+		slog.Int64("before", r.Before),
+		slog.Int64("after", r.After),
+		slog.Bool("changed", r.Changed),
+	}
+	if r.Source != "" {
+		attrs = append(attrs, slog.Int64("memory_limit", r.Limit), slog.String("source", r.Source), slog.String("from", r.From))
+	}
+	attrs = append(attrs, slog.String("policy", r.Policy.String()))
+	if r.Reason != "" {
+		attrs = append(attrs, slog.String("reason", r.Reason))
+	}
+	if r.Err != nil {
+		attrs = append(attrs, slog.String("err", r.Err.Error()))
+	}
+	if r.Refresh > 0 {
+		attrs = append(attrs, slog.Duration("refresh", r.Refresh))
+	}
+	return slog.GroupValue(attrs...)
+}
+
+func logApply(l *slog.Logger, r *Result) {
+	if l == nil {
+		return
+	}
+	switch {
+	case r.Err != nil:
+		l.Warn("fitgo: GOMEMLIMIT left alone: "+r.Reason, "result", *r)
+	case r.Changed:
+		l.Info("fitgo: GOMEMLIMIT set", "result", *r)
+	default:
+		l.Debug("fitgo: GOMEMLIMIT left alone: "+r.Reason, "result", *r)
+	}
+}

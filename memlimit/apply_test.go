@@ -1,0 +1,257 @@
+package memlimit
+
+import (
+	"bytes"
+	"log/slog"
+	"sync"
+	"testing"
+	"testing/fstest"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestApplyTable(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		fsys     fstest.MapFS
+		start    int64
+		opts     []Option
+		goos     string
+		envValue string
+
+		after   int64
+		changed bool
+		limit   int64
+		source  string
+		from    string
+		reason  string
+		err     string
+	}{
+		{name: "v2 memory.max 512 MiB", fsys: v2FS("536870912", "", ""), start: NoLimit,
+			after: 483183820, changed: true, limit: 512 * MiB, source: "/sys/fs/cgroup/pod/app", from: "memory.max"},
+		{name: "v2 parent tighter", fsys: v2FS("1073741824", "", "536870912"), start: NoLimit,
+			after: 483183820, changed: true, limit: 512 * MiB, source: "/sys/fs/cgroup/pod", from: "memory.max"},
+		{name: "v2 memory.high below memory.max", fsys: v2FS("1073741824", "536870912", ""), start: NoLimit,
+			after: 483183820, changed: true, limit: 512 * MiB, source: "/sys/fs/cgroup/pod/app", from: "memory.high"},
+		{name: "v2 memory.high alone", fsys: v2FS("max", "536870912", ""), start: NoLimit,
+			after: 483183820, changed: true, limit: 512 * MiB, source: "/sys/fs/cgroup/pod/app", from: "memory.high"},
+		{name: "v2 memory.high above memory.max", fsys: v2FS("536870912", "1073741824", ""), start: NoLimit,
+			after: 483183820, changed: true, limit: 512 * MiB, source: "/sys/fs/cgroup/pod/app", from: "memory.max"},
+		{name: "v1 limit_in_bytes", fsys: v1FS("536870912", "536870912"), start: NoLimit,
+			after: 483183820, changed: true, limit: 512 * MiB, source: "/sys/fs/cgroup/memory/app", from: "memory.limit_in_bytes"},
+		{name: "ratio", fsys: v2FS("536870912", "", ""), start: NoLimit, opts: []Option{WithRatio(0.5)},
+			after: 256 * MiB, changed: true, limit: 512 * MiB, source: "/sys/fs/cgroup/pod/app", from: "memory.max"},
+		{name: "reserve", fsys: v2FS("536870912", "", ""), start: NoLimit, opts: []Option{WithReserve(128 * MiB)},
+			after: 384 * MiB, changed: true, limit: 512 * MiB, source: "/sys/fs/cgroup/pod/app", from: "memory.max"},
+		{name: "policy then field", fsys: v2FS("536870912", "", ""), start: NoLimit, opts: []Option{WithPolicy(Policy{Ratio: 1}), WithReserve(MiB)},
+			after: 511 * MiB, changed: true, limit: 512 * MiB, source: "/sys/fs/cgroup/pod/app", from: "memory.max"},
+		{name: "tiny limit left unset", fsys: v2FS("12582912", "", ""), start: NoLimit,
+			after: NoLimit, limit: 12 * MiB, source: "/sys/fs/cgroup/pod/app", from: "memory.max", reason: "10.8 MiB (from a 12 MiB limit) is below the minimum of 16 MiB"},
+		{name: "tiny limit with MinLimit 0", fsys: v2FS("12582912", "", ""), start: NoLimit, opts: []Option{WithMinLimit(0)},
+			after: 11324620, changed: true, limit: 12 * MiB, source: "/sys/fs/cgroup/pod/app", from: "memory.max"},
+		{name: "reserve eats the limit", fsys: v2FS("536870912", "", ""), start: NoLimit, opts: []Option{WithReserve(GiB)},
+			after: NoLimit, limit: 512 * MiB, source: "/sys/fs/cgroup/pod/app", from: "memory.max", reason: "the reserve (1 GiB) leaves nothing of the 512 MiB limit"},
+		{name: "already right", fsys: v2FS("536870912", "", ""), start: 483183820,
+			after: 483183820, limit: 512 * MiB, source: "/sys/fs/cgroup/pod/app", from: "memory.max", reason: "GOMEMLIMIT is already 460.8 MiB"},
+		{name: "application's own limit is replaced on explicit Apply", fsys: v2FS("536870912", "", ""), start: GiB,
+			after: 483183820, changed: true, limit: 512 * MiB, source: "/sys/fs/cgroup/pod/app", from: "memory.max"},
+		{name: "no limit", fsys: v2FS("max", "", ""), start: NoLimit, after: NoLimit, reason: "no memory limit"},
+		{name: "no limit keeps the application's", fsys: v2FS("max", "", ""), start: GiB, after: GiB, reason: "no memory limit"},
+		{name: "no limit files", fsys: v2FS("", "", ""), start: NoLimit, after: NoLimit, reason: "no memory limit"},
+		{name: "no limit, system memory fallback", fsys: v2FS("max", "", ""), start: NoLimit, opts: []Option{WithSystemMemory()},
+			after: 22629711052, changed: true, limit: 24554808 * KiB, source: "/proc/meminfo", from: "MemTotal"},
+		{name: "limit wins over the fallback", fsys: v2FS("536870912", "", ""), start: NoLimit, opts: []Option{WithSystemMemory()},
+			after: 483183820, changed: true, limit: 512 * MiB, source: "/sys/fs/cgroup/pod/app", from: "memory.max"},
+		{name: "no cgroup, system memory fallback", fsys: fstest.MapFS{"proc/meminfo": {Data: []byte("MemTotal: 1048576 kB\n")}}, start: NoLimit,
+			opts: []Option{WithSystemMemory()}, after: 966367641, changed: true, limit: GiB, source: "/proc/meminfo", from: "MemTotal"},
+		{name: "fallback without meminfo", fsys: func() fstest.MapFS { f := v2FS("max", "", ""); delete(f, "proc/meminfo"); return f }(), start: NoLimit,
+			opts: []Option{WithSystemMemory()}, after: NoLimit, reason: "no memory limit; no system memory either"},
+		{name: "no cgroup", fsys: fstest.MapFS{}, start: NoLimit, after: NoLimit, reason: "no cgroup information"},
+		{name: "not linux", fsys: v2FS("536870912", "", ""), goos: "windows", start: NoLimit, after: NoLimit, reason: "not Linux"},
+		{name: "GOMEMLIMIT set", fsys: v2FS("536870912", "", ""), envValue: "300MiB", start: 300 * MiB, after: 300 * MiB,
+			reason: "GOMEMLIMIT=300MiB is set in the environment"},
+		{name: "GOMEMLIMIT off", fsys: v2FS("536870912", "", ""), envValue: "off", start: NoLimit, after: NoLimit,
+			reason: "GOMEMLIMIT=off is set in the environment"},
+		{name: "GOMEMLIMIT 0", fsys: v2FS("536870912", "", ""), envValue: "0", start: 0, after: 0,
+			reason: "GOMEMLIMIT=0 is set in the environment"},
+		{name: "GOMEMLIMIT empty is unset", fsys: v2FS("536870912", "", ""), envValue: "", start: NoLimit,
+			after: 483183820, changed: true, limit: 512 * MiB, source: "/sys/fs/cgroup/pod/app", from: "memory.max"},
+		{name: "GOMEMLIMIT invalid is ignored, as by the runtime", fsys: v2FS("536870912", "", ""), envValue: "lots", start: NoLimit,
+			after: 483183820, changed: true, limit: 512 * MiB, source: "/sys/fs/cgroup/pod/app", from: "memory.max"},
+		{name: "malformed memory.max", fsys: v2FS("lots", "", ""), start: NoLimit, after: NoLimit,
+			reason: "the memory limit cannot be read", err: "memory.max"},
+		{name: "malformed cpu.max does not stop GOMEMLIMIT", fsys: func() fstest.MapFS {
+			f := v2FS("536870912", "", "")
+			f["sys/fs/cgroup/pod/app/cpu.max"] = &fstest.MapFile{Data: []byte("x y\n")}
+			return f
+		}(), start: NoLimit, after: 483183820, changed: true, limit: 512 * MiB, source: "/sys/fs/cgroup/pod/app", from: "memory.max"},
+		{name: "invalid options", fsys: v2FS("536870912", "", ""), start: NoLimit, opts: []Option{WithRatio(2)},
+			after: NoLimit, reason: "invalid options", err: "ratio 2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fk := &fakeKnob{value: tc.start}
+			te := newTestEnv(fk, tc.fsys)
+			if tc.goos != "" {
+				te.goos = tc.goos
+			}
+			te.getenv = func(k string) string {
+				if k == "GOMEMLIMIT" {
+					return tc.envValue
+				}
+				return ""
+			}
+			res, err := Apply(append([]Option{te.opt()}, tc.opts...)...)
+			if tc.err != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tc.err)
+				assert.Equal(t, err, res.Err)
+			} else {
+				require.NoError(t, err)
+			}
+			assert.Equal(t, tc.start, res.Before)
+			assert.Equal(t, tc.after, res.After)
+			assert.Equal(t, tc.changed, res.Changed)
+			assert.Equal(t, tc.limit, res.Limit)
+			assert.Equal(t, tc.source, res.Source)
+			assert.Equal(t, tc.from, res.From)
+			if tc.changed {
+				assert.Empty(t, res.Reason)
+				assert.LessOrEqual(t, res.After, res.Limit, "never above the limit")
+			} else {
+				assert.Contains(t, res.Reason, tc.reason)
+			}
+			value, sets := fk.get()
+			assert.Equal(t, tc.after, value)
+			if tc.changed {
+				assert.Equal(t, 1, sets)
+			} else {
+				assert.Zero(t, sets, "debug.SetMemoryLimit must not be called")
+			}
+		})
+	}
+}
+
+func TestPlan(t *testing.T) {
+	fk := &fakeKnob{value: NoLimit}
+	te := newTestEnv(fk, v2FS("536870912", "", ""))
+	res, err := Plan(te.opt(), WithRefresh(background, 0))
+	require.NoError(t, err)
+	assert.True(t, res.Changed)
+	assert.Equal(t, int64(483183820), res.After)
+	assert.Zero(t, res.Refresh)
+	value, sets := fk.get()
+	assert.Equal(t, NoLimit, value)
+	assert.Zero(t, sets)
+	res.Undo()
+	value, _ = fk.get()
+	assert.Equal(t, NoLimit, value)
+}
+
+func TestUndo(t *testing.T) {
+	t.Run("restores the value before", func(t *testing.T) {
+		fk := &fakeKnob{value: NoLimit}
+		te := newTestEnv(fk, v2FS("536870912", "", ""))
+		res, err := Apply(te.opt())
+		require.NoError(t, err)
+		res.Undo()
+		value, _ := fk.get()
+		assert.Equal(t, NoLimit, value)
+		res.Undo()
+		_, sets := fk.get()
+		assert.Equal(t, 2, sets)
+	})
+	t.Run("the application changed it since", func(t *testing.T) {
+		fk := &fakeKnob{value: NoLimit}
+		te := newTestEnv(fk, v2FS("536870912", "", ""))
+		res, err := Apply(te.opt())
+		require.NoError(t, err)
+		fk.appSet(100 * MiB)
+		res.Undo()
+		value, _ := fk.get()
+		assert.Equal(t, 100*MiB, value)
+	})
+	t.Run("last in, first out", func(t *testing.T) {
+		fk := &fakeKnob{value: NoLimit}
+		te := newTestEnv(fk, v2FS("536870912", "", ""))
+		r1, err := Apply(te.opt())
+		require.NoError(t, err)
+		r2, err := Apply(te.opt(), WithRatio(0.5))
+		require.NoError(t, err)
+		r1.Undo()
+		value, _ := fk.get()
+		assert.Equal(t, 256*MiB, value, "r2 in force: nothing")
+		r2.Undo()
+		value, _ = fk.get()
+		assert.Equal(t, int64(483183820), value)
+		r1.Undo()
+		value, _ = fk.get()
+		assert.Equal(t, NoLimit, value)
+	})
+	t.Run("nothing changed, nothing undone", func(t *testing.T) {
+		fk := &fakeKnob{value: GiB}
+		te := newTestEnv(fk, v2FS("max", "", ""))
+		res, err := Apply(te.opt())
+		require.NoError(t, err)
+		res.Undo()
+		value, sets := fk.get()
+		assert.Equal(t, GiB, value)
+		assert.Zero(t, sets)
+	})
+}
+
+func TestApplyLogsOnlyToItsLogger(t *testing.T) {
+	var buf bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	fk := &fakeKnob{value: NoLimit}
+	te := newTestEnv(fk, v2FS("536870912", "", ""))
+	_, err := Apply(te.opt(), WithLogger(logger))
+	require.NoError(t, err)
+	assert.Contains(t, buf.String(), `level=INFO msg="fitgo: GOMEMLIMIT set" result.before=9223372036854775807 result.after=483183820 result.changed=true result.memory_limit=536870912 result.source=/sys/fs/cgroup/pod/app result.from=memory.max`)
+	assert.Equal(t, 1, bytes.Count(buf.Bytes(), []byte("\n")))
+
+	var def bytes.Buffer
+	old := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&def, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	defer slog.SetDefault(old)
+	_, err = Apply(newTestEnv(&fakeKnob{value: NoLimit}, v2FS("536870912", "", "")).opt())
+	require.NoError(t, err)
+	assert.Empty(t, def.String())
+}
+
+func TestApplyConcurrent(t *testing.T) {
+	fk := &fakeKnob{value: NoLimit}
+	te := newTestEnv(fk, v2FS("536870912", "", ""))
+	var wg sync.WaitGroup
+	results := make([]Result, 16)
+	for i := range results {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			opts := []Option{te.opt()}
+			if i%2 == 0 {
+				opts = append(opts, WithRefresh(background, 0))
+			}
+			var err error
+			results[i], err = Apply(opts...)
+			assert.NoError(t, err)
+			_ = results[i].Status()
+		}()
+	}
+	wg.Wait()
+	value, sets := fk.get()
+	assert.Equal(t, int64(483183820), value)
+	assert.Equal(t, 1, sets)
+	for _, r := range results {
+		r.Stop()
+	}
+	te.waitIdle(t)
+}
+
+func TestResultString(t *testing.T) {
+	fk := &fakeKnob{value: NoLimit}
+	te := newTestEnv(fk, v2FS("536870912", "", ""))
+	res, err := Apply(te.opt())
+	require.NoError(t, err)
+	assert.Equal(t, "GOMEMLIMIT no limit -> 460.8 MiB; memory.max 512 MiB from /sys/fs/cgroup/pod/app; policy ratio 0.9, min 16 MiB", res.String())
+}

@@ -1,0 +1,145 @@
+package memlimit
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/fitgo/fitgo/cgroup"
+	"github.com/fitgo/fitgo/internal/refresh"
+)
+
+var background = context.Background()
+
+// v2FS is a cgroup v2 tree with the process in /sys/fs/cgroup/pod/app; each
+// argument is the content of a file, "" for no file.
+func v2FS(appMax, appHigh, podMax string) fstest.MapFS {
+	fsys := fstest.MapFS{
+		"proc/self/cgroup":                {Data: []byte("0::/pod/app\n")},
+		"proc/self/mountinfo":             {Data: []byte("25 1 0:23 / /sys/fs/cgroup rw,nosuid - cgroup2 cgroup2 rw\n")},
+		"sys/fs/cgroup/pod/app/cpu.max":   {Data: []byte("max 100000\n")},
+		"proc/meminfo":                    {Data: []byte("MemTotal:       24554808 kB\nMemFree: 1 kB\n")},
+		"sys/fs/cgroup/pod/memory.high":   {Data: []byte("max\n")},
+		"sys/fs/cgroup/pod/app/memory.xx": {Data: []byte("\n")},
+	}
+	for name, data := range map[string]string{
+		"sys/fs/cgroup/pod/app/memory.max":  appMax,
+		"sys/fs/cgroup/pod/app/memory.high": appHigh,
+		"sys/fs/cgroup/pod/memory.max":      podMax,
+	} {
+		if data != "" {
+			fsys[name] = &fstest.MapFile{Data: []byte(data + "\n")}
+		}
+	}
+	return fsys
+}
+
+// v1FS is a cgroup v1 tree with the process in /sys/fs/cgroup/memory/app.
+func v1FS(limit, hierarchical string) fstest.MapFS {
+	return fstest.MapFS{
+		"proc/self/cgroup":    {Data: []byte("4:memory:/app\n1:cpu:/\n")},
+		"proc/self/mountinfo": {Data: []byte("30 25 0:26 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n")},
+		"sys/fs/cgroup/memory/memory.limit_in_bytes":     {Data: []byte("9223372036854771712\n")},
+		"sys/fs/cgroup/memory/app/memory.limit_in_bytes": {Data: []byte(limit + "\n")},
+		"sys/fs/cgroup/memory/app/memory.stat":           {Data: []byte("cache 0\nrss 0\nhierarchical_memory_limit " + hierarchical + "\n")},
+	}
+}
+
+// fakeKnob is the runtime's memory limit in a pretend runtime.
+type fakeKnob struct {
+	mu    sync.Mutex
+	value int64
+	sets  int
+}
+
+func (f *fakeKnob) knob() *knob {
+	return &knob{
+		get: func() int64 { f.mu.Lock(); defer f.mu.Unlock(); return f.value },
+		set: func(n int64) { f.mu.Lock(); defer f.mu.Unlock(); f.value = n; f.sets++ },
+	}
+}
+
+// appSet is the application calling debug.SetMemoryLimit.
+func (f *fakeKnob) appSet(n int64) { f.mu.Lock(); defer f.mu.Unlock(); f.value = n }
+
+func (f *fakeKnob) get() (value int64, sets int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.value, f.sets
+}
+
+// fakeSource is a refresh.Source with settable limits.
+type fakeSource struct {
+	mu  sync.Mutex
+	lim cgroup.Limits
+	err error
+}
+
+func (s *fakeSource) Read() (cgroup.Limits, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lim, s.err
+}
+
+func (s *fakeSource) Close() error { return nil }
+
+func (s *fakeSource) set(lim cgroup.Limits) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lim = lim
+}
+
+// memLimits is a v2 reading with memory.max max and memory.high high (0 for
+// none), both imposed by /sys/fs/cgroup/app.
+func memLimits(max, high int64) cgroup.Limits {
+	var l cgroup.Limits
+	l.Memory.Version = cgroup.V2
+	l.Memory.Dir = "/sys/fs/cgroup/app"
+	if max > 0 {
+		l.Memory.Max, l.Memory.MaxSource = max, "/sys/fs/cgroup/app"
+	}
+	if high > 0 {
+		l.Memory.High, l.Memory.HighSource = high, "/sys/fs/cgroup/app"
+	}
+	return l
+}
+
+type testEnv struct {
+	*env
+	fk  *fakeKnob
+	src *fakeSource
+}
+
+func newTestEnv(fk *fakeKnob, fsys fstest.MapFS) *testEnv {
+	src := &fakeSource{}
+	te := &testEnv{fk: fk, src: src}
+	te.env = &env{
+		goos:   "linux",
+		getenv: func(string) string { return "" },
+		fsys:   fsys,
+		read:   func() (cgroup.Limits, error) { return cgroup.ReadFS(fsys) },
+		loop:   refresh.New(func() (refresh.Source, error) { return src, nil }, 0),
+		knob:   fk.knob(),
+	}
+	if fsys != nil {
+		src.lim, src.err = cgroup.ReadFS(fsys)
+	}
+	return te
+}
+
+func (te *testEnv) opt() Option { return func(c *config) { c.env = te.env } }
+
+func (te *testEnv) waitIdle(t *testing.T) {
+	t.Helper()
+	running, done := te.loop.Running()
+	if !running {
+		return
+	}
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("refresh goroutine still running")
+	}
+}

@@ -1,0 +1,202 @@
+package memlimit
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fitgo/fitgo/cgroup"
+	"github.com/fitgo/fitgo/internal/refresh"
+)
+
+func applyFollowing(t *testing.T, te *testEnv, opts ...Option) (Result, *session) {
+	t.Helper()
+	res, err := Apply(append([]Option{te.opt(), WithRefresh(background, time.Hour)}, opts...)...)
+	require.NoError(t, err)
+	require.NotNil(t, res.s)
+	t.Cleanup(func() { res.Stop(); te.waitIdle(t) })
+	return res, res.s
+}
+
+func TestTick(t *testing.T) {
+	fk := &fakeKnob{value: NoLimit}
+	te := newTestEnv(fk, nil)
+	te.src.set(memLimits(512*MiB, 0))
+	res, s := applyFollowing(t, te)
+	require.Equal(t, int64(483183820), res.After)
+	assert.Equal(t, time.Hour, res.Refresh)
+	now := time.Now()
+
+	assert.True(t, s.Tick(now, memLimits(512*MiB, 0), nil))
+	_, sets := fk.get()
+	assert.Equal(t, 1, sets, "nothing changed, nothing set")
+
+	// Resize down to 384 MiB.
+	assert.True(t, s.Tick(now, memLimits(384*MiB, 0), nil))
+	value, _ := fk.get()
+	assert.Equal(t, int64(362387865), value)
+	// memory.high appears below memory.max.
+	assert.True(t, s.Tick(now, memLimits(384*MiB, 256*MiB), nil))
+	value, _ = fk.get()
+	assert.Equal(t, int64(241591910), value)
+	st := res.Status()
+	assert.Equal(t, 256*MiB, st.Limit)
+	assert.Equal(t, "memory.high", st.From)
+	assert.Equal(t, 2, st.Updates)
+
+	// A bad reading keeps the value.
+	bad := memLimits(0, 0)
+	bad.Memory.Err = &cgroup.ParseError{File: "/sys/fs/cgroup/app/memory.max", Line: 1}
+	assert.True(t, s.Tick(now, bad, bad.Memory.Err))
+	value, _ = fk.get()
+	assert.Equal(t, int64(241591910), value)
+	assert.Error(t, res.Status().Err)
+
+	// The limit goes away: back to the value before fitgo, never to a
+	// made-up one.
+	assert.True(t, s.Tick(now, memLimits(0, 0), nil))
+	value, _ = fk.get()
+	assert.Equal(t, NoLimit, value)
+	// It comes back, tiny: still nothing.
+	assert.True(t, s.Tick(now, memLimits(8*MiB, 0), nil))
+	value, _ = fk.get()
+	assert.Equal(t, NoLimit, value)
+	// And normal again.
+	assert.True(t, s.Tick(now, memLimits(GiB, 0), nil))
+	value, _ = fk.get()
+	assert.Equal(t, int64(966367641), value)
+	assert.True(t, res.Status().Following)
+}
+
+func TestTickNeverClearsTheApplicationsLimit(t *testing.T) {
+	// No container limit at start: fitgo does nothing and follows.
+	fk := &fakeKnob{value: NoLimit}
+	te := newTestEnv(fk, nil)
+	te.src.set(memLimits(0, 0))
+	res, s := applyFollowing(t, te)
+	require.False(t, res.Changed)
+	// The application sets its own limit.
+	fk.appSet(200 * MiB)
+	assert.False(t, s.Tick(time.Now(), memLimits(0, 0), nil))
+	value, sets := fk.get()
+	assert.Equal(t, 200*MiB, value)
+	assert.Zero(t, sets)
+	assert.Equal(t, "the memory limit was changed from no limit to 200 MiB outside fitgo; no longer managed", res.Status().Reason)
+	// Even when a container limit appears later, the application keeps it.
+	assert.False(t, s.Tick(time.Now(), memLimits(GiB, 0), nil))
+	value, _ = fk.get()
+	assert.Equal(t, 200*MiB, value)
+}
+
+func TestTickHandOver(t *testing.T) {
+	var buf bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(&buf, nil))
+	fk := &fakeKnob{value: NoLimit}
+	te := newTestEnv(fk, nil)
+	te.src.set(memLimits(512*MiB, 0))
+	res, s := applyFollowing(t, te, WithLogger(logger))
+	fk.appSet(GiB) // an operator raises it with debug.SetMemoryLimit
+	assert.False(t, s.Tick(time.Now(), memLimits(384*MiB, 0), nil))
+	value, _ := fk.get()
+	assert.Equal(t, GiB, value, "fitgo does not fight")
+	st := res.Status()
+	assert.False(t, st.Following)
+	assert.Contains(t, st.Reason, "changed from 460.8 MiB to 1 GiB outside fitgo")
+	assert.Contains(t, buf.String(), "GOMEMLIMIT changed by someone else")
+	res.Undo()
+	value, _ = fk.get()
+	assert.Equal(t, GiB, value)
+}
+
+func TestStopAndSupersede(t *testing.T) {
+	fk := &fakeKnob{value: NoLimit}
+	te := newTestEnv(fk, nil)
+	te.src.set(memLimits(512*MiB, 0))
+	r1, s1 := applyFollowing(t, te)
+	r2, s2 := applyFollowing(t, te, WithRatio(0.5))
+	assert.Equal(t, "superseded by a later Apply", r1.Status().Reason)
+	assert.False(t, s1.Tick(time.Now(), memLimits(GiB, 0), nil))
+	assert.True(t, s2.Tick(time.Now(), memLimits(GiB, 0), nil))
+	value, _ := fk.get()
+	assert.Equal(t, 512*MiB, value)
+	r2.Stop()
+	assert.False(t, s2.Tick(time.Now(), memLimits(2*GiB, 0), nil))
+	value, _ = fk.get()
+	assert.Equal(t, 512*MiB, value)
+}
+
+func TestRefreshFollowsWithinTwoIntervals(t *testing.T) {
+	const interval = 50 * time.Millisecond
+	fk := &fakeKnob{value: NoLimit}
+	te := newTestEnv(fk, nil)
+	te.src.set(memLimits(512*MiB, 0))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	res, err := Apply(te.opt(), WithRefresh(ctx, interval))
+	require.NoError(t, err)
+	require.Equal(t, int64(483183820), res.After)
+	for _, step := range []struct {
+		max, want int64
+	}{{384 * MiB, 362387865}, {GiB, 966367641}, {2 * GiB, 1932735283}} {
+		te.src.set(memLimits(step.max, 0))
+		changed := time.Now()
+		for {
+			if v, _ := fk.get(); v == step.want {
+				break
+			}
+			if time.Since(changed) > 2*interval {
+				t.Fatalf("GOMEMLIMIT did not follow %d within two intervals", step.max)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		t.Logf("followed %s in %v", formatBytes(step.max), time.Since(changed))
+	}
+	cancel()
+	te.waitIdle(t)
+	assert.Equal(t, "stopped: context canceled", res.Status().Reason)
+}
+
+func TestRefreshOverWatcher(t *testing.T) {
+	root := t.TempDir()
+	write := func(name, data string) {
+		p := filepath.Join(root, name)
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, []byte(data), 0o644))
+	}
+	write("proc/self/cgroup", "4:memory:/pod/app\n")
+	write("proc/self/mountinfo", "30 25 0:26 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n")
+	write("sys/fs/cgroup/memory/memory.limit_in_bytes", "9223372036854771712\n")
+	write("sys/fs/cgroup/memory/pod/memory.limit_in_bytes", "536870912\n")
+	write("sys/fs/cgroup/memory/pod/app/memory.limit_in_bytes", "9223372036854771712\n")
+	write("sys/fs/cgroup/memory/pod/app/memory.stat", "cache 0\nhierarchical_memory_limit 536870912\n")
+	fk := &fakeKnob{value: NoLimit}
+	te := newTestEnv(fk, nil)
+	te.read = func() (cgroup.Limits, error) { return cgroup.ReadFS(os.DirFS(root)) }
+	te.loop = refresh.New(func() (refresh.Source, error) { return refresh.OpenProcess(os.DirFS(root)) }, 0)
+	res, err := Apply(te.opt(), WithRefresh(background, 20*time.Millisecond))
+	require.NoError(t, err)
+	defer func() { res.Stop(); te.waitIdle(t) }()
+	assert.Equal(t, int64(483183820), res.After)
+	assert.Equal(t, "/sys/fs/cgroup/memory/pod", res.Source)
+
+	write("sys/fs/cgroup/memory/pod/memory.limit_in_bytes", "402653184\n")
+	write("sys/fs/cgroup/memory/pod/app/memory.stat", "cache 0\nhierarchical_memory_limit 402653184\n")
+	require.Eventually(t, func() bool { v, _ := fk.get(); return v == 362387865 }, 5*time.Second, time.Millisecond)
+}
+
+func TestTickAllocs(t *testing.T) {
+	fk := &fakeKnob{value: NoLimit}
+	te := newTestEnv(fk, nil)
+	te.src.set(memLimits(512*MiB, 0))
+	_, s := applyFollowing(t, te)
+	lim := memLimits(512*MiB, 0)
+	now := time.Now()
+	assert.Zero(t, testing.AllocsPerRun(1000, func() { s.Tick(now, lim, nil) }))
+}
