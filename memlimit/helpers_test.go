@@ -39,8 +39,8 @@ func v2FS(appMax, appHigh, podMax string) fstest.MapFS {
 // v1FS is a cgroup v1 tree with the process in /sys/fs/cgroup/memory/app.
 func v1FS(limit, hierarchical string) fstest.MapFS {
 	return fstest.MapFS{
-		"proc/self/cgroup":    {Data: []byte("4:memory:/app\n1:cpu:/\n")},
-		"proc/self/mountinfo": {Data: []byte("30 25 0:26 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n")},
+		"proc/self/cgroup":                               {Data: []byte("4:memory:/app\n1:cpu:/\n")},
+		"proc/self/mountinfo":                            {Data: []byte("30 25 0:26 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n")},
 		"sys/fs/cgroup/memory/memory.limit_in_bytes":     {Data: []byte("9223372036854771712\n")},
 		"sys/fs/cgroup/memory/app/memory.limit_in_bytes": {Data: []byte(limit + "\n")},
 		"sys/fs/cgroup/memory/app/memory.stat":           {Data: []byte("cache 0\nrss 0\nhierarchical_memory_limit " + hierarchical + "\n")},
