@@ -138,6 +138,7 @@ func readAll(rd io.Reader, b []byte) ([]byte, error) {
 	if cap(b) == 0 {
 		b = make([]byte, 0, 512)
 	}
+	zeros := 0
 	for {
 		if len(b) == cap(b) {
 			if len(b) >= maxFileSize {
@@ -153,8 +154,17 @@ func readAll(rd io.Reader, b []byte) ([]byte, error) {
 		if err != nil {
 			return b, err
 		}
+		if n > 0 {
+			zeros = 0
+		} else if zeros++; zeros >= maxEmptyReads {
+			return b, io.ErrNoProgress
+		}
 	}
 }
+
+// maxEmptyReads is how many reads in a row may return nothing and no error
+// before a reader is taken as broken (as bufio does).
+const maxEmptyReads = 100
 
 // fsName turns an absolute slash-separated path into a name for fs.FS, which
 // has no leading slash ("." is the root).

@@ -32,14 +32,23 @@ func (v Version) String() string {
 // ReadFS (for Read, the real root), such as "/sys/fs/cgroup/cpu/kubepods/pod1/c1".
 type Hierarchy struct {
 	// Version is V1 when a cgroup v1 hierarchy carries the controller, V2 when the
-	// unified hierarchy does, and 0 when the controller was not found.
+	// unified hierarchy does, and 0 when the controller was not found or the
+	// process's cgroup cannot be seen: not mounted, outside the root of every
+	// mount of its hierarchy, or outside the cgroup namespace. With Version 0
+	// there is no limit, Mount, MountRoot and Dir are empty, and Path still
+	// shows what /proc/self/cgroup said, if anything.
 	Version Version
 	// Path is the process's cgroup path as /proc/self/cgroup shows it, relative to
-	// the process's cgroup namespace, e.g. "/kubepods/pod1/c1" or "/".
+	// the process's cgroup namespace, e.g. "/kubepods/pod1/c1" or "/" (or
+	// "/../x" outside the namespace).
 	Path string
-	// Mount is the mount point of the hierarchy, e.g. "/sys/fs/cgroup/cpu".
+	// Mount is the mount point of the hierarchy, e.g. "/sys/fs/cgroup/cpu". Of
+	// several mounts, the one whose MountRoot is the longest ancestor-or-self of
+	// Path is used (see the package documentation).
 	Mount string
-	// MountRoot is the root of the mount within the hierarchy (field 4 of mountinfo).
+	// MountRoot is the root of the mount within the hierarchy (field 4 of
+	// mountinfo): "/" when the whole hierarchy (or cgroup namespace) is mounted,
+	// the container's own cgroup path for a v1 Docker container.
 	MountRoot string
 	// Dir is the process's cgroup directory: Mount joined with Path less MountRoot.
 	// Limits are read from Dir up to Mount.
@@ -50,14 +59,18 @@ type Hierarchy struct {
 type CPU struct {
 	Hierarchy
 	// Quota is the CPU time allowed per Period in the cgroup with the tightest
-	// Quota/Period ratio between Dir and Mount. Both are zero when there is no limit.
+	// Quota/Period ratio between Dir and Mount, as that cgroup sets them (a
+	// non-default period is kept). Both are zero when there is no limit.
+	// Kubernetes sets Period to 100ms and Quota to 100µs per millicore.
 	Quota  time.Duration
 	Period time.Duration
 	// Source is the directory whose cpu.max (v2) or cpu.cfs_quota_us (v1) imposed
-	// Quota and Period; empty when there is no limit.
+	// Quota and Period; empty when there is no limit. Of equal limits, the one
+	// nearest Dir is named.
 	Source string
-	// Err is why the CPU limit could not be read, or nil. It is also part of the
-	// error returned by ReadFS.
+	// Err is why the CPU limit could not be read, or nil: a *ParseError for a
+	// malformed file, or an I/O error. There is no limit when Err is set. It is
+	// also part of the error returned by ReadFS.
 	Err error
 }
 
@@ -66,18 +79,23 @@ type Memory struct {
 	Hierarchy
 	// Max is the tightest hard limit in bytes between Dir and Mount: memory.max on
 	// v2; on v1 the lower of memory.limit_in_bytes over the levels and
-	// hierarchical_memory_limit in Dir's memory.stat. Zero with MaxSource empty
-	// when there is no limit.
+	// hierarchical_memory_limit in Dir's memory.stat (read when MountRoot is not
+	// "/", that is when ancestors are hidden). Zero with MaxSource empty when
+	// there is no limit.
 	Max int64
 	// MaxSource is the directory that imposed Max; empty when there is no limit.
+	// When only hierarchical_memory_limit shows the limit (it was set on an
+	// ancestor above the mount root, which cannot be seen), MaxSource is Dir,
+	// whose memory.stat reported it.
 	MaxSource string
 	// High is the tightest memory.high (v2 only) in bytes; zero with HighSource empty
 	// when there is none.
 	High int64
 	// HighSource is the directory that imposed High; empty when there is none.
 	HighSource string
-	// Err is why the memory limit could not be read, or nil. It is also part of the
-	// error returned by ReadFS.
+	// Err is why the memory limit could not be read, or nil: a *ParseError for
+	// a malformed file, or an I/O error. There is no limit when Err is set. It
+	// is also part of the error returned by ReadFS.
 	Err error
 }
 
@@ -116,10 +134,12 @@ func (l Limits) MemoryHigh() (bytes int64, ok bool) {
 }
 
 // ErrNoCgroup reports that the process has no cgroup information at all: the
-// operating system is not Linux, or /proc/self/cgroup cannot be read.
+// operating system is not Linux, or /proc/self/cgroup cannot be read. Errors
+// from ReadFS wrap it (test with errors.Is); it is not a failure, only the
+// absence of limits.
 var ErrNoCgroup = errors.New("cgroup: no cgroup information (not Linux or no /proc)")
 
-// ParseError is a malformed cgroup or proc file.
+// ParseError is a malformed cgroup or proc file. Test for it with errors.As.
 type ParseError struct {
 	File string // absolute path of the file
 	Line int    // 1-based line number; 0 when the whole file is at fault

@@ -2,6 +2,7 @@ package cgroup
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 )
@@ -29,6 +30,8 @@ type Watcher struct {
 	buf     []byte
 	closed  bool
 }
+
+var errWatcherClosed = fmt.Errorf("cgroup: Watcher.Read after Close: %w", fs.ErrClosed)
 
 // watchLevel holds the open limit files of one directory: for CPU, cpu.max
 // (v2) or cpu.cfs_quota_us and cpu.cfs_period_us (v1); for memory,
@@ -78,7 +81,7 @@ func NewWatcher(fsys fs.FS) (*Watcher, error) {
 	// The first Read sizes the buffer for the largest file, so that later ones
 	// do not allocate.
 	w.buf = make([]byte, 512)
-	w.Read() //nolint:errcheck // errors are reported by every Read
+	_, _ = w.Read() // its errors are those of every later Read
 	return w, nil
 }
 
@@ -92,7 +95,7 @@ func (w *Watcher) openLevels(dir, mount string, names [2]string) ([]watchLevel, 
 			}
 			var err error
 			if l.files[i], err = w.open(dir, name); err != nil {
-				return levels, err
+				return append(levels, l), err // Close closes what did open
 			}
 		}
 		levels = append(levels, l)
@@ -125,7 +128,7 @@ func (w *Watcher) open(dir, name string) (watchFile, error) {
 // returns an error wrapping fs.ErrClosed.
 func (w *Watcher) Read() (Limits, error) {
 	if w.closed {
-		return Limits{}, &fs.PathError{Op: "read", Path: procSelfCgroup, Err: fs.ErrClosed}
+		return Limits{}, errWatcherClosed
 	}
 	lim := w.lim
 	evalCPU(w, &lim.CPU)
@@ -197,7 +200,7 @@ func (w *Watcher) readAt0(wf *watchFile, b []byte) (int, error) {
 		}
 		wf.f = f
 	}
-	n := 0
+	n, zeros := 0, 0
 	for n < len(b) {
 		m, err := wf.f.Read(b[n:])
 		n += m
@@ -206,6 +209,11 @@ func (w *Watcher) readAt0(wf *watchFile, b []byte) (int, error) {
 		}
 		if err != nil {
 			return n, err
+		}
+		if m > 0 {
+			zeros = 0
+		} else if zeros++; zeros >= maxEmptyReads {
+			return n, io.ErrNoProgress
 		}
 	}
 	return n, nil

@@ -264,3 +264,31 @@ func (c countClose) ReadAt(b []byte, off int64) (int, error) {
 func (c countClose) Seek(off int64, whence int) (int64, error) {
 	return c.File.(io.Seeker).Seek(off, whence)
 }
+
+// stuckFile returns nothing and no error from every Read.
+type stuckFile struct{ fs.File }
+
+func (stuckFile) Read([]byte) (int, error) { return 0, nil }
+
+func TestReaderWithoutProgress(t *testing.T) {
+	var open atomic.Int64
+	fsys := wrapFS{mapFS(v2Base), func(f fs.File) fs.File { return stuckFile{f} }, &open}
+	_, err := ReadFS(fsys)
+	require.ErrorIs(t, err, ErrNoCgroup, "proc/self/cgroup cannot be read")
+	require.ErrorIs(t, err, io.ErrNoProgress)
+	assert.Zero(t, open.Load(), "every file is closed")
+
+	// A limit file that never ends reading: the Watcher reports it.
+	m := mapFS(v2Base)
+	w, err := NewWatcher(wrapFS{m, func(f fs.File) fs.File {
+		if st, _ := f.Stat(); st != nil && st.Name() == "cpu.max" {
+			return stuckFile{f}
+		}
+		return f
+	}, &open})
+	require.NoError(t, err)
+	defer w.Close()
+	_, err = w.Read()
+	require.ErrorIs(t, err, io.ErrNoProgress)
+	assert.Contains(t, err.Error(), "/sys/fs/cgroup/app/cpu.max")
+}
