@@ -4,11 +4,13 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"text/tabwriter"
+	"time"
 )
 
 // Bench is the benchmark body for one side: each iteration times s.Apply from
@@ -64,6 +66,63 @@ func Interleave(w io.Writer, rounds int, sides ...Side) error {
 		}
 	}
 	return nil
+}
+
+// Cold is one cold measurement: a side's Apply called once in a fresh
+// process, as at start-up, with nothing opened or cached before.
+type Cold struct {
+	Name   string
+	Ns     float64
+	Allocs float64
+	Bytes  float64
+}
+
+// MeasureCold times one call of s.Apply from the reset state and counts its
+// heap allocations (runtime.MemStats, read outside the timed call), then
+// undoes it. Called first thing in a fresh process, it measures what the side
+// costs at start-up.
+func MeasureCold(s Side) (Cold, error) {
+	Reset()
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	t0 := time.Now()
+	err := s.Apply()
+	d := time.Since(t0)
+	runtime.ReadMemStats(&m1)
+	s.Undo()
+	Reset()
+	if err != nil {
+		return Cold{}, fmt.Errorf("%s: %w", s.Name, err)
+	}
+	return Cold{Name: s.Name, Ns: float64(d.Nanoseconds()), Allocs: float64(m1.Mallocs - m0.Mallocs), Bytes: float64(m1.TotalAlloc - m0.TotalAlloc)}, nil
+}
+
+// String is the line a cold child prints: "cold <name> <ns> <allocs> <bytes>".
+func (c Cold) String() string {
+	return fmt.Sprintf("cold %s %.0f %.0f %.0f", c.Name, c.Ns, c.Allocs, c.Bytes)
+}
+
+// ParseCold reads the "cold" lines of r, ignoring other lines, as Runs named
+// "cold/<name>" so that Summarize takes their medians.
+func ParseCold(r io.Reader) ([]Run, error) {
+	var runs []Run
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) != 5 || f[0] != "cold" {
+			continue
+		}
+		var v [3]float64
+		for i := range v {
+			x, err := strconv.ParseFloat(f[2+i], 64)
+			if err != nil {
+				return nil, fmt.Errorf("cold line %q: %v", sc.Text(), err)
+			}
+			v[i] = x
+		}
+		runs = append(runs, Run{Name: "cold/" + f[1], N: 1, NsPerOp: v[0], AllocsPerOp: v[1], BytesPerOp: v[2]})
+	}
+	return runs, sc.Err()
 }
 
 // Run is one benchmark-format result line.

@@ -2,6 +2,7 @@ package applycost
 
 import (
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -26,23 +27,51 @@ func TestMedian(t *testing.T) {
 	}
 }
 
-func TestParseRunsRecorded(t *testing.T) {
-	f, err := os.Open("testdata/child-anchors.txt")
+func TestParseRecordedChild(t *testing.T) {
+	f, err := os.Open("testdata/child.txt")
 	require.NoError(t, err)
 	defer f.Close()
 	runs, err := ParseRuns(f)
 	require.NoError(t, err)
-	require.Len(t, runs, 9, "one line per round; cgroup, state and PASS lines are skipped")
-	assert.Equal(t, Run{Name: "BenchmarkApply/automaxprocs+automemlimit", N: 1419, NsPerOp: 184277, BytesPerOp: 80216, AllocsPerOp: 539}, runs[0])
+	require.Len(t, runs, 20, "five rounds of four; cgroup, state, cold and PASS lines are skipped")
+	assert.Equal(t, Run{Name: "BenchmarkApply/fitgo", N: 1416, NsPerOp: 642624, BytesPerOp: 11512, AllocsPerOp: 66}, runs[0])
 
 	sums := Summarize(runs)
-	require.Len(t, sums, 1)
-	s := sums[0]
-	assert.Equal(t, 9, s.Runs)
-	assert.InDelta(t, 202763, s.NsPerOp, 0.5, "median of the nine ns/op values")
-	assert.InDelta(t, 175928, s.MinNs, 0.5)
-	assert.InDelta(t, 284683, s.MaxNs, 0.5)
-	assert.InDelta(t, 539, s.AllocsPerOp, 0)
+	require.Len(t, sums, 4)
+	fit, ok := Find(sums, BenchName("fitgo"))
+	require.True(t, ok)
+	assert.Equal(t, 5, fit.Runs)
+	assert.InDelta(t, 93385, fit.NsPerOp, 0.5, "median of 642624, 84579, 164440, 93385, 84313")
+	assert.InDelta(t, 84313, fit.MinNs, 0.5)
+	assert.InDelta(t, 642624, fit.MaxNs, 0.5)
+	anc, ok := Find(sums, BenchName("automaxprocs+automemlimit"))
+	require.True(t, ok)
+	assert.InDelta(t, 210887, anc.NsPerOp, 0.5)
+	assert.InDelta(t, 539, anc.AllocsPerOp, 0)
+	r := RatioOf(fit, anc)
+	assert.InDelta(t, 93385.0/210887, r.Ns, 1e-9)
+	assert.InDelta(t, 66.0/539, r.Allocs, 1e-9)
+
+	_, err = f.Seek(0, 0)
+	require.NoError(t, err)
+	cold, err := ParseCold(f)
+	require.NoError(t, err)
+	require.Len(t, cold, 10)
+	assert.Equal(t, Run{Name: "cold/fitgo", N: 1, NsPerOp: 207168, AllocsPerOp: 78, BytesPerOp: 12856}, cold[0])
+	cs := Summarize(cold)
+	require.Len(t, cs, 2)
+	assert.InDelta(t, 235063, cs[0].NsPerOp, 0.5)
+	assert.InDelta(t, 309693, cs[1].NsPerOp, 0.5)
+}
+
+func TestColdLine(t *testing.T) {
+	c := Cold{Name: "fitgo", Ns: 1234.4, Allocs: 7, Bytes: 880}
+	assert.Equal(t, "cold fitgo 1234 7 880", c.String())
+	runs, err := ParseCold(strings.NewReader(c.String() + "\nnoise\ncold x 1 2\n"))
+	require.NoError(t, err)
+	assert.Equal(t, []Run{{Name: "cold/fitgo", N: 1, NsPerOp: 1234, AllocsPerOp: 7, BytesPerOp: 880}}, runs)
+	_, err = ParseCold(strings.NewReader("cold x 1 two 3\n"))
+	assert.Error(t, err)
 }
 
 func TestParseRuns(t *testing.T) {
@@ -101,18 +130,47 @@ func TestSummarizeKeepsOrderAndRatio(t *testing.T) {
 	assert.Regexp(t, `\ba\s+3\s+0\.0\s+0\.0–0\.0\s+2\s+0\s*\n`, sb.String())
 }
 
-func TestCheckAndBenchAnchors(t *testing.T) {
-	// Outside a limited cgroup the anchors may leave the knobs alone; what
-	// must hold anywhere: Apply succeeds and Undo plus Reset restore the
-	// starting state.
+func TestCheckAndBenchSides(t *testing.T) {
+	// Outside a limited cgroup the sides may leave the knobs alone; what
+	// must hold anywhere: Apply succeeds, and Undo plus Reset restore the
+	// starting state, so that every call starts from the same place.
 	Reset()
 	start := Current()
-	_, err := Check(Anchors())
-	require.NoError(t, err)
-	assert.Equal(t, start, Current())
+	for _, s := range sides() {
+		_, err := Check(s)
+		require.NoError(t, err, s.Name)
+		assert.Equal(t, start, Current(), s.Name)
 
+		c, err := MeasureCold(s)
+		require.NoError(t, err, s.Name)
+		assert.Positive(t, c.Ns, s.Name)
+		assert.Equal(t, start, Current(), s.Name)
+	}
 	res := testing.Benchmark(func(b *testing.B) { Bench(b, Anchors()) })
 	require.Positive(t, res.N)
 	assert.Positive(t, res.AllocsPerOp(), "ReportAllocs is on and the anchors allocate")
 	assert.Equal(t, start, Current())
+}
+
+func TestFitgoSideDoesTheFullWork(t *testing.T) {
+	// Each fitgo call must discover the hierarchy afresh, not re-read files a
+	// previous call left open: the side's Undo closes them.
+	s := Fitgo()
+	Reset()
+	defer Reset()
+	for i := 0; i < 3; i++ {
+		require.NoError(t, s.Apply())
+		s.Undo()
+		Reset()
+	}
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	require.NoError(t, s.Apply())
+	runtime.ReadMemStats(&m1)
+	s.Undo()
+	if _, err := os.Stat("/proc/self/cgroup"); err == nil {
+		// The discovery allocates (it parses /proc/self/cgroup and mountinfo);
+		// a re-read of open files allocates almost nothing.
+		assert.GreaterOrEqual(t, m1.Mallocs-m0.Mallocs, uint64(20), "allocations of a full Apply pair")
+	}
 }

@@ -4,18 +4,32 @@
 // memlimit.Set.
 //
 // Each side is a [Side]: Apply does the work that is timed, Undo puts the
-// runtime back so that the next call does the full work again. Between calls
+// runtime back so that the next call does the full work again (for fitgo this
+// includes closing the cgroup files its shared loop keeps open, so that every
+// call discovers the hierarchy as a process's first Apply does). Between calls
 // the harness also resets the runtime to the same starting point for both
 // sides (the runtime's default GOMAXPROCS, no memory limit), outside the timer.
 //
-// [Compare] runs the sides alternately in one process, several rounds of
-// [testing.Benchmark] each, and reports the medians of ns/op and allocs/op and
-// their ratios. The numbers mean something only inside a cgroup with a CPU
-// quota and a memory limit, where both sides find a limit and set both knobs:
+// Two measurements, both alternating the sides:
+//
+//   - In process: [Interleave] runs rounds of [testing.Benchmark] for each
+//     side in turn (A B, B A, ...) and prints Go benchmark lines, whose
+//     medians of ns/op and allocs/op and their ratio are the target
+//     (fitgo's pair at most a quarter of the anchors'). [References] add the
+//     cost of the cgroup discovery alone, the floor under any Apply.
+//   - Cold: [MeasureCold] times one call first thing in a fresh process, as at
+//     start-up, page faults and all.
+//
+// The numbers mean something only inside a cgroup with a CPU quota and a
+// memory limit, where both sides find limits and set both knobs:
 // TestApplyCostInCgroup builds the test binary with "go test -c", creates such
-// a cgroup (as root), runs the comparison there and removes the cgroup.
+// a cgroup (as root, cgroup v1), runs the comparison there, logs the table and
+// removes the cgroup:
 //
-// The standard benchmarks run anywhere:
+//	cd bench && go test -run TestApplyCostInCgroup -v ./applycost/
 //
-//	go test -run '^$' -bench . -count 10 ./applycost/ | tee new.txt
+// The standard benchmarks run anywhere (outside a limited cgroup both sides
+// may return early):
+//
+//	go test -run '^$' -bench . -count 10 ./applycost/
 package applycost

@@ -8,6 +8,12 @@ import (
 
 	automemlimit "github.com/KimMachineGun/automemlimit/memlimit"
 	automaxprocs "go.uber.org/automaxprocs/maxprocs"
+
+	"github.com/fitgo/fitgo/cgroup"
+	"github.com/fitgo/fitgo/internal/refresh"
+	"github.com/fitgo/fitgo/internal/rootfs"
+	"github.com/fitgo/fitgo/maxprocs"
+	"github.com/fitgo/fitgo/memlimit"
 )
 
 // Side is one contender: Apply sets GOMAXPROCS and GOMEMLIMIT the way the
@@ -38,6 +44,82 @@ func Current() State {
 func Reset() {
 	runtime.SetDefaultGOMAXPROCS()
 	debug.SetMemoryLimit(math.MaxInt64)
+}
+
+// Fitgo returns the side made of fitgo's maxprocs.Apply and memlimit.Apply
+// with their defaults and no refresh, as a program calls them explicitly
+// (the blank import adds the refresh loop); Undo is their Result.Undo.
+//
+// Both Applys read the limits through fitgo's shared refresh.Default loop,
+// which discovers the cgroup hierarchy and opens its files on first use and
+// keeps them open for refresh.IdleClose (5 s) so that the second knob, and a
+// refresh loop, reuse them. Left alone, every call after the first would
+// only re-read open files. So that each call does the full work of a
+// process's first Apply, Undo also closes the files fitgo opened and installs
+// a fresh, closed loop (refresh.Default is a package variable that every
+// Apply reads): maxprocs.Apply then discovers and opens, and memlimit.Apply
+// shares, as at start-up.
+func Fitgo() Side {
+	var (
+		procs  maxprocs.Result
+		mem    memlimit.Result
+		opened []refresh.Source
+	)
+	open := func() (refresh.Source, error) {
+		src, err := refresh.OpenProcess(rootfs.FS())
+		if err == nil {
+			opened = append(opened, src)
+		}
+		return src, err
+	}
+	fresh := func() {
+		for _, src := range opened {
+			src.Close() // the old loop's idle timer closes it again later: a no-op
+		}
+		opened = opened[:0]
+		refresh.Default = refresh.New(open, refresh.IdleClose)
+	}
+	fresh()
+	return Side{
+		Name: "fitgo",
+		Apply: func() error {
+			var err error
+			if procs, err = maxprocs.Apply(); err != nil {
+				return fmt.Errorf("maxprocs: %w", err)
+			}
+			if mem, err = memlimit.Apply(); err != nil {
+				return fmt.Errorf("memlimit: %w", err)
+			}
+			return nil
+		},
+		Undo: func() {
+			mem.Undo()
+			procs.Undo()
+			procs, mem = maxprocs.Result{}, memlimit.Result{}
+			fresh()
+		},
+	}
+}
+
+// References are not contenders: they time the cgroup discovery alone,
+// the floor under any Apply, to explain the sides' numbers. "cgroup.Read"
+// reads the limits once with plain open/read/close; "cgroup.NewWatcher"
+// discovers the hierarchy and opens the limit files to keep, as fitgo's
+// shared loop does on first use, reads them once and closes them.
+func References() []Side {
+	noUndo := func() {}
+	return []Side{
+		{Name: "ref:cgroup.Read", Apply: func() error { _, err := cgroup.Read(); return err }, Undo: noUndo},
+		{Name: "ref:cgroup.NewWatcher", Apply: func() error {
+			w, err := cgroup.NewWatcher(rootfs.FS())
+			if err != nil {
+				return err
+			}
+			_, err = w.Read()
+			w.Close()
+			return err
+		}, Undo: noUndo},
+	}
 }
 
 // Anchors returns the side made of automaxprocs v1's maxprocs.Set and
