@@ -552,11 +552,13 @@ func (r Result) Status() Status {
 	s := r.s
 	if s == nil {
 		st := Status{Limit: r.Limit, Source: r.Source, Err: r.Err, Reason: "not following: " + r.Reason}
-		if r.k != nil {
-			r.k.mu.Lock()
-			st.GOMAXPROCS = r.k.get()
-			r.k.mu.Unlock()
+		k := r.k
+		if k == nil {
+			k = processKnob // a Result made by hand, such as the root package's when disabled
 		}
+		k.mu.Lock()
+		st.GOMAXPROCS = k.get()
+		k.mu.Unlock()
 		return st
 	}
 	k := s.knob

@@ -578,11 +578,13 @@ func (r Result) Status() Status {
 	s := r.s
 	if s == nil {
 		st := Status{Limit: r.Limit, Source: r.Source, From: r.From, Err: r.Err, Reason: "not following: " + r.Reason}
-		if r.k != nil {
-			r.k.mu.Lock()
-			st.GOMEMLIMIT = r.k.get()
-			r.k.mu.Unlock()
+		k := r.k
+		if k == nil {
+			k = processKnob // a Result made by hand, such as the root package's when disabled
 		}
+		k.mu.Lock()
+		st.GOMEMLIMIT = k.get()
+		k.mu.Unlock()
 		return st
 	}
 	k := s.knob

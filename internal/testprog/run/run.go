@@ -1,0 +1,84 @@
+// Package run is the body of the test programs; see package testprog.
+package run
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/fitgo/fitgo"
+	"github.com/fitgo/fitgo/internal/testprog"
+)
+
+// Run writes the init results of the blank import and then, whenever
+// GOMAXPROCS, the memory limit or the refresh status changes (polled every
+// 10ms), a State as a JSON line on stdout. It reads commands from stdin, one
+// per line: "pin" calls runtime.GOMAXPROCS with the current value (as a
+// program that sets it itself would); "setmem N" calls debug.SetMemoryLimit(N).
+// It returns when stdin is closed.
+func Run() {
+	rep := fitgo.Results()
+	start := time.Now()
+	enc := json.NewEncoder(os.Stdout)
+	cur := func() testprog.State {
+		mp, ml := rep.MaxProcs.Status(), rep.MemLimit.Status()
+		return testprog.State{
+			Millis:            time.Since(start).Milliseconds(),
+			GOMAXPROCS:        runtime.GOMAXPROCS(0),
+			GOMEMLIMIT:        debug.SetMemoryLimit(-1),
+			MaxProcsFollowing: mp.Following,
+			MaxProcsReason:    mp.Reason,
+			MemLimitFollowing: ml.Following,
+			MemLimitReason:    ml.Reason,
+		}
+	}
+	first := cur()
+	first.MaxProcs, first.MemLimit = rep.MaxProcs.String(), rep.MemLimit.String()
+	first.Changed = rep.MaxProcs.Changed || rep.MemLimit.Changed
+	if rep.Err != nil {
+		first.Err = rep.Err.Error()
+	}
+	enc.Encode(first)
+
+	done := make(chan struct{})
+	cmds := make(chan string)
+	go func() {
+		sc := bufio.NewScanner(os.Stdin)
+		for sc.Scan() {
+			cmds <- sc.Text()
+		}
+		close(done)
+	}()
+	last := first
+	last.MaxProcs, last.MemLimit, last.Changed, last.Err = "", "", false, ""
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case c := <-cmds:
+			switch f := strings.Fields(c); {
+			case len(f) == 1 && f[0] == "pin":
+				runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+			case len(f) == 2 && f[0] == "setmem":
+				var n int64
+				if err := json.Unmarshal([]byte(f[1]), &n); err == nil {
+					debug.SetMemoryLimit(n)
+				}
+			}
+		case <-tick.C:
+			s := cur()
+			probe := s
+			probe.Millis = last.Millis
+			if probe != last {
+				enc.Encode(s)
+				last = s
+			}
+		}
+	}
+}

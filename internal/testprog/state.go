@@ -1,0 +1,17 @@
+package testprog
+
+// State is one line of a test program's output.
+type State struct {
+	Millis     int64  `json:"ms"` // since the program started reporting
+	GOMAXPROCS int    `json:"gomaxprocs"`
+	GOMEMLIMIT int64  `json:"gomemlimit"`
+	MaxProcs   string `json:"maxprocs"` // the init result, first line only
+	MemLimit   string `json:"memlimit"` // the init result, first line only
+	Changed    bool   `json:"changed"`  // the init changed something, first line only
+	Err        string `json:"err,omitempty"`
+
+	MaxProcsFollowing bool   `json:"maxprocs_following"`
+	MaxProcsReason    string `json:"maxprocs_reason,omitempty"`
+	MemLimitFollowing bool   `json:"memlimit_following"`
+	MemLimitReason    string `json:"memlimit_reason,omitempty"`
+}

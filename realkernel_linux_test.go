@@ -1,0 +1,415 @@
+//go:build linux
+
+package fitgo
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fitgo/fitgo/internal/testprog"
+)
+
+// The real-kernel tests run a program that blank-imports fitgo in a child
+// cgroup whose parent carries the limits, on a host with cgroup v1 cpu and
+// memory hierarchies (this project's CI machines), as root. They skip
+// elsewhere and say why.
+
+const (
+	v1CPU    = "/sys/fs/cgroup/cpu"
+	v1Memory = "/sys/fs/cgroup/memory"
+	mib      = 1 << 20
+)
+
+// requireV1 skips the test unless it can make cgroups in writable v1 cpu
+// and memory hierarchies.
+func requireV1(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to create cgroups")
+	}
+	for _, h := range []struct{ dir, file string }{
+		{v1CPU, "cpu.cfs_quota_us"},
+		{v1Memory, "memory.limit_in_bytes"},
+	} {
+		var st syscall.Statfs_t
+		if err := syscall.Statfs(h.dir, &st); err != nil || st.Type != 0x27e0eb { // CGROUP_SUPER_MAGIC
+			t.Skipf("no cgroup v1 hierarchy at %s", h.dir)
+		}
+		if _, err := os.Stat(filepath.Join(h.dir, h.file)); err != nil {
+			t.Skipf("no %s in %s: %v", h.file, h.dir, err)
+		}
+		if syscall.Access(h.dir, 2 /* W_OK */) != nil {
+			t.Skipf("%s is not writable", h.dir)
+		}
+	}
+}
+
+// cgroupPair is a parent cgroup with a child, in both the cpu and memory
+// hierarchies, removed when the test ends.
+type cgroupPair struct {
+	cpuParent, memParent string
+	cpuChild, memChild   string
+}
+
+func newCgroupPair(t *testing.T) *cgroupPair {
+	t.Helper()
+	name := fmt.Sprintf("fitgo-test-%d-%08x", os.Getpid(), rand.Uint32())
+	p := &cgroupPair{
+		cpuParent: filepath.Join(v1CPU, name),
+		memParent: filepath.Join(v1Memory, name),
+	}
+	p.cpuChild = filepath.Join(p.cpuParent, "app")
+	p.memChild = filepath.Join(p.memParent, "app")
+	for _, dir := range []string{p.cpuParent, p.cpuChild, p.memParent, p.memChild} {
+		require.NoError(t, os.Mkdir(dir, 0o755))
+		t.Cleanup(func() { removeCgroup(t, dir) })
+	}
+	return p
+}
+
+// removeCgroup removes a cgroup directory made by the test, retrying while
+// the killed process is being reaped.
+func removeCgroup(t *testing.T, dir string) {
+	var err error
+	for i := 0; i < 100; i++ {
+		if err = syscall.Rmdir(dir); err == nil || os.IsNotExist(err) {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Errorf("cannot remove test cgroup %s: %v", dir, err)
+}
+
+func writeFile(t *testing.T, path string, value string) {
+	t.Helper()
+	require.NoError(t, os.WriteFile(path, []byte(value), 0o644), path)
+}
+
+func (p *cgroupPair) setParentCPU(t *testing.T, quotaMicros int) {
+	writeFile(t, filepath.Join(p.cpuParent, "cpu.cfs_period_us"), "100000")
+	writeFile(t, filepath.Join(p.cpuParent, "cpu.cfs_quota_us"), strconv.Itoa(quotaMicros))
+}
+
+func (p *cgroupPair) setParentMemory(t *testing.T, bytes int64) {
+	writeFile(t, filepath.Join(p.memParent, "memory.limit_in_bytes"), strconv.FormatInt(bytes, 10))
+}
+
+// buildProgram builds a test program into a temporary directory.
+func buildProgram(t *testing.T, pkg string) string {
+	t.Helper()
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		goTool = filepath.Join(runtimeGOROOT(), "bin", "go")
+	}
+	out := filepath.Join(t.TempDir(), filepath.Base(pkg))
+	cmd := exec.Command(goTool, "build", "-o", out, pkg)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	b, err := cmd.CombinedOutput()
+	require.NoError(t, err, "go build %s: %s", pkg, b)
+	return out
+}
+
+func runtimeGOROOT() string {
+	b, err := exec.Command("go", "env", "GOROOT").Output()
+	if err != nil {
+		return "/usr/local/go"
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// child is a running test program.
+type child struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	states chan testprog.State
+	stderr *bytes.Buffer
+}
+
+// startIn starts prog inside the child cgroups: a shell moves itself there
+// and then executes the program, so that fitgo's init already runs inside.
+func (p *cgroupPair) startIn(t *testing.T, prog string, env ...string) *child {
+	t.Helper()
+	script := `echo $$ > "$1/cgroup.procs" && echo $$ > "$2/cgroup.procs" && exec "$3"`
+	cmd := exec.Command("/bin/sh", "-c", script, "sh", p.cpuChild, p.memChild, prog)
+	for _, kv := range os.Environ() {
+		switch strings.SplitN(kv, "=", 2)[0] {
+		case "GOMAXPROCS", "GOMEMLIMIT", "GODEBUG", EnvVar:
+			continue // the test decides these
+		}
+		cmd.Env = append(cmd.Env, kv)
+	}
+	cmd.Env = append(cmd.Env, env...)
+	c := &child{cmd: cmd, states: make(chan testprog.State, 100), stderr: new(bytes.Buffer)}
+	cmd.Stderr = c.stderr
+	var err error
+	c.stdin, err = cmd.StdinPipe()
+	require.NoError(t, err)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		c.stdin.Close()
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+	})
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			var s testprog.State
+			if err := json.Unmarshal(sc.Bytes(), &s); err == nil {
+				c.states <- s
+			}
+		}
+		close(c.states)
+	}()
+	return c
+}
+
+// next returns the next state line, failing after timeout.
+func (c *child) next(t *testing.T, timeout time.Duration) (testprog.State, bool) {
+	t.Helper()
+	select {
+	case s, ok := <-c.states:
+		return s, ok
+	case <-time.After(timeout):
+		return testprog.State{}, false
+	}
+}
+
+// waitFor waits until the program reports a state for which ok holds, and
+// returns it with the time it took since since.
+func (c *child) waitFor(t *testing.T, since time.Time, timeout time.Duration, ok func(testprog.State) bool) (testprog.State, time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		s, more := c.next(t, time.Until(deadline))
+		if !more {
+			t.Fatalf("no matching state within %v (stderr: %s)", timeout, c.stderr)
+		}
+		if ok(s) {
+			return s, time.Since(since)
+		}
+	}
+}
+
+func (c *child) send(t *testing.T, cmd string) {
+	t.Helper()
+	_, err := io.WriteString(c.stdin, cmd+"\n")
+	require.NoError(t, err)
+}
+
+// TestRealKernelV1BlankImport: the spec's scenario. The parent has 0.5 CPU
+// and 512 MiB, the child none: the program reports GOMAXPROCS 1 and
+// GOMEMLIMIT 0.9 × 512 MiB; when the parent is resized to 2 CPUs and
+// 384 MiB while it runs, it follows within two refresh intervals. Run with
+// the default interval (one second) and with FITGO=refresh=200ms.
+func TestRealKernelV1BlankImport(t *testing.T) {
+	requireV1(t)
+	prog := buildProgram(t, "./internal/testprog/blank")
+	for _, tc := range []struct {
+		name     string
+		env      []string
+		interval time.Duration
+	}{
+		{"default interval", nil, time.Second},
+		{"FITGO=refresh=200ms", []string{"FITGO=refresh=200ms"}, 200 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cg := newCgroupPair(t)
+			cg.setParentCPU(t, 50000)
+			cg.setParentMemory(t, 512*mib)
+			c := cg.startIn(t, prog, tc.env...)
+
+			first, ok := c.next(t, 10*time.Second)
+			require.True(t, ok, "no output; stderr: %s", c.stderr)
+			t.Logf("init: %s | %s", first.MaxProcs, first.MemLimit)
+			assert.Empty(t, first.Err)
+			assert.Equal(t, 1, first.GOMAXPROCS)
+			assert.Equal(t, int64(512*mib*9/10), first.GOMEMLIMIT) // 483183820
+			assert.Contains(t, first.MaxProcs, "CPU limit 0.5 cores from "+cg.cpuParent)
+			assert.Contains(t, first.MemLimit, "memory.limit_in_bytes 512 MiB from "+cg.memParent)
+			assert.True(t, first.Changed)
+			assert.True(t, first.MaxProcsFollowing)
+			assert.True(t, first.MemLimitFollowing)
+
+			// Resize the parent while the program runs.
+			cg.setParentCPU(t, 200000)
+			cg.setParentMemory(t, 384*mib)
+			resized := time.Now()
+			s, took := c.waitFor(t, resized, 5*tc.interval, func(s testprog.State) bool {
+				return s.GOMAXPROCS == 2 && s.GOMEMLIMIT == 384*mib*9/10
+			})
+			t.Logf("followed the resize in %v (interval %v): GOMAXPROCS %d, GOMEMLIMIT %d", took, tc.interval, s.GOMAXPROCS, s.GOMEMLIMIT)
+			assert.LessOrEqual(t, took, 2*tc.interval, "followed within two refresh intervals")
+			assert.True(t, s.MaxProcsFollowing)
+			assert.True(t, s.MemLimitFollowing)
+
+			// One start-up line through the default logger (stderr), then one
+			// Info line per change made by the refresh loop.
+			c.stdin.Close()
+			c.cmd.Wait()
+			lines := strings.Split(strings.TrimSpace(c.stderr.String()), "\n")
+			require.Len(t, lines, 3, "stderr: %s", c.stderr)
+			assert.Contains(t, lines[0], "INFO fitgo: fitted the Go runtime to the container")
+			assert.Contains(t, lines[0], "GOMAXPROCS.after=1")
+			assert.Contains(t, lines[0], "GOMEMLIMIT.after=483183820")
+			assert.Contains(t, lines[1]+lines[2], "INFO fitgo: GOMAXPROCS updated: CPU limit changed GOMAXPROCS=2 before=1")
+			assert.Contains(t, lines[1]+lines[2], "INFO fitgo: GOMEMLIMIT updated: memory limit changed GOMEMLIMIT=362387865 before=483183820")
+		})
+	}
+}
+
+// TestRealKernelV1HandOver: the program sets GOMEMLIMIT itself after
+// start-up; fitgo stops managing it and never overwrites it, even when the
+// limit changes.
+func TestRealKernelV1HandOver(t *testing.T) {
+	requireV1(t)
+	prog := buildProgram(t, "./internal/testprog/blank")
+	cg := newCgroupPair(t)
+	cg.setParentCPU(t, 50000)
+	cg.setParentMemory(t, 512*mib)
+	c := cg.startIn(t, prog, "FITGO=refresh=100ms")
+	first, ok := c.next(t, 10*time.Second)
+	require.True(t, ok, "stderr: %s", c.stderr)
+	require.Equal(t, int64(483183820), first.GOMEMLIMIT)
+
+	c.send(t, "setmem 100000000")
+	s, _ := c.waitFor(t, time.Now(), 5*time.Second, func(s testprog.State) bool { return !s.MemLimitFollowing })
+	assert.Equal(t, int64(100000000), s.GOMEMLIMIT)
+	assert.Contains(t, s.MemLimitReason, "outside fitgo")
+	cg.setParentMemory(t, 256*mib)
+	cg.setParentCPU(t, 200000)
+	// GOMAXPROCS still follows; the memory limit stays the program's.
+	s, _ = c.waitFor(t, time.Now(), 5*time.Second, func(s testprog.State) bool { return s.GOMAXPROCS == 2 })
+	assert.Equal(t, int64(100000000), s.GOMEMLIMIT)
+	// Several refresh intervals later, still the program's value.
+	for {
+		s, more := c.next(t, 500*time.Millisecond)
+		if !more {
+			break
+		}
+		assert.Equal(t, int64(100000000), s.GOMEMLIMIT)
+	}
+}
+
+// TestRealKernelV1Disabled: FITGO=off leaves everything alone, silently.
+func TestRealKernelV1Disabled(t *testing.T) {
+	requireV1(t)
+	prog := buildProgram(t, "./internal/testprog/blank")
+	cg := newCgroupPair(t)
+	cg.setParentCPU(t, 50000)
+	cg.setParentMemory(t, 512*mib)
+	c := cg.startIn(t, prog, "FITGO=off")
+	first, ok := c.next(t, 10*time.Second)
+	require.True(t, ok, "stderr: %s", c.stderr)
+	assert.Equal(t, runtime.NumCPU(), first.GOMAXPROCS, "the runtime's own value")
+	assert.Equal(t, int64(9223372036854775807), first.GOMEMLIMIT)
+	assert.False(t, first.Changed)
+	assert.Contains(t, first.MaxProcs, "turned off by FITGO=off")
+	c.stdin.Close()
+	c.cmd.Wait()
+	assert.Empty(t, c.stderr.String())
+}
+
+func (p *cgroupPair) setChildCPU(t *testing.T, quotaMicros int) {
+	writeFile(t, filepath.Join(p.cpuChild, "cpu.cfs_period_us"), "100000")
+	writeFile(t, filepath.Join(p.cpuChild, "cpu.cfs_quota_us"), strconv.Itoa(quotaMicros))
+}
+
+// TestRealKernelV1RuntimeContainerSupport runs a program whose Go runtime
+// has its own container support on (as with a go 1.25+ line).
+//
+// With the limit on the parent, the runtime, which reads the leaf only,
+// misses it; fitgo sets GOMAXPROCS from it.
+//
+// With the limit on the leaf, where fitgo agrees with the runtime, fitgo
+// must not call runtime.GOMAXPROCS, so the runtime's own updates stay on.
+// They are observed by shrinking the CPU affinity to one CPU: the runtime
+// then lowers GOMAXPROCS to 1 by itself. The control run pins GOMAXPROCS
+// (as a call to runtime.GOMAXPROCS would) and shows that the runtime then
+// does not follow: the test can tell the two apart.
+func TestRealKernelV1RuntimeContainerSupport(t *testing.T) {
+	requireV1(t)
+	if runtime.NumCPU() < 2 {
+		t.Skip("needs at least 2 CPUs")
+	}
+	taskset, err := exec.LookPath("taskset")
+	if err != nil {
+		t.Skip("needs taskset (util-linux)")
+	}
+	prog := buildProgram(t, "./internal/testprog/blankgo125")
+
+	t.Run("parent limit the runtime misses", func(t *testing.T) {
+		cg := newCgroupPair(t)
+		cg.setParentCPU(t, 50000)
+		c := cg.startIn(t, prog)
+		first, ok := c.next(t, 10*time.Second)
+		require.True(t, ok, "stderr: %s", c.stderr)
+		t.Logf("init: %s", first.MaxProcs)
+		assert.Equal(t, 1, first.GOMAXPROCS)
+		assert.Contains(t, first.MaxProcs, fmt.Sprintf("GOMAXPROCS %d -> 1", runtime.NumCPU()))
+	})
+
+	for _, pin := range []bool{false, true} {
+		name := "leaf limit: the runtime keeps updating"
+		if pin {
+			name = "control: pinned, the runtime stops updating"
+		}
+		t.Run(name, func(t *testing.T) {
+			cg := newCgroupPair(t)
+			cg.setChildCPU(t, 100000*runtime.NumCPU())
+			c := cg.startIn(t, prog)
+			first, ok := c.next(t, 10*time.Second)
+			require.True(t, ok, "stderr: %s", c.stderr)
+			t.Logf("init: %s", first.MaxProcs)
+			require.Equal(t, runtime.NumCPU(), first.GOMAXPROCS)
+			assert.False(t, first.Changed)
+			assert.Contains(t, first.MaxProcs, "left to the Go runtime, whose own updates stay on")
+			if pin {
+				c.send(t, "pin")
+				time.Sleep(100 * time.Millisecond)
+			}
+			out, err := exec.Command(taskset, "-a", "-p", "1", strconv.Itoa(c.cmd.Process.Pid)).CombinedOutput()
+			require.NoError(t, err, "taskset: %s", out)
+			changed := time.Now()
+			if pin {
+				for {
+					s, more := c.next(t, 3*time.Second)
+					if !more {
+						break
+					}
+					assert.Equal(t, runtime.NumCPU(), s.GOMAXPROCS, "pinned: the runtime does not follow the affinity")
+				}
+				return
+			}
+			s, took := c.waitFor(t, changed, 5*time.Second, func(s testprog.State) bool { return s.GOMAXPROCS == 1 })
+			t.Logf("the runtime followed the affinity change by itself in %v; fitgo: following=%v %s", took, s.MaxProcsFollowing, s.MaxProcsReason)
+			// fitgo cannot tell this change from the program's own, so it
+			// steps aside rather than fight.
+			s, _ = c.waitFor(t, changed, 5*time.Second, func(s testprog.State) bool { return !s.MaxProcsFollowing })
+			assert.Contains(t, s.MaxProcsReason, "outside fitgo")
+		})
+	}
+}
