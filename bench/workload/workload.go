@@ -271,7 +271,7 @@ func readMetrics() snapshot {
 }
 
 func histPercentiles(h *metrics.Float64Histogram) results.Percentiles {
-	ms := func(v float64) float64 { return v * 1000 }
+	ms := func(v float64) results.Float { return results.Float(v * 1000) }
 	return results.Percentiles{
 		P50:  ms(stats.HistogramQuantile(h, 0.5)),
 		P99:  ms(stats.HistogramQuantile(h, 0.99)),
@@ -426,13 +426,13 @@ func Run(ctx context.Context, cfg Config) (*results.Workload, error) {
 	cpu1, cpuErr1 := cgroup.ReadCPUStat()
 	bg.Wait()
 
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	select {
 	case <-drained:
 	default:
 		return nil, fmt.Errorf("%d of %d requests still running after the drain timeout %v", uint64(nreq)-completed.Load(), nreq, cfg.DrainTimeout)
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
 	}
 
 	res.GOMAXPROCS, res.GOMEMLIMIT = runtime.GOMAXPROCS(0), memLimit()
@@ -446,7 +446,12 @@ func Run(ctx context.Context, cfg Config) (*results.Workload, error) {
 	}
 	slices.Sort(sorted)
 	res.Requests = uint64(len(sorted))
-	toMS := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	toMS := func(d time.Duration) results.Float {
+		if len(sorted) == 0 {
+			return results.Float(math.NaN())
+		}
+		return results.Float(float64(d) / float64(time.Millisecond))
+	}
 	res.Latency = results.Percentiles{
 		P50:  toMS(stats.Quantile(sorted, 0.5)),
 		P99:  toMS(stats.Quantile(sorted, 0.99)),
@@ -459,8 +464,9 @@ func Run(ctx context.Context, cfg Config) (*results.Workload, error) {
 	res.GCPauseTotalMS = histSum(pauses) * 1000
 	res.SchedLatency = histPercentiles(stats.HistogramSub(m1.sched, m0.sched))
 	res.GCCPUSeconds = m1.gcCPU - m0.gcCPU
-	if tot := m1.total - m0.total; tot > 0 {
-		res.GCCPUFraction = res.GCCPUSeconds / tot
+	res.GCCPUFraction = results.Float(math.NaN())
+	if tot := m1.total - m0.total; tot > 0 && res.GCCycles > 0 {
+		res.GCCPUFraction = results.Float(res.GCCPUSeconds / tot)
 	}
 	res.HeapLiveBytes = int64(m1.heapLive)
 	res.PeakRSSBytes = peakRSS()

@@ -19,7 +19,7 @@ import (
 func TestRun(t *testing.T) {
 	var progress syncBuffer
 	res, err := Run(context.Background(), Config{
-		Variant: "test", Duration: 400 * time.Millisecond, HeapMiB: 8, AllocMiBPerSec: 64,
+		Variant: "test", Duration: 400 * time.Millisecond, HeapMiB: 2, AllocMiBPerSec: 64,
 		Rate: 500, WorkIterations: 200, ReportEvery: 100 * time.Millisecond, Progress: &progress,
 	})
 	require.NoError(t, err)
@@ -31,18 +31,19 @@ func TestRun(t *testing.T) {
 	assert.Equal(t, res.GOMAXPROCS, res.GOMAXPROCSStart)
 	assert.Equal(t, int64(math.MaxInt64), res.GOMEMLIMIT)
 	l := res.Latency
-	assert.Greater(t, l.P50, 0.0)
+	assert.Greater(t, float64(l.P50), 0.0)
 	assert.True(t, l.P50 <= l.P99 && l.P99 <= l.P999 && l.P999 <= l.Max, "%+v", l)
 	assert.GreaterOrEqual(t, res.DurationMS, 398.0)
-	assert.Greater(t, res.PeakRSSBytes, int64(8<<20))
-	assert.Greater(t, res.HeapLiveBytes, int64(4<<20))
-	assert.Equal(t, results.Config{HeapMiB: 8, AllocMiBPerSec: 64, RequestsPerSec: 500, WorkIterations: 200,
+	assert.Greater(t, res.PeakRSSBytes, int64(2<<20))
+	assert.Greater(t, res.HeapLiveBytes, int64(1<<20))
+	assert.Equal(t, results.Config{HeapMiB: 2, AllocMiBPerSec: 64, RequestsPerSec: 500, WorkIterations: 200,
 		WorkMicros: 75, DurationSeconds: 0.4}, res.Config)
-	// 64 MiB/s for 0.4s over an 8 MiB live heap (goal 16 MiB): a few cycles.
+	// 64 MiB/s for 0.4s over a 2 MiB live heap (goal 4 MiB): several cycles.
 	assert.GreaterOrEqual(t, res.GCCycles, uint64(1))
-	assert.False(t, math.IsNaN(res.GCPause.P99))
-	assert.Greater(t, res.GCCPUFraction, 0.0)
-	assert.Less(t, res.GCCPUFraction, 1.0)
+	assert.False(t, math.IsNaN(float64(res.GCPause.P99)))
+	// A 0.4s window is too short for the runtime's per-cycle CPU estimates to be
+	// accurate, but they exist.
+	assert.Greater(t, float64(res.GCCPUFraction), 0.0)
 	if res.CPUStat == nil {
 		assert.NotEmpty(t, res.CPUStatError)
 	}
@@ -141,4 +142,21 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// TestNoGCInWindow: with no GC cycle in the window the GC measurements are
+// NaN, and the result still encodes (as null).
+func TestNoGCInWindow(t *testing.T) {
+	res, err := Run(context.Background(), Config{Duration: 100 * time.Millisecond, HeapMiB: 32, AllocMiBPerSec: 1, Rate: 100, WorkIterations: 10})
+	require.NoError(t, err)
+	require.Zero(t, res.GCCycles)
+	assert.True(t, math.IsNaN(float64(res.GCPause.P99)))
+	assert.True(t, math.IsNaN(float64(res.GCCPUFraction)))
+	b, err := jsonMarshal(res)
+	require.NoError(t, err)
+	assert.Contains(t, string(b), `"gc_pause_ms":{"p50":null,"p99":null,"p999":null,"max":null}`)
+	back, _, err := results.ParseOutput(b)
+	require.NoError(t, err)
+	assert.True(t, math.IsNaN(float64(back.GCPause.Max)))
+	assert.Equal(t, res.Latency.P99, back.Latency.P99)
 }

@@ -392,12 +392,12 @@ func BenchText(w io.Writer, meta Meta, runs []results.Run) error {
 			}
 		}
 		if wl := r.Workload; wl != nil {
-			unit(wl.Latency.P50, "p50-ms")
-			unit(wl.Latency.P99, "p99-ms")
-			unit(wl.Latency.P999, "p99.9-ms")
-			unit(wl.Latency.Max, "max-ms")
-			unit(wl.GCPause.P99, "gc-pause-p99-ms")
-			unit(wl.GCCPUFraction, "gc-cpu-fraction")
+			unit(float64(wl.Latency.P50), "p50-ms")
+			unit(float64(wl.Latency.P99), "p99-ms")
+			unit(float64(wl.Latency.P999), "p99.9-ms")
+			unit(float64(wl.Latency.Max), "max-ms")
+			unit(float64(wl.GCPause.P99), "gc-pause-p99-ms")
+			unit(float64(wl.GCCPUFraction), "gc-cpu-fraction")
 			unit(float64(wl.GOMAXPROCS), "gomaxprocs")
 		}
 		if t := r.Throttling(); t != nil {

@@ -17,7 +17,7 @@ import (
 	"github.com/fitgo/fitgo/bench/internal/results"
 )
 
-func run(variant string, cpus float64, round, maxprocs int, p99, throttled float64) results.Run {
+func run(variant string, cpus float64, round, maxprocs int, p99 results.Float, throttled float64) results.Run {
 	return results.Run{
 		Scenario: "cpu", Variant: variant, CPUs: cpus, Round: round,
 		Workload: &results.Workload{
@@ -35,10 +35,10 @@ func sampleRuns() []results.Run {
 	for round := 1; round <= 3; round++ {
 		d := float64(round)
 		runs = append(runs,
-			run("runtime", 1, round, 2, 55+d, 0.14),
-			run("fitgo", 1, round, 1, 30+d, 0.02),
-			run("runtime", 0.5, round, 2, 150+d, 0.35),
-			run("fitgo", 0.5, round, 1, 80+d, 0.37),
+			run("runtime", 1, round, 2, results.Float(55+d), 0.14),
+			run("fitgo", 1, round, 1, results.Float(30+d), 0.02),
+			run("runtime", 0.5, round, 2, results.Float(150+d), 0.35),
+			run("fitgo", 0.5, round, 1, results.Float(80+d), 0.37),
 		)
 	}
 	runs = append(runs, results.Run{

@@ -63,8 +63,10 @@ type Workload struct {
 	SchedLatency Percentiles `json:"sched_latency_ms"`
 	// GCCPUFraction is /cpu/classes/gc/total:cpu-seconds over
 	// /cpu/classes/total:cpu-seconds in the window. The denominator is GOMAXPROCS
-	// integrated over wall time, idle included.
-	GCCPUFraction float64 `json:"gc_cpu_fraction"`
+	// integrated over wall time, idle included. The runtime updates these
+	// estimates at the end of each GC cycle, so the fraction covers the cycles
+	// completed in the window; NaN (null) when none completed.
+	GCCPUFraction Float `json:"gc_cpu_fraction"`
 	GCCPUSeconds  float64 `json:"gc_cpu_seconds"`
 
 	// PeakRSSBytes is VmHWM of the process.
@@ -89,12 +91,13 @@ type Config struct {
 	DurationSeconds float64 `json:"duration_s"`
 }
 
-// Percentiles of a latency distribution, in milliseconds.
+// Percentiles of a latency distribution, in milliseconds; NaN (null in JSON)
+// when there were no samples (e.g. no GC pause in a short window).
 type Percentiles struct {
-	P50  float64 `json:"p50"`
-	P99  float64 `json:"p99"`
-	P999 float64 `json:"p999"`
-	Max  float64 `json:"max"`
+	P50  Float `json:"p50"`
+	P99  Float `json:"p99"`
+	P999 Float `json:"p999"`
+	Max  Float `json:"max"`
 }
 
 // CPUStat is a cpu.stat delta.

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func wl(maxprocs int, p99 float64, throttled uint64) *Workload {
+func wl(maxprocs int, p99 Float, throttled uint64) *Workload {
 	return &Workload{
 		Type: TypeResult, GOMAXPROCS: maxprocs, GOMEMLIMIT: math.MaxInt64,
 		Latency:    Percentiles{P50: 1, P99: p99, P999: p99 * 2, Max: p99 * 3},
@@ -98,7 +98,7 @@ not json {
 	res, last, err := ParseOutput(out)
 	require.NoError(t, err)
 	assert.Equal(t, uint64(30), res.Requests)
-	assert.Equal(t, 2.0, res.Latency.P99)
+	assert.Equal(t, Float(2), res.Latency.P99)
 	assert.Equal(t, uint64(20), last.Requests)
 	assert.Equal(t, 2, last.GOMAXPROCS)
 

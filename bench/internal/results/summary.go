@@ -114,16 +114,16 @@ var metrics = []metric{
 		}
 		return float64(w.GOMEMLIMIT)
 	}), func(s *Summary, v Float) { s.GOMEMLIMITBytes = v }},
-	{"latency_p50_ms", fromWorkload(func(w *Workload) float64 { return w.Latency.P50 }), func(s *Summary, v Float) { s.LatencyP50MS = v }},
-	{"latency_p99_ms", fromWorkload(func(w *Workload) float64 { return w.Latency.P99 }), func(s *Summary, v Float) { s.LatencyP99MS = v }},
-	{"latency_p999_ms", fromWorkload(func(w *Workload) float64 { return w.Latency.P999 }), func(s *Summary, v Float) { s.LatencyP999MS = v }},
-	{"latency_max_ms", fromWorkload(func(w *Workload) float64 { return w.Latency.Max }), func(s *Summary, v Float) { s.LatencyMaxMS = v }},
+	{"latency_p50_ms", fromWorkload(func(w *Workload) float64 { return float64(w.Latency.P50) }), func(s *Summary, v Float) { s.LatencyP50MS = v }},
+	{"latency_p99_ms", fromWorkload(func(w *Workload) float64 { return float64(w.Latency.P99) }), func(s *Summary, v Float) { s.LatencyP99MS = v }},
+	{"latency_p999_ms", fromWorkload(func(w *Workload) float64 { return float64(w.Latency.P999) }), func(s *Summary, v Float) { s.LatencyP999MS = v }},
+	{"latency_max_ms", fromWorkload(func(w *Workload) float64 { return float64(w.Latency.Max) }), func(s *Summary, v Float) { s.LatencyMaxMS = v }},
 	{"gc_cycles", fromWorkload(func(w *Workload) float64 { return float64(w.GCCycles) }), func(s *Summary, v Float) { s.GCCycles = v }},
-	{"gc_pause_p50_ms", fromWorkload(func(w *Workload) float64 { return w.GCPause.P50 }), func(s *Summary, v Float) { s.GCPauseP50MS = v }},
-	{"gc_pause_p99_ms", fromWorkload(func(w *Workload) float64 { return w.GCPause.P99 }), func(s *Summary, v Float) { s.GCPauseP99MS = v }},
-	{"gc_pause_max_ms", fromWorkload(func(w *Workload) float64 { return w.GCPause.Max }), func(s *Summary, v Float) { s.GCPauseMaxMS = v }},
-	{"gc_cpu_fraction", fromWorkload(func(w *Workload) float64 { return w.GCCPUFraction }), func(s *Summary, v Float) { s.GCCPUFraction = v }},
-	{"sched_latency_p99_ms", fromWorkload(func(w *Workload) float64 { return w.SchedLatency.P99 }), func(s *Summary, v Float) { s.SchedLatencyP99MS = v }},
+	{"gc_pause_p50_ms", fromWorkload(func(w *Workload) float64 { return float64(w.GCPause.P50) }), func(s *Summary, v Float) { s.GCPauseP50MS = v }},
+	{"gc_pause_p99_ms", fromWorkload(func(w *Workload) float64 { return float64(w.GCPause.P99) }), func(s *Summary, v Float) { s.GCPauseP99MS = v }},
+	{"gc_pause_max_ms", fromWorkload(func(w *Workload) float64 { return float64(w.GCPause.Max) }), func(s *Summary, v Float) { s.GCPauseMaxMS = v }},
+	{"gc_cpu_fraction", fromWorkload(func(w *Workload) float64 { return float64(w.GCCPUFraction) }), func(s *Summary, v Float) { s.GCCPUFraction = v }},
+	{"sched_latency_p99_ms", fromWorkload(func(w *Workload) float64 { return float64(w.SchedLatency.P99) }), func(s *Summary, v Float) { s.SchedLatencyP99MS = v }},
 	{"throttled_periods_ratio", func(r Run) float64 { return r.Throttling().ThrottledRatio() }, func(s *Summary, v Float) { s.ThrottledPeriodsRatio = v }},
 	{"throttled_ms", func(r Run) float64 {
 		if t := r.Throttling(); t != nil {

@@ -1,7 +1,9 @@
 package variant
 
 import (
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -22,6 +24,13 @@ func TestParse(t *testing.T) {
 	require.ErrorContains(t, err, `unknown variant "nope"`)
 	_, err = Parse("fitgo,fitgo")
 	require.ErrorContains(t, err, "twice")
+}
+
+func TestEveryVariantHasAMainPackage(t *testing.T) {
+	for _, v := range All {
+		_, err := os.Stat(filepath.Join("..", "..", v.Cmd, "main.go"))
+		require.NoError(t, err, v.Name)
+	}
 }
 
 func TestBinary(t *testing.T) {
