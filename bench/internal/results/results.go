@@ -66,7 +66,7 @@ type Workload struct {
 	// integrated over wall time, idle included. The runtime updates these
 	// estimates at the end of each GC cycle, so the fraction covers the cycles
 	// completed in the window; NaN (null) when none completed.
-	GCCPUFraction Float `json:"gc_cpu_fraction"`
+	GCCPUFraction Float   `json:"gc_cpu_fraction"`
 	GCCPUSeconds  float64 `json:"gc_cpu_seconds"`
 
 	// PeakRSSBytes is VmHWM of the process.
