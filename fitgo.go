@@ -87,7 +87,7 @@ func start(d deps) (rep Report) {
 		rep.MaxProcs, _ = d.maxprocs(opts...)
 	} else {
 		n := runtime.GOMAXPROCS(0)
-		rep.MaxProcs = maxprocs.Result{Before: n, After: n, Reason: "turned off by " + EnvVar + "=" + rep.Setting}
+		rep.MaxProcs = maxprocs.Result{Before: n, After: n, Policy: maxprocs.Policy{Min: 1}, Reason: "turned off by " + EnvVar + "=" + rep.Setting}
 	}
 	if cfg.MemLimit {
 		opts := []memlimit.Option{memlimit.WithLogger(logger)}
@@ -97,7 +97,7 @@ func start(d deps) (rep Report) {
 		rep.MemLimit, _ = d.memlimit(opts...)
 	} else {
 		n := debug.SetMemoryLimit(-1)
-		rep.MemLimit = memlimit.Result{Before: n, After: n, Reason: "turned off by " + EnvVar + "=" + rep.Setting}
+		rep.MemLimit = memlimit.Result{Before: n, After: n, Policy: memlimit.DefaultPolicy(), Reason: "turned off by " + EnvVar + "=" + rep.Setting}
 	}
 	logStart(d.log(), rep)
 	armed.Store(true)

@@ -319,11 +319,11 @@ func apply(opts []Option, dry bool) (Result, error) {
 		lim, err = e.read()
 	}
 	if !follow {
-		s.stopped, s.reason = true, "not following: no refresh requested"
+		s.stopped, s.reason = true, "no refresh requested"
 	}
 	if errors.Is(err, cgroup.ErrNoCgroup) {
 		r.Reason = "no cgroup information (no /proc/self/cgroup)"
-		s.reason = "not following: " + r.Reason
+		s.reason = r.Reason
 		logApply(cfg.logger, &r)
 		return r, nil
 	}
@@ -551,7 +551,7 @@ func (r Result) Stop() {
 func (r Result) Status() Status {
 	s := r.s
 	if s == nil {
-		st := Status{Limit: r.Limit, Source: r.Source, Err: r.Err, Reason: "not following: " + r.Reason}
+		st := Status{Limit: r.Limit, Source: r.Source, Err: r.Err, Reason: r.Reason}
 		k := r.k
 		if k == nil {
 			k = processKnob // a Result made by hand, such as the root package's when disabled
@@ -614,7 +614,7 @@ func (r Result) LogValue() slog.Value {
 		attrs = append(attrs, slog.String("err", r.Err.Error()))
 	}
 	if r.Refresh > 0 {
-		attrs = append(attrs, slog.Duration("refresh", r.Refresh))
+		attrs = append(attrs, slog.String("refresh", r.Refresh.String()))
 	}
 	return slog.GroupValue(attrs...)
 }

@@ -76,23 +76,24 @@ func detectRuntime(version string, support bool, defaultGODEBUG, godebug string)
 	// The runtime tests containermaxprocs > 0 and updatemaxprocs != 0.
 	r.ContainerAware = c > 0
 	r.Updates = u != 0
-	var b strings.Builder
-	describe := func(name string, v int32, from int) {
-		b.WriteString(name)
-		b.WriteByte('=')
-		b.WriteString(strconv.Itoa(int(v)))
+	origin := func(from int) string {
 		switch from {
-		case -1:
-			b.WriteString(" (runtime default)")
 		case 0:
-			b.WriteString(" (DefaultGODEBUG: the main module's go line is 1.24 or older, or a //go:debug directive)")
+			return "DefaultGODEBUG: the main module's go line is 1.24 or older, or a //go:debug directive"
 		case 1:
-			b.WriteString(" (GODEBUG environment variable)")
+			return "GODEBUG environment variable"
 		}
+		return "runtime default"
 	}
-	describe("containermaxprocs", c, cfrom)
-	b.WriteString(", ")
-	describe("updatemaxprocs", u, ufrom)
+	var b strings.Builder
+	b.WriteString("containermaxprocs=")
+	b.WriteString(strconv.Itoa(int(c)))
+	if cfrom != ufrom {
+		b.WriteString(" (" + origin(cfrom) + ")")
+	}
+	b.WriteString(", updatemaxprocs=")
+	b.WriteString(strconv.Itoa(int(u)))
+	b.WriteString(" (" + origin(ufrom) + ")")
 	r.Why = b.String()
 	return r
 }

@@ -19,13 +19,13 @@ func TestDetectRuntime(t *testing.T) {
 	}{
 		{"go 1.24 toolchain", false, "", "", false, false, "no container support", "containermaxprocs"},
 		{"go 1.24 toolchain ignores GODEBUG", false, "", "containermaxprocs=1,updatemaxprocs=1", false, false, "no container support", ""},
-		{"go line 1.25+", true, "", "", true, true, "containermaxprocs=1 (runtime default), updatemaxprocs=1 (runtime default)", ""},
-		{"go line 1.24", true, goLine124, "", false, false, "containermaxprocs=0 (DefaultGODEBUG", ""},
-		{"go line 1.24, GODEBUG turns both on", true, goLine124, "containermaxprocs=1,updatemaxprocs=1", true, true, "containermaxprocs=1 (GODEBUG environment variable), updatemaxprocs=1 (GODEBUG", ""},
-		{"GODEBUG turns updates off", true, "", "updatemaxprocs=0", true, false, "updatemaxprocs=0 (GODEBUG", ""},
+		{"go line 1.25+", true, "", "", true, true, "containermaxprocs=1, updatemaxprocs=1 (runtime default)", ""},
+		{"go line 1.24", true, goLine124, "", false, false, "containermaxprocs=0, updatemaxprocs=0 (DefaultGODEBUG: the main module's go line is 1.24 or older", ""},
+		{"go line 1.24, GODEBUG turns both on", true, goLine124, "containermaxprocs=1,updatemaxprocs=1", true, true, "containermaxprocs=1, updatemaxprocs=1 (GODEBUG environment variable)", ""},
+		{"GODEBUG turns updates off", true, "", "updatemaxprocs=0", true, false, "containermaxprocs=1 (runtime default), updatemaxprocs=0 (GODEBUG", ""},
 		{"GODEBUG turns container off", true, "", "containermaxprocs=0", false, true, "containermaxprocs=0 (GODEBUG", ""},
 		{"//go:debug on in an old module", true, "containermaxprocs=1,updatemaxprocs=1", "", true, true, "(DefaultGODEBUG", ""},
-		{"invalid GODEBUG value is ignored", true, goLine124, "containermaxprocs=on", false, false, "containermaxprocs=0 (DefaultGODEBUG", ""},
+		{"invalid GODEBUG value is ignored", true, goLine124, "containermaxprocs=on", false, false, "containermaxprocs=0, updatemaxprocs=0 (DefaultGODEBUG", ""},
 		{"negative containermaxprocs is off, negative updatemaxprocs on", true, "", "containermaxprocs=-1,updatemaxprocs=-1", false, true, "", ""},
 		{"last GODEBUG field wins", true, "", "updatemaxprocs=0,updatemaxprocs=1", true, true, "updatemaxprocs=1 (GODEBUG", ""},
 	} {

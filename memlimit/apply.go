@@ -368,7 +368,7 @@ func apply(opts []Option, dry bool) (Result, error) {
 		lim, err = e.read()
 	}
 	if !follow {
-		s.stopped, s.reason = true, "not following: no refresh requested"
+		s.stopped, s.reason = true, "no refresh requested"
 	}
 	noCgroup := errors.Is(err, cgroup.ErrNoCgroup)
 	if noCgroup && s.memTotal == 0 {
@@ -376,7 +376,7 @@ func apply(opts []Option, dry bool) (Result, error) {
 		if memErr != nil {
 			r.Reason += "; no system memory either: " + memErr.Error()
 		}
-		s.reason = "not following: " + r.Reason
+		s.reason = r.Reason
 		logApply(cfg.logger, &r)
 		return r, nil
 	}
@@ -577,7 +577,7 @@ func (r Result) Stop() {
 func (r Result) Status() Status {
 	s := r.s
 	if s == nil {
-		st := Status{Limit: r.Limit, Source: r.Source, From: r.From, Err: r.Err, Reason: "not following: " + r.Reason}
+		st := Status{Limit: r.Limit, Source: r.Source, From: r.From, Err: r.Err, Reason: r.Reason}
 		k := r.k
 		if k == nil {
 			k = processKnob // a Result made by hand, such as the root package's when disabled
@@ -639,7 +639,7 @@ func (r Result) LogValue() slog.Value {
 		attrs = append(attrs, slog.String("err", r.Err.Error()))
 	}
 	if r.Refresh > 0 {
-		attrs = append(attrs, slog.Duration("refresh", r.Refresh))
+		attrs = append(attrs, slog.String("refresh", r.Refresh.String()))
 	}
 	return slog.GroupValue(attrs...)
 }

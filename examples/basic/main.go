@@ -1,0 +1,67 @@
+// Command basic shows the blank import: importing fitgo sets GOMAXPROCS and
+// GOMEMLIMIT from the container's limits before main runs, and follows them.
+// It prints what was applied and why.
+//
+//	go run ./examples/basic                 # what fitgo did here
+//	FITGO=off go run ./examples/basic        # the blank import turned off
+//	go run ./examples/basic -watch 1m        # keep running and print changes (try a resize)
+package main
+
+import (
+	"flag"
+	"fmt"
+	"runtime"
+	"runtime/debug"
+	"time"
+
+	// The blank import `_ "github.com/fitgo/fitgo"` is all a program needs;
+	// this one names the package to print fitgo.Results().
+	"github.com/fitgo/fitgo"
+)
+
+func main() {
+	watch := flag.Duration("watch", 0, "keep running this long and print every change")
+	flag.Parse()
+
+	r := fitgo.Results()
+	fmt.Println("fitgo at start-up:")
+	fmt.Println(" ", r.MaxProcs)
+	fmt.Println(" ", r.MemLimit)
+	if r.Setting != "" {
+		fmt.Printf("  FITGO=%q\n", r.Setting)
+	}
+	if r.SettingErr != nil {
+		fmt.Println("  FITGO problems:", r.SettingErr)
+	}
+	printNow := func() {
+		mp, ml := r.MaxProcs.Status(), r.MemLimit.Status()
+		fmt.Printf("now: GOMAXPROCS %d (%s), GOMEMLIMIT %s (%s)\n",
+			runtime.GOMAXPROCS(0), following(mp.Following, mp.Reason),
+			bytes(debug.SetMemoryLimit(-1)), following(ml.Following, ml.Reason))
+	}
+	printNow()
+	if *watch <= 0 {
+		return
+	}
+	procs, limit := runtime.GOMAXPROCS(0), debug.SetMemoryLimit(-1)
+	for end := time.Now().Add(*watch); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		if p, l := runtime.GOMAXPROCS(0), debug.SetMemoryLimit(-1); p != procs || l != limit {
+			procs, limit = p, l
+			printNow()
+		}
+	}
+}
+
+func following(on bool, reason string) string {
+	if on {
+		return "following the limit"
+	}
+	return "not following: " + reason
+}
+
+func bytes(n int64) string {
+	if n == 1<<63-1 {
+		return "off"
+	}
+	return fmt.Sprintf("%d (%.1f MiB)", n, float64(n)/(1<<20))
+}

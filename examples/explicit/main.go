@@ -1,0 +1,78 @@
+// Command explicit applies GOMAXPROCS and GOMEMLIMIT in main, with options
+// and a JSON slog logger, instead of the blank import: for programs that want
+// their own policy, logging or lifetime.
+//
+//	go run ./examples/explicit              # apply, print the results, exit
+//	go run ./examples/explicit -run 1m      # and follow limit changes for a minute
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"log/slog"
+	"os"
+	"os/signal"
+	"time"
+
+	"github.com/fitgo/fitgo/maxprocs"
+	"github.com/fitgo/fitgo/memlimit"
+)
+
+func main() {
+	run := flag.Duration("run", 0, "keep running (and following limit changes) this long")
+	flag.Parse()
+
+	logger := slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+
+	// GOMAXPROCS: round the CPU limit down, but keep a quarter of a core for
+	// a sidecar and never go above 8. Follow resizes every second until ctx
+	// is done.
+	procs, err := maxprocs.Apply(
+		maxprocs.WithReserve(0.25),
+		maxprocs.WithMax(8),
+		maxprocs.WithLogger(logger),
+		maxprocs.WithRefresh(ctx, 0),
+	)
+	if err != nil {
+		// A malformed cgroup file: GOMAXPROCS is untouched, and the program
+		// goes on. The logger has the details.
+		logger.Warn("GOMAXPROCS not set", "err", err)
+	}
+	defer procs.Undo()
+
+	// GOMEMLIMIT: 85% of the memory limit, and at least 64 MiB left free.
+	mem, err := memlimit.Apply(
+		memlimit.WithRatio(0.85),
+		memlimit.WithReserve(64<<20),
+		memlimit.WithLogger(logger),
+		memlimit.WithRefresh(ctx, 0),
+	)
+	if err != nil {
+		logger.Warn("GOMEMLIMIT not set", "err", err)
+	}
+	defer mem.Undo()
+
+	// The results are plain structs: log them, export them as metrics, or
+	// print them.
+	logger.Info("fitted", "maxprocs", procs, "memlimit", mem)
+	out := json.NewEncoder(os.Stdout)
+	out.SetIndent("", "  ")
+	out.Encode(map[string]any{
+		"maxprocs": map[string]any{"before": procs.Before, "after": procs.After, "changed": procs.Changed,
+			"cpu_limit": procs.Limit, "source": procs.Source, "policy": procs.Policy.String(), "reason": procs.Reason,
+			"runtime": procs.Runtime.Why},
+		"memlimit": map[string]any{"before": mem.Before, "after": mem.After, "changed": mem.Changed,
+			"memory_limit": mem.Limit, "source": mem.Source, "from": mem.From, "policy": mem.Policy.String(), "reason": mem.Reason},
+	})
+
+	if *run > 0 {
+		select {
+		case <-ctx.Done():
+		case <-time.After(*run):
+		}
+		logger.Info("status", "maxprocs_updates", procs.Status().Updates, "memlimit_updates", mem.Status().Updates)
+	}
+}
