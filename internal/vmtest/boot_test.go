@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -37,6 +38,7 @@ const (
 var probes = map[string]string{
 	"plain":    "./probe/plain",
 	"explicit": "./probe/explicit",
+	"blank":    "./probe/blank",
 }
 
 var (
@@ -289,4 +291,105 @@ func mountRoot(mountinfo, point string) string {
 		}
 	}
 	return ""
+}
+
+// fitgoMemLimit is GOMEMLIMIT under fitgo's default policy: 90% of the limit.
+func fitgoMemLimit(limit int64) int64 { return int64(math.Floor(0.9 * float64(limit))) }
+
+// wantBlank is what the blank import should have done at init.
+type wantBlank struct {
+	procs     int     // GOMAXPROCS after init
+	before    int     // GOMAXPROCS before fitgo (the runtime's default)
+	cores     float64 // the CPU limit it used; 0 when none
+	cpuSource string
+	mem       int64  // the memory limit it used; 0 when none
+	memFrom   string // the file that gave it
+	memSource string
+}
+
+// checkBlank compares what the blank-import probe reported with want.
+func checkBlank(t *testing.T, b report.Blank, want wantBlank) {
+	t.Helper()
+	f := b.Fitgo
+	assert.Empty(t, f.Err, "panic in fitgo's init")
+	assert.Empty(t, f.MaxProcs.Err)
+	assert.Empty(t, f.MemLimit.Err)
+
+	assert.Equal(t, want.procs, b.Runtime.GOMAXPROCS, "GOMAXPROCS")
+	assert.Equal(t, want.before, f.MaxProcs.Before, "GOMAXPROCS before fitgo")
+	assert.Equal(t, want.procs, f.MaxProcs.After)
+	assert.Equal(t, want.procs != want.before, f.MaxProcs.Changed)
+	assert.InDelta(t, want.cores, f.MaxProcs.Limit, 1e-9, "CPU limit")
+	assert.Equal(t, want.cpuSource, f.MaxProcs.Source, "CPU limit source")
+	assert.Equal(t, guestCPUs, f.MaxProcs.NumCPU)
+	if want.cores == 0 {
+		assert.Equal(t, "no CPU limit", f.MaxProcs.Reason)
+	}
+
+	wantMem := int64(math.MaxInt64)
+	if want.mem != 0 {
+		wantMem = fitgoMemLimit(want.mem)
+	}
+	assert.Equal(t, wantMem, b.Runtime.GOMEMLIMIT, "GOMEMLIMIT")
+	assert.Equal(t, wantMem, f.MemLimit.After)
+	assert.Equal(t, want.mem, f.MemLimit.Limit, "memory limit")
+	assert.Equal(t, want.memFrom, f.MemLimit.From)
+	assert.Equal(t, want.memSource, f.MemLimit.Source, "memory limit source")
+	if want.mem == 0 {
+		assert.Equal(t, "no memory limit", f.MemLimit.Reason)
+	}
+
+	// The refresh loop runs and follows both knobs.
+	assert.True(t, f.MaxProcsStatus.Following, "following GOMAXPROCS: %s", f.MaxProcsStatus.Reason)
+	assert.True(t, f.MemLimitStatus.Following, "following GOMEMLIMIT: %s", f.MemLimitStatus.Reason)
+}
+
+// checkResize checks that the blank import's refresh loop moved both knobs
+// from the values in from to those in to within two refresh intervals of the
+// limits' change, written between the times start and end (Unix ns).
+func checkResize(t *testing.T, w report.Watch, start, end int64, from, to report.Sample) {
+	t.Helper()
+	require.NotEmpty(t, w.Samples)
+	first, last := w.Samples[0], w.Samples[len(w.Samples)-1]
+	assert.Less(t, first.UnixNano, start, "the probe started before the limits changed")
+	assert.Equal(t, from.GOMAXPROCS, first.GOMAXPROCS, "GOMAXPROCS at start")
+	assert.Equal(t, from.GOMEMLIMIT, first.GOMEMLIMIT, "GOMEMLIMIT at start")
+	assert.Equal(t, to.GOMAXPROCS, last.GOMAXPROCS, "GOMAXPROCS after the resize")
+	assert.Equal(t, to.GOMEMLIMIT, last.GOMEMLIMIT, "GOMEMLIMIT after the resize")
+
+	interval := w.Fitgo.MaxProcs.Refresh
+	require.Positive(t, interval, "refresh interval")
+	assert.Equal(t, interval, w.Fitgo.MemLimit.Refresh)
+	var procsAt, memAt int64
+	for _, s := range w.Samples[1:] {
+		assert.Contains(t, []int{from.GOMAXPROCS, to.GOMAXPROCS}, s.GOMAXPROCS, "no value in between")
+		assert.Contains(t, []int64{from.GOMEMLIMIT, to.GOMEMLIMIT}, s.GOMEMLIMIT, "no value in between")
+		if procsAt == 0 && s.GOMAXPROCS == to.GOMAXPROCS {
+			procsAt = s.UnixNano
+		}
+		if memAt == 0 && s.GOMEMLIMIT == to.GOMEMLIMIT {
+			memAt = s.UnixNano
+		}
+	}
+	for _, k := range []struct {
+		name string
+		at   int64
+	}{{"GOMAXPROCS", procsAt}, {"GOMEMLIMIT", memAt}} {
+		delay := time.Duration(k.at - end)
+		t.Logf("%s followed %v after the write (refresh interval %v, polled every %v)", k.name, delay, interval, w.Poll)
+		assert.GreaterOrEqual(t, k.at, start, "%s changed before the limits did", k.name)
+		assert.LessOrEqual(t, delay, 2*interval, "%s followed too late", k.name)
+	}
+	// fitgo's own account of the change.
+	for _, st := range []struct {
+		following bool
+		updates   int
+		reason    string
+	}{
+		{w.Fitgo.MaxProcsStatus.Following, w.Fitgo.MaxProcsStatus.Updates, w.Fitgo.MaxProcsStatus.Reason},
+		{w.Fitgo.MemLimitStatus.Following, w.Fitgo.MemLimitStatus.Updates, w.Fitgo.MemLimitStatus.Reason},
+	} {
+		assert.True(t, st.following, st.reason)
+		assert.Equal(t, 1, st.updates)
+	}
 }

@@ -60,6 +60,7 @@ func (m Machine) Run(ctx context.Context, console io.Writer) error {
 	// CommandContext kills qemu when ctx ends; WaitDelay bounds the wait for
 	// the output pipes after that.
 	cmd.WaitDelay = 5 * time.Second
+	killWithParent(cmd)
 	err := cmd.Run()
 	if ctx.Err() != nil {
 		return fmt.Errorf("qemu killed: %w (stderr: %s)", ctx.Err(), strings.TrimSpace(stderr.String()))

@@ -24,6 +24,7 @@ func TestCgroupV1(t *testing.T) {
 		// Without a cgroup2 mount the kernel shows no "0::" line.
 		var f filesResult
 		one(t, c, "v1/kernel", "files", &f)
+		assert.NotEmpty(t, f.Files["/proc/sys/kernel/osrelease"], "guest kernel release")
 		assert.Equal(t, "2:memory:/\n1:cpu,cpuacct:/\n", f.Files["/proc/self/cgroup"])
 	})
 
@@ -36,6 +37,19 @@ func TestCgroupV1(t *testing.T) {
 			cores: 1.5, cpuSource: cpu + "/leaf",
 			max: 512 * mib, maxSource: mem + "/leaf",
 		})
+
+		var b report.Blank
+		one(t, c, "v1/leaf", "report", &b)
+		checkBlank(t, b, wantBlank{
+			procs: 1, before: guestCPUs, cores: 1.5, cpuSource: cpu + "/leaf",
+			mem: 512 * mib, memFrom: "memory.limit_in_bytes", memSource: mem + "/leaf",
+		})
+
+		var ceil report.Ceil
+		one(t, c, "v1/leaf", "ceil", &ceil)
+		assert.Empty(t, ceil.MaxProcs.Err)
+		assert.Equal(t, 2, ceil.MaxProcs.After)
+		assert.Equal(t, 2, ceil.Runtime.GOMAXPROCS)
 
 		var rt runtimeResult
 		one(t, c, "v1/leaf", "runtime", &rt)
@@ -56,6 +70,13 @@ func TestCgroupV1(t *testing.T) {
 			version: cgroup.V1, dir: mem + "/parent/leaf", cpuDir: cpu + "/parent/leaf",
 			cores: 1, cpuSource: cpu + "/parent",
 			max: 256 * mib, maxSource: mem + "/parent",
+		})
+
+		var b report.Blank
+		one(t, c, "v1/parent", "report", &b)
+		checkBlank(t, b, wantBlank{
+			procs: 1, before: guestCPUs, cores: 1, cpuSource: cpu + "/parent",
+			mem: 256 * mib, memFrom: "memory.limit_in_bytes", memSource: mem + "/parent",
 		})
 
 		var rt runtimeResult
@@ -91,6 +112,13 @@ func TestCgroupV1(t *testing.T) {
 			version: cgroup.V1, dir: mem + "/leaf", cpuDir: cpu + "/leaf",
 			cores: 1.5, cpuSource: cpu + "/leaf",
 			max: 512 * mib, maxSource: mem + "/leaf",
+		})
+
+		var b report.Blank
+		one(t, c, "hybrid/leaf", "report", &b)
+		checkBlank(t, b, wantBlank{
+			procs: 1, before: guestCPUs, cores: 1.5, cpuSource: cpu + "/leaf",
+			mem: 512 * mib, memFrom: "memory.limit_in_bytes", memSource: mem + "/leaf",
 		})
 	})
 }

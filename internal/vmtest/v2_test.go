@@ -24,6 +24,7 @@ func TestCgroupV2(t *testing.T) {
 	t.Run("kernel", func(t *testing.T) {
 		var f filesResult
 		one(t, c, "v2/kernel", "files", &f)
+		assert.NotEmpty(t, f.Files["/proc/sys/kernel/osrelease"], "guest kernel release")
 		require.Empty(t, f.Errors)
 		assert.Equal(t, "0::/\n", f.Files["/proc/self/cgroup"])
 		assert.Contains(t, f.Files[cg+"/cgroup.controllers"], "cpu")
@@ -40,6 +41,35 @@ func TestCgroupV2(t *testing.T) {
 			max: 512 * mib, maxSource: cg + "/leaf",
 		})
 
+		// The blank import: floor(1.5) = 1 and 90% of 512 MiB.
+		var b report.Blank
+		one(t, c, "v2/leaf", "report", &b)
+		checkBlank(t, b, wantBlank{
+			procs: 1, before: guestCPUs, cores: 1.5, cpuSource: cg + "/leaf",
+			mem: 512 * mib, memFrom: "memory.max", memSource: cg + "/leaf",
+		})
+		assert.False(t, b.Fitgo.MaxProcs.Runtime.ContainerAware, "go 1.23 main module: containermaxprocs=0")
+
+		// maxprocs.Apply with the Ceil rounding: ceil(1.5) = 2.
+		var ceil report.Ceil
+		one(t, c, "v2/leaf", "ceil", &ceil)
+		assert.Empty(t, ceil.MaxProcs.Err)
+		assert.Equal(t, 2, ceil.MaxProcs.After)
+		assert.Equal(t, 2, ceil.Runtime.GOMAXPROCS)
+		assert.Equal(t, "ceil, min 2", ceil.MaxProcs.Policy)
+
+		// The blank import with GODEBUG=containermaxprocs=1,updatemaxprocs=1:
+		// the runtime chose 2 before fitgo set 1.
+		var bg report.Blank
+		one(t, c, "v2/leaf-godebug", "report", &bg)
+		checkBlank(t, bg, wantBlank{
+			procs: 1, before: 2, cores: 1.5, cpuSource: cg + "/leaf",
+			mem: 512 * mib, memFrom: "memory.max", memSource: cg + "/leaf",
+		})
+		assert.True(t, bg.Fitgo.MaxProcs.Runtime.ContainerAware)
+		assert.True(t, bg.Fitgo.MaxProcs.Runtime.Updates)
+
+		// The runtime alone, with Go 1.25+ defaults.
 		var rt runtimeResult
 		one(t, c, "v2/leaf", "runtime", &rt)
 		assert.Equal(t, guestCPUs, rt.NumCPU)
@@ -63,6 +93,13 @@ func TestCgroupV2(t *testing.T) {
 			version: cgroup.V2, dir: cg + "/parent/leaf",
 			cores: 1, cpuSource: cg + "/parent",
 			max: 256 * mib, maxSource: cg + "/parent",
+		})
+
+		var b report.Blank
+		one(t, c, "v2/parent", "report", &b)
+		checkBlank(t, b, wantBlank{
+			procs: 1, before: guestCPUs, cores: 1, cpuSource: cg + "/parent",
+			mem: 256 * mib, memFrom: "memory.max", memSource: cg + "/parent",
 		})
 
 		// The runtime reads the leaf only: it misses the parent's 1 CPU and
@@ -93,6 +130,13 @@ func TestCgroupV2(t *testing.T) {
 		assert.Equal(t, "/", r.Limits.CPU.Path)
 		assert.Equal(t, "/", r.Limits.CPU.MountRoot)
 
+		var b report.Blank
+		one(t, c, "v2/cgns-remount", "report", &b)
+		checkBlank(t, b, wantBlank{
+			procs: 2, before: guestCPUs, cores: 2.5, cpuSource: cg,
+			mem: 320 * mib, memFrom: "memory.max", memSource: cg,
+		})
+
 		var rt runtimeResult
 		one(t, c, "v2/cgns-remount", "runtime", &rt)
 		assert.Equal(t, 3, rt.GOMAXPROCS, "the runtime: ceil(2.5)")
@@ -112,6 +156,10 @@ func TestCgroupV2(t *testing.T) {
 		checkLimits(t, r.Limits, wantLimits{})
 		assert.Equal(t, "/", r.Limits.CPU.Path)
 
+		var b report.Blank
+		one(t, c, "v2/cgns-outer", "report", &b)
+		checkBlank(t, b, wantBlank{procs: guestCPUs, before: guestCPUs})
+
 		var rt runtimeResult
 		one(t, c, "v2/cgns-outer", "runtime", &rt)
 		assert.Equal(t, guestCPUs, rt.GOMAXPROCS)
@@ -126,6 +174,28 @@ func TestCgroupV2(t *testing.T) {
 			max: 512 * mib, maxSource: cg + "/high",
 			high: 300 * mib, highSource: cg + "/high",
 		})
+
+		var b report.Blank
+		one(t, c, "v2/high", "report", &b)
+		checkBlank(t, b, wantBlank{
+			procs: guestCPUs, before: guestCPUs,
+			mem: 300 * mib, memFrom: "memory.high", memSource: cg + "/high",
+		})
+	})
+
+	// 5. From 1 CPU and 512 MiB to 3 CPUs and 384 MiB while the blank
+	// import's refresh loop runs.
+	t.Run("5-resize", func(t *testing.T) {
+		var w report.Watch
+		one(t, c, "v2/resize", "watch", &w)
+		var wr struct {
+			Start int64 `json:"start_unix_nano"`
+			End   int64 `json:"end_unix_nano"`
+		}
+		one(t, c, "v2/resize", "write", &wr)
+		checkResize(t, w, wr.Start, wr.End,
+			report.Sample{GOMAXPROCS: 1, GOMEMLIMIT: fitgoMemLimit(512 * mib)},
+			report.Sample{GOMAXPROCS: 3, GOMEMLIMIT: fitgoMemLimit(384 * mib)})
 	})
 
 	// 6. Two spinning threads for 2 s under 0.5 CPU.

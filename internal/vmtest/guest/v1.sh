@@ -12,7 +12,7 @@ mount -t cgroup -o cpu,cpuacct cgroup "$cg/cpu,cpuacct" || fail "mount cgroup v1
 mount -t cgroup -o memory cgroup "$cg/memory" || fail "mount cgroup v1 memory"
 ln -s cpu,cpuacct "$cg/cpu"
 ln -s cpu,cpuacct "$cg/cpuacct"
-plain files -scenario v1/kernel /proc/self/cgroup /proc/self/mountinfo
+plain files -scenario v1/kernel /proc/sys/kernel/osrelease /proc/self/cgroup /proc/self/mountinfo
 
 # 1. Limits on the process's own cgroups: 1.5 CPUs and 512 MiB.
 s=v1/leaf
@@ -21,6 +21,8 @@ wr "$cg/cpu/leaf/cpu.cfs_period_us" 100000
 wr "$cg/cpu/leaf/cpu.cfs_quota_us" 150000
 wr "$cg/memory/leaf/memory.limit_in_bytes" 512M
 run_in "$cg/cpu/leaf $cg/memory/leaf" explicit read -scenario $s
+run_in "$cg/cpu/leaf $cg/memory/leaf" blank report -scenario $s
+run_in "$cg/cpu/leaf $cg/memory/leaf" explicit ceil -scenario $s
 run_in "$cg/cpu/leaf $cg/memory/leaf" plain runtime -scenario $s
 
 # 2. Limits on the parents only: 1 CPU and 256 MiB.
@@ -31,6 +33,7 @@ wr "$cg/memory/parent/memory.limit_in_bytes" 256M
 run_in "$cg/cpu/parent/leaf $cg/memory/parent/leaf" plain files -scenario $s \
 	"$cg/cpu/parent/leaf/cpu.cfs_quota_us" "$cg/memory/parent/leaf/memory.limit_in_bytes" /proc/self/cgroup
 run_in "$cg/cpu/parent/leaf $cg/memory/parent/leaf" explicit read -scenario $s
+run_in "$cg/cpu/parent/leaf $cg/memory/parent/leaf" blank report -scenario $s
 run_in "$cg/cpu/parent/leaf $cg/memory/parent/leaf" plain runtime -scenario $s
 
 # Throttling under 0.5 CPU, read from v1's cpu.stat and cpuacct.usage.
@@ -49,3 +52,4 @@ mount -t cgroup2 cgroup2 "$cg/unified" || fail "mount cgroup2 at $cg/unified"
 mk "$cg/unified/leaf"
 run_in "$cg/cpu/leaf $cg/memory/leaf $cg/unified/leaf" plain files -scenario $s /proc/self/cgroup /proc/self/mountinfo "$cg/unified/cgroup.controllers"
 run_in "$cg/cpu/leaf $cg/memory/leaf $cg/unified/leaf" explicit read -scenario $s
+run_in "$cg/cpu/leaf $cg/memory/leaf $cg/unified/leaf" blank report -scenario $s

@@ -6,7 +6,7 @@
 cg=/sys/fs/cgroup
 mount -t cgroup2 cgroup2 "$cg" || fail "mount cgroup2"
 wr "$cg/cgroup.subtree_control" "+cpu +memory"
-plain files -scenario v2/kernel /proc/self/cgroup /proc/self/mountinfo "$cg/cgroup.controllers" "$cg/cgroup.subtree_control"
+plain files -scenario v2/kernel /proc/sys/kernel/osrelease /proc/self/cgroup /proc/self/mountinfo "$cg/cgroup.controllers" "$cg/cgroup.subtree_control"
 
 # 1. Limits on the process's own cgroup: 1.5 CPUs and 512 MiB.
 s=v2/leaf d=$cg/leaf
@@ -14,7 +14,12 @@ mk "$d"
 wr "$d/cpu.max" "150000 100000"
 wr "$d/memory.max" 512M
 run_in "$d" explicit read -scenario $s
+run_in "$d" blank report -scenario $s
+run_in "$d" explicit ceil -scenario $s
 run_in "$d" plain runtime -scenario $s
+# The blank import with the runtime's container support on, as in a program
+# whose go.mod says go 1.25 or later: the runtime picks 2, fitgo sets 1.
+run_in "$d" env GODEBUG=containermaxprocs=1,updatemaxprocs=1 blank report -scenario $s-godebug
 
 # 2. Limits on the parent only: 1 CPU and 256 MiB; the leaf has none.
 s=v2/parent d=$cg/parent
@@ -25,6 +30,7 @@ wr "$d/cgroup.subtree_control" "+cpu +memory"
 mk "$d/leaf"
 run_in "$d/leaf" plain files -scenario $s "$d/leaf/cpu.max" "$d/leaf/memory.max"
 run_in "$d/leaf" explicit read -scenario $s
+run_in "$d/leaf" blank report -scenario $s
 run_in "$d/leaf" plain runtime -scenario $s
 
 # 3. A private cgroup namespace, as containers get: 2.5 CPUs and 320 MiB on
@@ -40,10 +46,12 @@ wr "$d/ns/memory.max" 320M
 # 3a. cgroup2 mounted again inside the namespace (what container runtimes do).
 run_in "$d/ns" plain cgns -remount "$cg" plain files -scenario $s-remount /proc/self/cgroup /proc/self/mountinfo
 run_in "$d/ns" plain cgns -remount "$cg" explicit read -scenario $s-remount
+run_in "$d/ns" plain cgns -remount "$cg" blank report -scenario $s-remount
 run_in "$d/ns" plain cgns -remount "$cg" plain runtime -scenario $s-remount
 # 3b. The mount made outside the namespace: its root lies outside the namespace.
 run_in "$d/ns" plain cgns plain files -scenario $s-outer /proc/self/cgroup /proc/self/mountinfo
 run_in "$d/ns" plain cgns explicit read -scenario $s-outer
+run_in "$d/ns" plain cgns blank report -scenario $s-outer
 run_in "$d/ns" plain cgns plain runtime -scenario $s-outer
 
 # 4. memory.high below memory.max on the leaf: 300 MiB and 512 MiB.
@@ -52,6 +60,19 @@ mk "$d"
 wr "$d/memory.max" 512M
 wr "$d/memory.high" 300M
 run_in "$d" explicit read -scenario $s
+run_in "$d" blank report -scenario $s
+
+# 5. Resize while the blank import's refresh loop runs: from 1 CPU and
+# 512 MiB to 3 CPUs and 384 MiB, written one second after the probe started.
+s=v2/resize d=$cg/resize
+mk "$d"
+wr "$d/cpu.max" "100000 100000"
+wr "$d/memory.max" 512M
+run_in "$d" blank watch -scenario $s -for 10s &
+watcher=$!
+sleep 1
+plain write -scenario $s "$d/cpu.max" "300000 100000" "$d/memory.max" 384M
+wait "$watcher" || fail "blank watch: exit status $?"
 
 # 6. Throttling: two spinning threads for 2 s under 0.5 CPU.
 s=v2/throttle d=$cg/throttle

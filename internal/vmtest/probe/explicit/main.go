@@ -3,6 +3,7 @@
 //
 //	explicit read -scenario S                      what cgroup.Read returns
 //	explicit burn -scenario S [-threads N] [-for D] burn CPU and report cpu.stat's change
+//	explicit ceil -scenario S                      maxprocs.Apply with the Ceil rounding
 package main
 
 import (
@@ -13,11 +14,12 @@ import (
 
 	"github.com/fitgo/fitgo/cgroup"
 	"github.com/fitgo/fitgo/internal/vmtest/probe/report"
+	"github.com/fitgo/fitgo/maxprocs"
 )
 
 func main() {
 	if len(os.Args) < 2 {
-		report.Fail("usage: explicit read|burn ...")
+		report.Fail("usage: explicit read|burn|ceil ...")
 	}
 	cmd, args := os.Args[1], os.Args[2:]
 	fs := flag.NewFlagSet(cmd, flag.ExitOnError)
@@ -33,6 +35,9 @@ func main() {
 		read(h)
 	case "burn":
 		burn(h, *threads, *burnFor)
+	case "ceil":
+		res, _ := maxprocs.Apply(maxprocs.WithRounding(maxprocs.Ceil)) // the error is in res.Err
+		report.Emit(report.Ceil{Header: h, MaxProcs: report.NewMaxProcs(res), Runtime: report.ReadRuntime()})
 	default:
 		report.Fail("unknown command " + cmd)
 	}

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/fitgo/fitgo/cgroup"
+	"github.com/fitgo/fitgo/maxprocs"
+	"github.com/fitgo/fitgo/memlimit"
 )
 
 // Header names the scenario and the probe of a result. Every result embeds it.
@@ -91,4 +93,135 @@ type Burn struct {
 	Before cgroup.CPUStat `json:"before"`
 	After  cgroup.CPUStat `json:"after"`
 	Delta  cgroup.CPUStat `json:"delta"`
+}
+
+// MaxProcs is maxprocs.Result, with its error and policy as text.
+type MaxProcs struct {
+	Before, After int
+	Changed       bool
+	Limit         float64
+	Source        string
+	NumCPU        int
+	Policy        string
+	Env           string
+	Runtime       maxprocs.Runtime
+	Reason        string
+	Err           string
+	Refresh       time.Duration
+}
+
+// NewMaxProcs converts a maxprocs.Result.
+func NewMaxProcs(r maxprocs.Result) MaxProcs {
+	return MaxProcs{
+		Before: r.Before, After: r.After, Changed: r.Changed, Limit: r.Limit, Source: r.Source,
+		NumCPU: r.NumCPU, Policy: r.Policy.String(), Env: r.Env, Runtime: r.Runtime,
+		Reason: r.Reason, Err: errText(r.Err), Refresh: r.Refresh,
+	}
+}
+
+// MaxProcsStatus is maxprocs.Status with its error as text.
+type MaxProcsStatus struct {
+	GOMAXPROCS int
+	Following  bool
+	Updates    int
+	LastUpdate time.Time
+	Limit      float64
+	Source     string
+	Err        string
+	Reason     string
+}
+
+// NewMaxProcsStatus converts a maxprocs.Status.
+func NewMaxProcsStatus(s maxprocs.Status) MaxProcsStatus {
+	return MaxProcsStatus{
+		GOMAXPROCS: s.GOMAXPROCS, Following: s.Following, Updates: s.Updates, LastUpdate: s.LastUpdate,
+		Limit: s.Limit, Source: s.Source, Err: errText(s.Err), Reason: s.Reason,
+	}
+}
+
+// MemLimit is memlimit.Result, with its error and policy as text.
+type MemLimit struct {
+	Before, After int64
+	Changed       bool
+	Limit         int64
+	Source        string
+	From          string
+	Policy        string
+	Env           string
+	Reason        string
+	Err           string
+	Refresh       time.Duration
+}
+
+// NewMemLimit converts a memlimit.Result.
+func NewMemLimit(r memlimit.Result) MemLimit {
+	return MemLimit{
+		Before: r.Before, After: r.After, Changed: r.Changed, Limit: r.Limit, Source: r.Source,
+		From: r.From, Policy: r.Policy.String(), Env: r.Env, Reason: r.Reason, Err: errText(r.Err),
+		Refresh: r.Refresh,
+	}
+}
+
+// MemLimitStatus is memlimit.Status with its error as text.
+type MemLimitStatus struct {
+	GOMEMLIMIT int64
+	Following  bool
+	Updates    int
+	LastUpdate time.Time
+	Limit      int64
+	Source     string
+	From       string
+	Err        string
+	Reason     string
+}
+
+// NewMemLimitStatus converts a memlimit.Status.
+func NewMemLimitStatus(s memlimit.Status) MemLimitStatus {
+	return MemLimitStatus{
+		GOMEMLIMIT: s.GOMEMLIMIT, Following: s.Following, Updates: s.Updates, LastUpdate: s.LastUpdate,
+		Limit: s.Limit, Source: s.Source, From: s.From, Err: errText(s.Err), Reason: s.Reason,
+	}
+}
+
+// Fitgo is what the blank import reports (fitgo.Results), with the live
+// status of its refresh loop.
+type Fitgo struct {
+	Setting        string
+	SettingErr     string
+	Err            string
+	MaxProcs       MaxProcs
+	MemLimit       MemLimit
+	MaxProcsStatus MaxProcsStatus
+	MemLimitStatus MemLimitStatus
+}
+
+// Ceil is what "explicit ceil" prints: maxprocs.Apply with the Ceil rounding.
+type Ceil struct {
+	Header
+	MaxProcs MaxProcs `json:"maxprocs"`
+	Runtime  Runtime  `json:"runtime"`
+}
+
+// Blank is what "blank report" prints.
+type Blank struct {
+	Header
+	Runtime Runtime `json:"runtime"` // read first thing in main, after fitgo's init
+	Fitgo   Fitgo   `json:"fitgo"`
+	Limits  Limits  `json:"limits"`
+}
+
+// Sample is a state of the two knobs at a time.
+type Sample struct {
+	UnixNano   int64 `json:"unix_nano"`
+	GOMAXPROCS int   `json:"gomaxprocs"`
+	GOMEMLIMIT int64 `json:"gomemlimit"`
+}
+
+// Watch is what "blank watch" prints at its end: the knobs at start and
+// every change seen while polling them, then fitgo's results and status.
+type Watch struct {
+	Header
+	Poll    time.Duration `json:"poll_ns"`
+	Samples []Sample      `json:"samples"` // the first, then one per change
+	Fitgo   Fitgo         `json:"fitgo"`
 }

@@ -1,0 +1,7 @@
+//go:build !linux
+
+package vmtest
+
+import "os/exec"
+
+func killWithParent(*exec.Cmd) {}
