@@ -18,6 +18,7 @@ package refresh
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fitgo/fitgo/cgroup"
@@ -69,6 +70,7 @@ type Loop struct {
 
 	readMu sync.Mutex // serialises Source.Read between the goroutine and Subscribe
 	snap   []*entry   // the goroutine's copy of subs, reused across ticks
+	ticks  atomic.Uint64
 }
 
 type entry struct {
@@ -152,6 +154,9 @@ func (l *Loop) closeSource() {
 	l.readMu.Unlock()
 	l.src = nil
 }
+
+// Ticks returns the number of ticks the Loop has run.
+func (l *Loop) Ticks() uint64 { return l.ticks.Load() }
 
 // Open reports whether the Loop's Source is open.
 func (l *Loop) Open() bool {
@@ -315,6 +320,7 @@ func (l *Loop) run(src Source, done chan struct{}) {
 // tick reads the Source once and hands the reading to every subscriber. It
 // does not allocate when the Source does not.
 func (l *Loop) tick(src Source, now time.Time) {
+	l.ticks.Add(1)
 	l.readMu.Lock()
 	lim, err := src.Read()
 	l.readMu.Unlock()
