@@ -1,0 +1,417 @@
+package kind
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"slices"
+	"time"
+
+	"github.com/fitgo/fitgo/bench/internal/variant"
+	"github.com/fitgo/fitgo/bench/workload"
+)
+
+// Scenarios the kind runner runs.
+const (
+	ScenarioCPU    = "cpu"
+	ScenarioMemory = "memory"
+	ScenarioResize = "resize"
+	// ScenarioNested is the local runner's; see errNested.
+	ScenarioNested = "nested"
+)
+
+var errNested = errors.New(`-scenario nested cannot run in Kubernetes: a container has its own cgroup namespace, so a pod-level limit (on the pod's cgroup, the parent) is invisible from inside it, to fitgo as to everything else; run it with the local runner (go run -C bench . local -scenario nested)`)
+
+// Config is the kind runner's configuration, from its flags. The flags and
+// the scenario settings mirror the local runner's.
+type Config struct {
+	// Scenarios are cpu and/or memory, or resize alone.
+	Scenarios []string
+	// CPUs and Memory override the scenarios' defaults when set: the CPU
+	// limits of the cpu sweep (or the one before a resize), the memory limits.
+	CPUs     []float64
+	Memory   []int64
+	Duration time.Duration
+	Runs     int
+	Variants []variant.Variant
+	Out      string
+
+	// Workload parameters: HeapMiB 0 means the workload's default (or
+	// MemoryHeapFraction of the limit in the memory scenario); WorkIters 0
+	// means calibrating Work once in the cluster.
+	HeapMiB, AllocMiB, Rate float64
+	Work                    time.Duration
+	WorkIters               int
+
+	// Resize scenario: the limits to resize to, when, and how often the
+	// workload reports its GOMAXPROCS and GOMEMLIMIT.
+	ResizeCPUs   float64
+	ResizeMemory int64
+	ResizeAfter  time.Duration
+	ReportEvery  time.Duration
+
+	Cluster    string // kind cluster name
+	KindConfig string // cluster config for kind create cluster
+	NodeImage  string // kind create cluster --image; empty for kind's default
+	Image      string // workload image
+	Build      bool   // build the image with docker
+	RepoRoot   string // docker build context
+	Keep       bool   // keep what the runner created
+	Timeout    time.Duration
+	Poll       time.Duration
+	RunID      string // names the namespace; default from the start time
+
+	// Args is the command line, for the report.
+	Args []string
+}
+
+// Resize reports whether this is the resize scenario.
+func (c Config) Resize() bool { return len(c.Scenarios) == 1 && c.Scenarios[0] == ScenarioResize }
+
+// Context is the kubectl context of the cluster.
+func (c Config) Context() string { return "kind-" + c.Cluster }
+
+// Namespace is where the runner creates its Jobs and Pods.
+func (c Config) Namespace() string { return "fitgo-bench-" + c.RunID }
+
+// Defaults; the scenario ones are the local runner's.
+const (
+	DefaultCluster     = "fitgo-bench"
+	DefaultImage       = "fitgo-bench:dev"
+	DefaultCPUs        = "0.5,1,1.5"
+	DefaultMemory      = "256Mi"
+	DefaultDuration    = 5 * time.Second
+	DefaultRuns        = 3
+	DefaultResizeCPUs  = "1"
+	DefaultResizeTo    = 3
+	DefaultResizeMemTo = "512Mi"
+	// MemoryHeapFraction is the memory scenario's live heap as a fraction of
+	// the limit: with GOGC=100 the heap peaks near twice the live heap, so
+	// without a GOMEMLIMIT it outgrows the limit.
+	MemoryHeapFraction = 0.6
+)
+
+// ParseFlags parses the kind runner's command line.
+func ParseFlags(args []string, stderr io.Writer) (Config, error) {
+	fs := flag.NewFlagSet("kind", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		c                          = Config{Args: args}
+		scenario, cpus, mem        string
+		variants, resizeMem        string
+		defaultRepo, defaultConfig = defaultPaths()
+	)
+	fs.StringVar(&scenario, "scenario", ScenarioCPU, "scenarios, comma-separated: cpu (CPU limit sweep), memory (memory limit below the untuned heap peak), all (both); or resize alone (in-place resize of running pods)")
+	fs.StringVar(&cpus, "cpus", "", "CPU limits in cores or millicores, comma-separated (default "+DefaultCPUs+" for cpu, none for memory, "+DefaultResizeCPUs+" before a resize)")
+	fs.StringVar(&mem, "memory", "", "memory limits, comma-separated, e.g. 256Mi (default "+DefaultMemory+" for memory and resize, none for cpu)")
+	fs.DurationVar(&c.Duration, "duration", 0, "measured window of each run (default 5s; 30s for resize)")
+	fs.IntVar(&c.Runs, "runs", DefaultRuns, "rounds: each variant runs this many times per setting, interleaved (A B C A B C ...)")
+	fs.StringVar(&variants, "variants", "all", "variants, comma-separated: "+strings.Join(variant.Names(), ", "))
+	fs.StringVar(&c.Out, "out", "", "directory for results.json, runs.json, report.md, chart.png, bench.txt (resize: resize.json, resize.md) (default kind-results/<run id>)")
+	fs.Float64Var(&c.HeapMiB, "heap-mib", 0, fmt.Sprintf("live heap, MiB (default %d, or %.0f%% of the limit in the memory scenario)", workload.DefaultHeapMiB, MemoryHeapFraction*100))
+	fs.Float64Var(&c.AllocMiB, "alloc-mib", workload.DefaultAllocMiBPerSec, "allocation rate, MiB/s")
+	fs.Float64Var(&c.Rate, "rate", workload.DefaultRate, "requests per second (open loop)")
+	fs.DurationVar(&c.Work, "work", workload.DefaultWork, "CPU work per request (calibrated once in the cluster, without limits, before the runs)")
+	fs.IntVar(&c.WorkIters, "work-iters", 0, "CPU work per request in loop iterations, instead of calibrating -work")
+	fs.Float64Var(&c.ResizeCPUs, "resize-cpus", DefaultResizeTo, "resize: the CPU limit to resize to")
+	fs.StringVar(&resizeMem, "resize-memory", DefaultResizeMemTo, "resize: the memory limit to resize to")
+	fs.DurationVar(&c.ResizeAfter, "resize-after", 0, "resize: when to resize, after the container starts (default a third of -duration)")
+	fs.DurationVar(&c.ReportEvery, "report-every", time.Second, "resize: how often the workload reports its GOMAXPROCS and GOMEMLIMIT")
+	fs.StringVar(&c.Cluster, "cluster", DefaultCluster, "kind cluster; created from -kind-config (and deleted at the end, unless -keep) when it does not exist")
+	fs.StringVar(&c.KindConfig, "kind-config", defaultConfig, "kind cluster config for a new cluster")
+	fs.StringVar(&c.NodeImage, "node-image", "", "kind node image for a new cluster (default: kind's), e.g. kindest/node:v1.35.8@sha256:<digest from your kind release's notes>")
+	fs.StringVar(&c.Image, "image", DefaultImage, "workload image")
+	fs.BoolVar(&c.Build, "build", true, "build -image from bench/Dockerfile (-build=false: use the image already in the local Docker)")
+	fs.StringVar(&c.RepoRoot, "repo", defaultRepo, "repository root: the docker build context")
+	fs.BoolVar(&c.Keep, "keep", false, "keep what the runner created: the namespace with its Jobs and Pods, and the cluster if it created it")
+	fs.DurationVar(&c.Timeout, "timeout", 0, "give up on a run after this long (default 2 × duration + 3m)")
+	fs.DurationVar(&c.Poll, "poll", 2*time.Second, "how often to poll the cluster")
+	fs.StringVar(&c.RunID, "run-id", "", "names the namespace fitgo-bench-<run id> (default: the start time, yyyymmdd-hhmmss)")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: go run -C bench . kind [flags]\n\n%s\nFlags:\n", usage)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	var err error
+	switch scenario {
+	case "all":
+		c.Scenarios = []string{ScenarioCPU, ScenarioMemory}
+	default:
+		for _, s := range strings.Split(scenario, ",") {
+			s = strings.TrimSpace(s)
+			switch s {
+			case ScenarioCPU, ScenarioMemory, ScenarioResize:
+			case ScenarioNested:
+				return c, errNested
+			default:
+				return c, fmt.Errorf("unknown scenario %q (cpu, memory, all, or resize)", s)
+			}
+			if !slices.Contains(c.Scenarios, s) {
+				c.Scenarios = append(c.Scenarios, s)
+			}
+		}
+	}
+	if slices.Contains(c.Scenarios, ScenarioResize) && len(c.Scenarios) > 1 {
+		return c, errors.New("-scenario resize runs on its own")
+	}
+	if cpus != "" {
+		if c.CPUs, err = ParseCPUs(cpus); err != nil {
+			return c, err
+		}
+	}
+	if mem != "" {
+		if c.Memory, err = parseSizes(mem); err != nil {
+			return c, err
+		}
+	}
+	if c.Variants, err = variant.Parse(variants); err != nil {
+		return c, err
+	}
+	if c.Resize() {
+		if len(c.CPUs) == 0 {
+			c.CPUs, _ = ParseCPUs(DefaultResizeCPUs)
+		}
+		if len(c.Memory) == 0 {
+			c.Memory, _ = parseSizes(DefaultMemory)
+		}
+		if len(c.CPUs) != 1 || len(c.Memory) != 1 {
+			return c, errors.New("-scenario resize takes one -cpus and one -memory: the limits before the resize")
+		}
+		if c.ResizeMemory, err = ParseBytes(resizeMem); err != nil {
+			return c, fmt.Errorf("-resize-memory: %w", err)
+		}
+		if err := checkMillicores(c.ResizeCPUs); err != nil {
+			return c, fmt.Errorf("-resize-cpus: %w", err)
+		}
+		if c.Duration <= 0 {
+			c.Duration = 30 * time.Second
+		}
+		if c.ResizeAfter <= 0 {
+			c.ResizeAfter = c.Duration / 3
+		}
+		if c.ReportEvery <= 0 || c.ReportEvery > c.Duration/4 {
+			return c, errors.New("-report-every must be positive and at most a quarter of -duration")
+		}
+	}
+	if c.Duration <= 0 {
+		c.Duration = DefaultDuration
+	}
+	switch {
+	case c.Runs < 1:
+		return c, errors.New("-runs must be at least 1")
+	case c.Duration < 100*time.Millisecond:
+		return c, errors.New("-duration must be at least 100ms")
+	case c.HeapMiB < 0 || c.AllocMiB <= 0 || c.Rate <= 0 || c.Work <= 0:
+		return c, errors.New("-heap-mib, -alloc-mib, -rate and -work must be positive")
+	case c.Poll <= 0:
+		return c, errors.New("-poll must be positive")
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = 2*c.Duration + 3*time.Minute
+	}
+	if c.RunID == "" {
+		c.RunID = time.Now().Format("20060102-150405")
+	}
+	if !validLabel(c.RunID) || len(c.Namespace()) > 63 {
+		return c, fmt.Errorf("-run-id %q: lower-case letters, digits and '-' only, at most %d characters", c.RunID, 63-len("fitgo-bench-"))
+	}
+	if c.Out == "" {
+		c.Out = filepath.Join("kind-results", c.RunID)
+	}
+	return c, nil
+}
+
+// Setting is one scenario setting: the runs of every variant under the same
+// limits.
+type Setting struct {
+	Scenario string
+	CPUs     float64 // 0: no CPU limit
+	Memory   int64   // 0: no memory limit
+	HeapMiB  float64
+}
+
+// Settings expands the scenarios into settings, as the local runner does.
+func (c Config) Settings() []Setting {
+	var out []Setting
+	mems := c.Memory
+	if len(mems) == 0 {
+		mems = []int64{0}
+	}
+	heap := c.HeapMiB
+	if heap == 0 {
+		heap = workload.DefaultHeapMiB
+	}
+	for _, sc := range c.Scenarios {
+		switch sc {
+		case ScenarioCPU:
+			cpus := c.CPUs
+			if len(cpus) == 0 {
+				cpus, _ = ParseCPUs(DefaultCPUs)
+			}
+			for _, cpu := range cpus {
+				for _, m := range mems {
+					out = append(out, Setting{Scenario: sc, CPUs: cpu, Memory: m, HeapMiB: heap})
+				}
+			}
+		case ScenarioMemory:
+			ms := c.Memory
+			if len(ms) == 0 {
+				ms, _ = parseSizes(DefaultMemory)
+			}
+			cpus := c.CPUs
+			if len(cpus) == 0 {
+				cpus = []float64{0}
+			}
+			for _, m := range ms {
+				h := c.HeapMiB
+				if h == 0 {
+					h = math.Round(MemoryHeapFraction * float64(m) / (1 << 20))
+				}
+				for _, cpu := range cpus {
+					out = append(out, Setting{Scenario: sc, CPUs: cpu, Memory: m, HeapMiB: h})
+				}
+			}
+		case ScenarioResize:
+			out = append(out, Setting{Scenario: sc, CPUs: c.CPUs[0], Memory: c.Memory[0], HeapMiB: heap})
+		}
+	}
+	return out
+}
+
+// defaultPaths returns the repository root and the cluster config: the
+// first of the working directory and its ancestors that holds bench/Dockerfile
+// (go run -C bench runs in bench/).
+func defaultPaths() (repo, config string) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "..", filepath.Join("kind", "cluster.yaml")
+	}
+	for dir := wd; ; dir = filepath.Dir(dir) {
+		if _, err := os.Stat(filepath.Join(dir, "bench", "Dockerfile")); err == nil {
+			return dir, filepath.Join(dir, "bench", "kind", "cluster.yaml")
+		}
+		if filepath.Dir(dir) == dir {
+			return filepath.Dir(wd), filepath.Join(wd, "kind", "cluster.yaml")
+		}
+	}
+}
+
+// ParseCPUs parses a comma-separated list of CPU limits in cores ("0.5") or
+// millicores ("500m").
+func ParseCPUs(s string) ([]float64, error) {
+	var out []float64
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.TrimSuffix(f, "m"), 64)
+		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, fmt.Errorf("-cpus: bad CPU limit %q", f)
+		}
+		if strings.HasSuffix(f, "m") {
+			v /= 1000
+		}
+		if err := checkMillicores(v); err != nil {
+			return nil, fmt.Errorf("-cpus: %q: %w", f, err)
+		}
+		out = append(out, v)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("-cpus: no CPU limit in %q", s)
+	}
+	return out, nil
+}
+
+func checkMillicores(v float64) error {
+	if !(v >= 0.01) || math.IsInf(v, 0) {
+		return errors.New("a CPU limit must be at least 0.01 (10m)")
+	}
+	if m := v * 1000; math.Abs(m-math.Round(m)) > 1e-6 {
+		return errors.New("Kubernetes CPU limits are whole millicores")
+	}
+	return nil
+}
+
+// ParseBytes parses a size as Kubernetes quantities are written: a byte
+// count, or a number with a suffix Ki, Mi, Gi, Ti (powers of 1024, optionally
+// followed by B) or k, K, M, G, T (powers of 1000).
+func ParseBytes(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	mult, num := 1.0, s
+	for _, u := range []struct {
+		suffix string
+		mult   float64
+	}{
+		{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40},
+		{"Ki", 1 << 10}, {"Mi", 1 << 20}, {"Gi", 1 << 30}, {"Ti", 1 << 40},
+		{"k", 1e3}, {"K", 1e3}, {"M", 1e6}, {"G", 1e9}, {"T", 1e12}, {"B", 1},
+	} {
+		if n, ok := strings.CutSuffix(s, u.suffix); ok {
+			num, mult = n, u.mult
+			break
+		}
+	}
+	v, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
+	b := v * mult
+	if err != nil || !(v > 0) || b >= math.MaxInt64 || b != math.Trunc(b) {
+		return 0, fmt.Errorf("bad size %q (want e.g. 256Mi, 1Gi or a whole byte count)", s)
+	}
+	return int64(b), nil
+}
+
+// parseSizes parses a comma-separated list of memory limits.
+func parseSizes(s string) ([]int64, error) {
+	var out []int64
+	for _, f := range strings.Split(s, ",") {
+		if strings.TrimSpace(f) == "" {
+			continue
+		}
+		v, err := ParseBytes(f)
+		if err != nil {
+			return nil, fmt.Errorf("-memory: %w", err)
+		}
+		if v < 32<<20 {
+			return nil, fmt.Errorf("-memory: %q is too small for the workload (at least 32Mi)", f)
+		}
+		out = append(out, v)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("-memory: no memory limit in %q", s)
+	}
+	return out, nil
+}
+
+func validLabel(s string) bool {
+	if s == "" || s[0] == '-' || s[len(s)-1] == '-' {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+const usage = `Runs the benchmark's workload variants as Kubernetes Jobs in a kind cluster,
+each with the scenario's resources.limits (requests equal to the limits),
+interleaved for -runs rounds, collects their JSON results from the pod logs,
+writes the same report as the local runner and deletes what it created.
+Needs docker, kind (v0.31 or later: Kubernetes 1.35) and kubectl in PATH.
+
+-scenario resize instead runs each variant in a Pod with -report-every,
+resizes its CPU and memory limits in place (kubectl patch pod --subresource
+resize) while it runs, and shows from its reports which variants follow.
+`

@@ -1,0 +1,99 @@
+package kind
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fitgo/fitgo/bench/internal/variant"
+)
+
+func TestParseFlagsDefaults(t *testing.T) {
+	c, err := ParseFlags(nil, &bytes.Buffer{})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"cpu"}, c.Scenarios)
+	assert.Equal(t, DefaultDuration, c.Duration)
+	assert.Equal(t, 3, c.Runs)
+	assert.Equal(t, variant.All, c.Variants)
+	assert.Equal(t, "fitgo-bench", c.Cluster)
+	assert.Equal(t, "kind-fitgo-bench", c.Context())
+	assert.Equal(t, "fitgo-bench:dev", c.Image)
+	assert.True(t, c.Build)
+	assert.False(t, c.Keep)
+	assert.Equal(t, 2*DefaultDuration+3*time.Minute, c.Timeout)
+	assert.Regexp(t, `^fitgo-bench-\d{8}-\d{6}$`, c.Namespace())
+	assert.Regexp(t, `^kind-results/\d{8}-\d{6}$`, c.Out)
+	// Run from bench/ (go run -C bench), the defaults find the repository.
+	assert.FileExists(t, c.KindConfig)
+	assert.FileExists(t, c.RepoRoot+"/bench/Dockerfile")
+
+	assert.Equal(t, []Setting{
+		{Scenario: "cpu", CPUs: 0.5, HeapMiB: 100},
+		{Scenario: "cpu", CPUs: 1, HeapMiB: 100},
+		{Scenario: "cpu", CPUs: 1.5, HeapMiB: 100},
+	}, c.Settings())
+}
+
+func TestParseFlagsScenarios(t *testing.T) {
+	c, err := ParseFlags([]string{"-scenario=all", "-cpus=500m,2", "-memory=300Mi"}, &bytes.Buffer{})
+	require.NoError(t, err)
+	assert.Equal(t, []Setting{
+		{Scenario: "cpu", CPUs: 0.5, Memory: 300 << 20, HeapMiB: 100},
+		{Scenario: "cpu", CPUs: 2, Memory: 300 << 20, HeapMiB: 100},
+		{Scenario: "memory", CPUs: 0.5, Memory: 300 << 20, HeapMiB: 180},
+		{Scenario: "memory", CPUs: 2, Memory: 300 << 20, HeapMiB: 180},
+	}, c.Settings())
+
+	c, err = ParseFlags([]string{"-scenario=memory"}, &bytes.Buffer{})
+	require.NoError(t, err)
+	assert.Equal(t, []Setting{{Scenario: "memory", Memory: 256 << 20, HeapMiB: 154}}, c.Settings(), "as the local runner: no CPU limit, heap 60 % of 256Mi")
+
+	c, err = ParseFlags([]string{"-scenario=resize"}, &bytes.Buffer{})
+	require.NoError(t, err)
+	assert.True(t, c.Resize())
+	assert.Equal(t, []Setting{{Scenario: "resize", CPUs: 1, Memory: 256 << 20, HeapMiB: 100}}, c.Settings())
+	assert.Equal(t, 30*time.Second, c.Duration)
+	assert.Equal(t, 10*time.Second, c.ResizeAfter)
+	assert.InDelta(t, 3, c.ResizeCPUs, 0)
+	assert.Equal(t, int64(512<<20), c.ResizeMemory)
+}
+
+func TestParseFlagsErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"-scenario=nested"},
+		{"-scenario=bogus"},
+		{"-scenario=cpu,resize"},
+		{"-scenario=resize", "-cpus=1,2"},
+		{"-scenario=resize", "-resize-cpus=0"},
+		{"-scenario=resize", "-report-every=20s"},
+		{"-cpus=0.0005"},
+		{"-cpus=1.2345"},
+		{"-cpus=x"},
+		{"-memory=10Mi"},
+		{"-memory=lots"},
+		{"-runs=0"},
+		{"-duration=1ms"},
+		{"-variants=fitgo,nope"},
+		{"-run-id=Has_Upper"},
+		{"-poll=0s"},
+		{"extra"},
+	} {
+		_, err := ParseFlags(args, &bytes.Buffer{})
+		assert.Error(t, err, "%q", args)
+	}
+}
+
+func TestParseBytes(t *testing.T) {
+	for in, want := range map[string]int64{"256Mi": 256 << 20, "256MiB": 256 << 20, "1Gi": 1 << 30, "1.5Gi": 3 << 29, "1000": 1000, "1k": 1000, "2M": 2e6, "64B": 64} {
+		got, err := ParseBytes(in)
+		require.NoError(t, err, in)
+		assert.Equal(t, want, got, in)
+	}
+	for _, in := range []string{"", "-1Mi", "0", "1.5", "Mi", "1e30Gi"} {
+		_, err := ParseBytes(in)
+		assert.Error(t, err, in)
+	}
+}

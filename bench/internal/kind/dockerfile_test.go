@@ -1,0 +1,126 @@
+package kind
+
+import (
+	"bufio"
+	"bytes"
+	"debug/elf"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fitgo/fitgo/bench/internal/variant"
+)
+
+// dockerfile returns bench/Dockerfile's instructions, continuation lines
+// joined and comments dropped.
+func dockerfile(t *testing.T) []string {
+	t.Helper()
+	b, err := os.ReadFile("../../Dockerfile")
+	require.NoError(t, err)
+	var out []string
+	var cur strings.Builder
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if strings.HasPrefix(line, "#") || line == "" && cur.Len() == 0 {
+			continue
+		}
+		if l, ok := strings.CutSuffix(line, `\`); ok {
+			cur.WriteString(l + " ")
+			continue
+		}
+		cur.WriteString(line)
+		out = append(out, cur.String())
+		cur.Reset()
+	}
+	return out
+}
+
+// buildCommand is the shell command of the Dockerfile's RUN that builds the
+// binaries, without the RUN flags.
+func buildCommand(t *testing.T) string {
+	t.Helper()
+	for _, in := range dockerfile(t) {
+		if strings.HasPrefix(in, "RUN ") && strings.Contains(in, "go build") {
+			f := strings.Fields(strings.TrimPrefix(in, "RUN "))
+			for len(f) > 0 && strings.HasPrefix(f[0], "--") {
+				f = f[1:]
+			}
+			return strings.Join(f, " ")
+		}
+	}
+	t.Fatal("no RUN with go build in bench/Dockerfile")
+	return ""
+}
+
+func TestDockerfileMatchesTheRunner(t *testing.T) {
+	ins := dockerfile(t)
+	var goVersion string
+	for _, in := range ins {
+		if v, ok := strings.CutPrefix(in, "ARG GO_VERSION="); ok {
+			goVersion = v
+		}
+	}
+	mod, err := os.ReadFile("../../go.mod")
+	require.NoError(t, err)
+	m := regexp.MustCompile(`(?m)^go (\d+\.\d+)`).FindSubmatch(mod)
+	require.NotNil(t, m)
+	assert.Equal(t, string(m[1]), goVersion, "the golang image's version follows bench/go.mod's go line")
+
+	assert.Contains(t, ins, "COPY --from=build /out/ "+ImageDir+"/", "the runner runs /bench/<variant binary>")
+	assert.Contains(t, ins, "FROM scratch", "a minimal final image")
+	assert.Contains(t, ins, "USER 65532:65532", "the pods' runAsUser")
+	cmd := buildCommand(t)
+	assert.Contains(t, cmd, "CGO_ENABLED=0", "static binaries for a scratch image")
+	assert.Contains(t, cmd, "./cmd/...", "every variant")
+}
+
+// TestDockerfileBuild runs the Dockerfile's build command here, as the image
+// build would (no Docker engine needed), and checks that every variant's
+// binary is there, static, and runs.
+func TestDockerfileBuild(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds every variant")
+	}
+	if runtime.GOOS != "linux" {
+		t.Skip("the image's binaries are Linux ELF files")
+	}
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("needs the go command")
+	}
+	cmd := buildCommand(t)
+	out := t.TempDir()
+	cmd = strings.ReplaceAll(cmd, "/out/", out+"/")
+	build := exec.Command("sh", "-c", cmd)
+	build.Dir = "../../.." // the build context: the repository root
+	build.Env = append(os.Environ(), "PATH="+filepath.Dir(goBin)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	b, err := build.CombinedOutput()
+	require.NoError(t, err, "%s\n%s", cmd, b)
+
+	for _, v := range variant.All {
+		bin := filepath.Join(out, v.Binary())
+		if !assert.FileExists(t, bin, v.Name) {
+			continue
+		}
+		f, err := elf.Open(bin)
+		require.NoError(t, err)
+		for _, p := range f.Progs {
+			assert.NotEqual(t, elf.PT_INTERP, p.Type, "%s is dynamically linked", v.Name)
+		}
+		libs, _ := f.ImportedLibraries()
+		assert.Empty(t, libs, v.Name)
+		f.Close()
+
+		help, err := exec.Command(bin, "-h").CombinedOutput()
+		assert.NoError(t, err, "%s -h: %s", v.Name, help)
+		assert.Contains(t, string(help), "-report-every", "%s has the flag the resize scenario needs", v.Name)
+	}
+}

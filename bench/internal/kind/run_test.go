@@ -1,0 +1,292 @@
+package kind
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/fitgo/fitgo/bench/internal/report"
+	"github.com/fitgo/fitgo/bench/internal/results"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden command lists in testdata")
+
+// golden compares the commands a run issued with testdata/<name>.golden.
+func golden(t *testing.T, name string, calls []string) {
+	t.Helper()
+	path := filepath.Join("testdata", name+".golden")
+	got := strings.Join(calls, "\n") + "\n"
+	if *update {
+		require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
+		return
+	}
+	want, err := os.ReadFile(path)
+	require.NoError(t, err, "run go test -update to create it")
+	assert.Equal(t, string(want), got, "commands differ from %s (go test -update rewrites it)", path)
+}
+
+type runResult struct {
+	f              *fakeCluster
+	err            error
+	stdout, stderr string
+	out            string
+}
+
+// runWith runs the runner on f with the given flags (plus a fixed run id,
+// repository and output directory).
+func runWith(t *testing.T, f *fakeCluster, args ...string) runResult {
+	t.Helper()
+	out := t.TempDir()
+	args = append([]string{"-run-id=test", "-repo=/repo", "-kind-config=/repo/bench/kind/cluster.yaml", "-out=" + out}, args...)
+	cfg, err := ParseFlags(args, os.Stderr)
+	require.NoError(t, err)
+	var stdout, stderr bytes.Buffer
+	r := &Runner{Exec: f, Stdout: &stdout, Stderr: &stderr, Now: f.Now, Sleep: f.Sleep}
+	err = r.Run(context.Background(), cfg)
+	return runResult{f: f, err: err, stdout: stdout.String(), stderr: stderr.String(), out: out}
+}
+
+func readSummaries(t *testing.T, dir string) []results.Summary {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, report.ResultsFile))
+	require.NoError(t, err)
+	var sums []results.Summary
+	require.NoError(t, json.Unmarshal(b, &sums))
+	return sums
+}
+
+func TestRunCreatesClusterAndCleansUp(t *testing.T) {
+	f := newFakeCluster(t)
+	res := runWith(t, f, "-cpus=1", "-runs=2", "-variants=runtime,fitgo", "-duration=3s")
+	require.NoError(t, res.err, res.stderr)
+	golden(t, "cpu-create", f.Calls())
+	assert.Empty(t, f.clusters, "the cluster it created is deleted")
+
+	for _, file := range []string{report.ResultsFile, report.RunsFile, report.ReportFile, report.ChartFile, report.BenchFile} {
+		assert.FileExists(t, filepath.Join(res.out, file))
+	}
+	sums := readSummaries(t, res.out)
+	require.Len(t, sums, 2)
+	for _, s := range sums {
+		assert.Equal(t, "cpu", s.Scenario)
+		assert.InDelta(t, 1, s.CPUs, 0)
+		assert.Equal(t, 2, s.Runs)
+		assert.Equal(t, 2, s.CompletedRuns)
+		assert.Zero(t, s.FailedRuns)
+		assert.Greater(t, float64(s.LatencyP99MS), 0.0)
+	}
+	// GOMAXPROCS as the recorded logs say: the runtime keeps 2 on a 2-core
+	// machine with a 1-CPU quota, fitgo sets 1.
+	assert.InDelta(t, 2, float64(sums[0].GOMAXPROCS), 0, sums[0].Variant)
+	assert.InDelta(t, 1, float64(sums[1].GOMAXPROCS), 0, sums[1].Variant)
+
+	md, err := os.ReadFile(filepath.Join(res.out, report.ReportFile))
+	require.NoError(t, err)
+	assert.Contains(t, string(md), "kind runner")
+	assert.Contains(t, string(md), "Kubernetes v1.35.8")
+	assert.Contains(t, string(md), "v2 (systemd driver")
+	assert.Contains(t, res.stdout, "runtime", "the table goes to stdout")
+	assert.Contains(t, res.stderr, "[4/4] cpu cpus=1 · fitgo round 2/2 · ETA", "progress with an ETA")
+}
+
+func TestRunReusesClusterAndKeeps(t *testing.T) {
+	f := newFakeCluster(t)
+	f.clusters = []string{"other", "fitgo-bench"}
+	res := runWith(t, f, "-cpus=500m", "-runs=1", "-variants=env", "-keep", "-build=false", "-work-iters=1000")
+	require.NoError(t, res.err, res.stderr)
+	golden(t, "cpu-reuse-keep", f.Calls())
+	assert.Equal(t, []string{"other", "fitgo-bench"}, f.clusters)
+	assert.Contains(t, res.stderr, "kept the namespace fitgo-bench-test: kubectl --context kind-fitgo-bench delete namespace fitgo-bench-test")
+}
+
+func TestRunReusesClusterDeletesNamespace(t *testing.T) {
+	f := newFakeCluster(t)
+	f.clusters = []string{"fitgo-bench"}
+	res := runWith(t, f, "-cpus=1.5", "-runs=1", "-variants=untuned", "-work-iters=1000")
+	require.NoError(t, res.err, res.stderr)
+	calls := f.Calls()
+	assert.Equal(t, "kubectl --context kind-fitgo-bench delete namespace fitgo-bench-test --ignore-not-found --timeout=2m", calls[len(calls)-1])
+	assert.Equal(t, []string{"fitgo-bench"}, f.clusters, "a cluster it did not create stays")
+	for _, c := range calls {
+		assert.NotContains(t, c, "kind delete")
+	}
+}
+
+func TestRunJobFails(t *testing.T) {
+	f := newFakeCluster(t)
+	f.outcome = func(p *corev1.Pod) outcome {
+		if p.Labels[LabelVariant] == "untuned" {
+			return outcome{exitCode: 2, reason: "Error", logs: []byte("workload: flag provided but not defined: -bogus\n")}
+		}
+		return outcome{reason: "Completed"}
+	}
+	res := runWith(t, f, "-cpus=1", "-runs=1", "-variants=untuned,runtime", "-work-iters=1000")
+	require.Error(t, res.err)
+	assert.Contains(t, res.err.Error(), "1 run(s) failed")
+	assert.Contains(t, res.stderr, "FAILED: Error, exit code 2: workload: flag provided but not defined: -bogus")
+	assert.Empty(t, f.clusters, "cleaned up after a failure")
+
+	sums := readSummaries(t, res.out)
+	require.Len(t, sums, 2)
+	assert.Equal(t, 1, sums[0].FailedRuns)
+	assert.Equal(t, 0, sums[0].CompletedRuns)
+	assert.Equal(t, 1, sums[1].CompletedRuns, "the other variant still ran")
+}
+
+func TestRunMemoryOOMKillIsAResult(t *testing.T) {
+	f := newFakeCluster(t)
+	f.outcome = func(p *corev1.Pod) outcome {
+		if p.Labels[LabelVariant] == "untuned" {
+			return outcome{exitCode: 137, reason: "OOMKilled", logs: recordedLog(t, "oom-untuned")}
+		}
+		return outcome{reason: "Completed"}
+	}
+	res := runWith(t, f, "-scenario=memory", "-runs=1", "-variants=untuned,automaxprocs+automemlimit", "-work-iters=1000")
+	require.NoError(t, res.err, res.stderr)
+	sums := readSummaries(t, res.out)
+	require.Len(t, sums, 2)
+	assert.Equal(t, "memory", sums[0].Scenario)
+	assert.Equal(t, int64(256<<20), sums[0].MemoryBytes)
+	assert.Equal(t, uint64(1), sums[0].OOMKills)
+	assert.Zero(t, sums[0].FailedRuns)
+	assert.Greater(t, float64(sums[0].Requests), 0.0, "requests done before the kill, from the last progress line")
+	assert.Equal(t, uint64(0), sums[1].OOMKills)
+
+	// The memory scenario's live heap is 60 % of the limit, as locally, and
+	// the pods have a memory limit but no CPU limit.
+	for _, obj := range f.created {
+		if j, ok := obj.(interface{ GetName() string }); ok && strings.HasPrefix(j.GetName(), "memory-") {
+			assert.Contains(t, mustJSONString(t, obj), `"-heap-mib=154"`)
+			assert.Contains(t, mustJSONString(t, obj), `"limits":{"memory":"256Mi"}`)
+		}
+	}
+}
+
+func mustJSONString(t *testing.T, v any) string { return string(mustJSON(t, v)) }
+
+func TestRunTimeout(t *testing.T) {
+	f := newFakeCluster(t)
+	f.outcome = func(p *corev1.Pod) outcome { return outcome{never: true} }
+	res := runWith(t, f, "-cpus=1", "-runs=1", "-variants=fitgo", "-work-iters=1000", "-timeout=1m", "-poll=5s")
+	require.Error(t, res.err)
+	assert.ErrorIs(t, res.err, errTimeout)
+	assert.Contains(t, res.err.Error(), "after 1m0s; last state: phase Pending, container waiting: ContainerCreating")
+	assert.Empty(t, f.clusters, "cleaned up after a timeout")
+}
+
+func TestRunStuckPodFailsFast(t *testing.T) {
+	f := newFakeCluster(t)
+	f.outcome = func(p *corev1.Pod) outcome { return outcome{waiting: "ErrImageNeverPull"} }
+	res := runWith(t, f, "-cpus=1", "-runs=1", "-variants=fitgo", "-work-iters=1000")
+	require.Error(t, res.err)
+	assert.Contains(t, res.err.Error(), "cannot run: ErrImageNeverPull")
+	assert.NotErrorIs(t, res.err, errTimeout)
+}
+
+func TestRunCommandFailureStillCleansUp(t *testing.T) {
+	f := newFakeCluster(t)
+	f.fail["(cd /repo) docker build"] = &ExitError{Cmd: "docker build", Code: 1, Stderr: "Cannot connect to the Docker daemon"}
+	res := runWith(t, f, "-cpus=1", "-runs=1", "-variants=fitgo")
+	require.Error(t, res.err)
+	assert.Contains(t, res.err.Error(), "Cannot connect to the Docker daemon")
+	calls := f.Calls()
+	assert.Equal(t, "kind delete cluster --name fitgo-bench", calls[len(calls)-1])
+}
+
+func TestRunCancelledStillCleansUp(t *testing.T) {
+	f := newFakeCluster(t)
+	f.outcome = func(p *corev1.Pod) outcome { return outcome{forever: true} }
+	ctx, cancel := context.WithCancel(context.Background())
+	cfg, err := ParseFlags([]string{"-run-id=test", "-cpus=1", "-runs=1", "-variants=fitgo", "-work-iters=1", "-out=" + t.TempDir()}, os.Stderr)
+	require.NoError(t, err)
+	var stderr bytes.Buffer
+	polls := 0
+	r := &Runner{Exec: f, Stdout: &bytes.Buffer{}, Stderr: &stderr, Now: f.Now, Sleep: func(ctx context.Context, d time.Duration) error {
+		if polls++; polls == 3 {
+			cancel() // Ctrl-C while waiting
+		}
+		return f.Sleep(ctx, d)
+	}}
+	err = r.Run(ctx, cfg)
+	require.ErrorIs(t, err, context.Canceled)
+	calls := f.Calls()
+	assert.Equal(t, "kind delete cluster --name fitgo-bench", calls[len(calls)-1])
+}
+
+func TestRunRefusesWhatTheNodeCannotHold(t *testing.T) {
+	f := newFakeCluster(t)
+	f.allocCPU = "1900m"
+	res := runWith(t, f, "-cpus=1,2", "-runs=1", "-variants=fitgo")
+	require.Error(t, res.err)
+	assert.Contains(t, res.err.Error(), "cpu cpus=2: the node fitgo-bench-control-plane has 1.9 CPUs allocatable")
+	assert.Empty(t, f.clusters)
+}
+
+func TestResizeScenario(t *testing.T) {
+	f := newFakeCluster(t)
+	f.outcome = func(p *corev1.Pod) outcome {
+		return outcome{reason: "Completed", logs: recordedLog(t, "resize-"+strings.ReplaceAll(p.Labels[LabelVariant], "+", "-"))}
+	}
+	res := runWith(t, f, "-scenario=resize", "-variants=fitgo,automaxprocs+automemlimit", "-duration=12s", "-work-iters=1000")
+	require.NoError(t, res.err, res.stderr)
+	golden(t, "resize", f.Calls())
+
+	b, err := os.ReadFile(filepath.Join(res.out, ResizeJSON))
+	require.NoError(t, err)
+	var rows []ResizeResult
+	require.NoError(t, json.Unmarshal(b, &rows))
+	require.Len(t, rows, 2)
+	fit, amp := rows[0], rows[1]
+	assert.Equal(t, "applied", fit.Status)
+	assert.InDelta(t, 4, fit.ResizeAtS, 0.01, "resized -resize-after (a third of -duration) after the container started")
+	assert.True(t, fit.FollowsCPU(), "fitgo follows the CPU limit")
+	assert.True(t, fit.FollowsMemory(), "fitgo follows the memory limit")
+	assert.Equal(t, 1, fit.GOMAXPROCSBefore)
+	assert.Equal(t, 2, fit.GOMAXPROCSAfter, "3 CPUs capped at the 2 CPUs of the recording machine")
+	assert.InDelta(t, 0.9*(256<<20), float64(fit.GOMEMLIMITBefore), 1<<20)
+	assert.InDelta(t, 0.9*(512<<20), float64(fit.GOMEMLIMITAfter), 1<<20)
+	assert.False(t, amp.FollowsCPU(), "automaxprocs applies once at start")
+	assert.False(t, amp.FollowsMemory(), "automemlimit's blank import does not refresh")
+	assert.Contains(t, res.stdout, "follows CPU")
+
+	md, err := os.ReadFile(filepath.Join(res.out, ResizeMD))
+	require.NoError(t, err)
+	assert.Contains(t, string(md), "| fitgo | 1 → 2 | yes")
+}
+
+func TestResizeNeedsANewEnoughCluster(t *testing.T) {
+	f := newFakeCluster(t)
+	f.minor = "32"
+	res := runWith(t, f, "-scenario=resize", "-variants=fitgo")
+	require.Error(t, res.err)
+	assert.Contains(t, res.err.Error(), "Kubernetes 1.33 or later")
+	assert.Empty(t, f.clusters)
+}
+
+func TestMainFlags(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	assert.Equal(t, 0, Main(context.Background(), []string{"-h"}, &stdout, &stderr))
+	assert.Contains(t, stderr.String(), "usage: go run -C bench . kind [flags]")
+	stderr.Reset()
+	assert.Equal(t, 2, Main(context.Background(), []string{"-scenario=nested"}, &stdout, &stderr))
+	assert.Contains(t, stderr.String(), "cgroup namespace")
+	assert.Equal(t, 2, Main(context.Background(), []string{"-bogus"}, &stdout, &stderr))
+}
+
+func TestExitErrorMessage(t *testing.T) {
+	err := error(&ExitError{Cmd: "kind get clusters", Code: 1, Stderr: "boom\n"})
+	assert.Equal(t, "kind get clusters: exit status 1: boom", err.Error())
+	var ee *ExitError
+	assert.True(t, errors.As(err, &ee))
+}
