@@ -8,9 +8,9 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
-	"slices"
 	"time"
 
 	"github.com/fitgo/fitgo/bench/internal/variant"

@@ -324,4 +324,3 @@ func (r *Runner) writeResize(start time.Time, rows []ResizeResult) error {
 	}
 	return nil
 }
-
