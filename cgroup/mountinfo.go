@@ -28,15 +28,13 @@ type mountInfo struct {
 	superOpts []byte // (11) the rest of the line
 }
 
-// mountSep separates the optional fields from the file system type. Because
-// no field before it may contain a raw space or be a lone "-", its first
-// occurrence in a line is the separator.
-var mountSep = []byte(" - ")
-
 // parseMountInfoLine parses one line of mountinfo (without its newline). ok is
 // false when the line does not have the format above.
 func parseMountInfoLine(line []byte) (m mountInfo, ok bool) {
-	pre, post, ok := bytes.Cut(line, mountSep)
+	// " - " separates the optional fields from the file system type. No field
+	// before it may contain a raw space or be a lone "-", so its first
+	// occurrence is the separator.
+	pre, post, ok := bytes.Cut(line, []byte(" - "))
 	if !ok {
 		return mountInfo{}, false
 	}

@@ -29,6 +29,7 @@ const (
 	helperCPUEnv = "FITGO_CGROUP_HELPER_CPU"
 	helperMemEnv = "FITGO_CGROUP_HELPER_MEM"
 	resultMarker = "FITGO_CGROUP_RESULT "
+	burntMarker  = "FITGO_CGROUP_BURNT"
 )
 
 // helperResult is what the helper process reports, as one JSON line.
@@ -45,8 +46,9 @@ type helperResult struct {
 // TestRealKernelV1 creates a parent cgroup limited to 0.5 CPU and 300 MiB
 // with an unlimited child in the v1 cpu and memory hierarchies, runs a
 // process in the child, and checks that it finds the parent's limits: the
-// case the Go runtime and automaxprocs miss. Then it changes the parent's
-// limits and checks that the process's Watcher sees the change.
+// case the Go runtime and automaxprocs miss. Then it changes the limits and
+// checks that the process's Watcher sees the change. On the way it checks
+// ReadCPUStatDir and ReadCPUStat on real, throttled cgroups.
 func TestRealKernelV1(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("skipped: creating cgroups needs root")
@@ -76,6 +78,10 @@ func TestRealKernelV1(t *testing.T) {
 	writeFile(t, filepath.Join(cpuParent, "cpu.cfs_period_us"), "100000")
 	writeFile(t, filepath.Join(cpuParent, "cpu.cfs_quota_us"), "50000")
 	writeFile(t, filepath.Join(memParent, "memory.limit_in_bytes"), strconv.Itoa(300*mib))
+	// First the child is held to 1 ms per 100 ms, so that it is throttled
+	// for sure while the helper burns CPU, however busy the machine is.
+	writeFile(t, filepath.Join(cpuChild, "cpu.cfs_period_us"), "100000")
+	writeFile(t, filepath.Join(cpuChild, "cpu.cfs_quota_us"), "1000")
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -96,6 +102,20 @@ func TestRealKernelV1(t *testing.T) {
 	out := bufio.NewScanner(stdout)
 	out.Buffer(nil, 1<<20)
 
+	// The helper has burnt CPU in the child: real throttling statistics.
+	readLine(t, out, burntMarker)
+	childStat, err := ReadCPUStatDir(os.DirFS("/"), cpuChild)
+	require.NoError(t, err)
+	t.Logf("child cpu.stat after the burn: %+v", childStat)
+	assert.Positive(t, childStat.Periods)
+	assert.Positive(t, childStat.ThrottledPeriods)
+	assert.Positive(t, childStat.ThrottledTime)
+	assert.False(t, childStat.HasUsage, "cpuacct is not mounted with cpu here")
+
+	// Now the child has no limit of its own: the parent's is the effective one.
+	writeFile(t, filepath.Join(cpuChild, "cpu.cfs_quota_us"), "-1")
+	_, err = io.WriteString(stdin, "report\n")
+	require.NoError(t, err)
 	first := readResult(t, out)
 	t.Logf("helper's /proc/self/cgroup:\n%s", first.SelfProcs)
 	require.Empty(t, first.ReadErr)
@@ -120,19 +140,16 @@ func TestRealKernelV1(t *testing.T) {
 		_, ok = lim.MemoryHigh()
 		assert.False(t, ok)
 	}
-	// The helper burnt CPU under a 0.5 CPU quota: the parent was throttled,
-	// and ReadCPUStat in the helper read the parent's cpu.stat.
-	assert.Positive(t, first.Stat.Periods)
-	assert.Positive(t, first.Stat.ThrottledPeriods)
-	assert.Positive(t, first.Stat.ThrottledTime)
+	// ReadCPUStat in the helper read the cpu.stat of the parent, whose quota
+	// is the effective one; the parent's bandwidth timer ran while the child
+	// burnt CPU.
 	parentStat, err := ReadCPUStatDir(os.DirFS("/"), cpuParent)
 	require.NoError(t, err)
+	t.Logf("parent cpu.stat: %+v", parentStat)
+	assert.Positive(t, first.Stat.Periods)
 	assert.GreaterOrEqual(t, parentStat.Periods, first.Stat.Periods)
 	assert.GreaterOrEqual(t, parentStat.ThrottledPeriods, first.Stat.ThrottledPeriods)
 	assert.GreaterOrEqual(t, parentStat.ThrottledTime, first.Stat.ThrottledTime)
-	childStat, err := ReadCPUStatDir(os.DirFS("/"), cpuChild)
-	require.NoError(t, err, "cpu.stat of an unlimited cgroup parses too")
-	t.Logf("parent cpu.stat %+v, child %+v", parentStat, childStat)
 
 	// Resize: a tighter quota on the child with another period, and less
 	// memory on the parent. The helper's Watcher must see both.
@@ -154,19 +171,26 @@ func TestRealKernelV1(t *testing.T) {
 	assert.Equal(t, second.Read, second.Watch, "the Watcher agrees with Read")
 }
 
-func readResult(t *testing.T, out *bufio.Scanner) helperResult {
+// readLine returns the rest of the next line of the helper's output that
+// starts with marker, logging the lines before it.
+func readLine(t *testing.T, out *bufio.Scanner, marker string) string {
 	t.Helper()
 	for out.Scan() {
 		line := out.Text()
-		if data, ok := strings.CutPrefix(line, resultMarker); ok {
-			var r helperResult
-			require.NoError(t, json.Unmarshal([]byte(data), &r))
-			return r
+		if rest, ok := strings.CutPrefix(line, marker); ok {
+			return rest
 		}
 		t.Logf("helper: %s", line)
 	}
-	t.Fatalf("helper ended without a result: %v", out.Err())
-	return helperResult{}
+	t.Fatalf("helper ended before %q: %v", marker, out.Err())
+	return ""
+}
+
+func readResult(t *testing.T, out *bufio.Scanner) helperResult {
+	t.Helper()
+	var r helperResult
+	require.NoError(t, json.Unmarshal([]byte(readLine(t, out, resultMarker)), &r))
+	return r
 }
 
 func writeFile(t *testing.T, name, data string) {
@@ -199,10 +223,14 @@ func TestHelperProcess(t *testing.T) {
 			t.Fatalf("joining the cgroup: %v", err)
 		}
 	}
-	// Burn 300 ms of CPU time on four threads: they want far more than the
-	// 50 ms per 100 ms the parent allows, so periods end throttled even when
-	// other processes compete for the CPUs.
-	burnCPU(t, 300*time.Millisecond, 4)
+	// Burn 3 ms of CPU time on two threads, under a quota of 1 ms per 100 ms:
+	// at least three periods, each throttled.
+	burnCPU(t, 3*time.Millisecond, 2)
+	fmt.Println(burntMarker)
+	in := bufio.NewScanner(os.Stdin)
+	if !in.Scan() {
+		return
+	}
 	w, err := NewWatcher(os.DirFS("/"))
 	if err != nil {
 		t.Fatal(err)
@@ -227,7 +255,6 @@ func TestHelperProcess(t *testing.T) {
 		fmt.Printf("%s%s\n", resultMarker, data)
 	}
 	report()
-	in := bufio.NewScanner(os.Stdin)
 	for in.Scan() {
 		report()
 	}
