@@ -359,6 +359,15 @@ func (r *runner) run(ctx context.Context) ([]results.Run, error) {
 		heapDesc(sets), o.AllocMiB, o.Rate, r.iters, o.Work, o.Duration, o.Period)
 	r.meta.Notes = append(r.meta.Notes, variantNotes(o.Variants))
 
+	load0 := loadAvg()
+	if load0 > float64(r.hostCPU)/2 {
+		r.logf("note: the machine is busy (load average %.1f on %d CPUs): other processes compete with the workload, expect noisy results", load0, r.hostCPU)
+	}
+	defer func() {
+		r.meta.Notes = append(r.meta.Notes, fmt.Sprintf("Host load average (1 min) %.1f at the start and %.1f at the end, on %d CPUs: other processes compete with the workload for the CPUs when it is high.",
+			load0, loadAvg(), r.hostCPU))
+	}()
+
 	total := len(sets) * len(o.Variants) * o.Runs
 	var runs []results.Run
 	started := time.Now()
@@ -446,6 +455,23 @@ func describeRun(r results.Run) string {
 		s += ", GOMEMLIMIT " + report.MiB(float64(w.GOMEMLIMIT))
 	}
 	return s
+}
+
+// loadAvg returns the 1-minute load average, or NaN.
+func loadAvg() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return math.NaN()
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return math.NaN()
+	}
+	v, err := strconv.ParseFloat(f[0], 64)
+	if err != nil {
+		return math.NaN()
+	}
+	return v
 }
 
 // memTotal returns MemTotal of /proc/meminfo in bytes, or 0.
