@@ -28,15 +28,16 @@ import (
 type fakeCluster struct {
 	t *testing.T
 
-	mu       sync.Mutex
-	now      time.Time
-	clusters []string
-	minor    string // server minor version
-	allocCPU string
-	calls    []string
-	pods     map[string]*fakePod // by pod name
-	byJob    map[string]string   // job name -> pod name
-	created  []any               // every object created, decoded strictly
+	mu          sync.Mutex
+	now         time.Time
+	clusters    []string
+	minor       string // server minor version
+	clientMinor string // kubectl's minor version
+	allocCPU    string
+	calls       []string
+	pods        map[string]*fakePod // by pod name
+	byJob       map[string]string   // job name -> pod name
+	created     []any               // every object created, decoded strictly
 
 	// outcome decides how each workload pod ends; nil: success with the
 	// variant's recorded log.
@@ -65,13 +66,14 @@ type fakePod struct {
 
 func newFakeCluster(t *testing.T) *fakeCluster {
 	return &fakeCluster{
-		t:        t,
-		now:      time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC),
-		minor:    "35",
-		allocCPU: "8",
-		pods:     map[string]*fakePod{},
-		byJob:    map[string]string{},
-		fail:     map[string]error{},
+		t:           t,
+		now:         time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC),
+		minor:       "35",
+		clientMinor: "35",
+		allocCPU:    "8",
+		pods:        map[string]*fakePod{},
+		byJob:       map[string]string{},
+		fail:        map[string]error{},
 	}
 }
 
@@ -183,6 +185,8 @@ func mustJSON(t *testing.T, v any) []byte {
 
 func (f *fakeCluster) kubectl(args []string, stdin []byte) ([]byte, error) {
 	switch {
+	case strings.Join(args, " ") == "version --client -o json":
+		return mustJSON(f.t, map[string]any{"clientVersion": version.Info{Major: "1", Minor: f.clientMinor, GitVersion: "v1." + f.clientMinor + ".4"}}), nil
 	case args[0] == "version":
 		return mustJSON(f.t, map[string]any{
 			"clientVersion": version.Info{Major: "1", Minor: "35", GitVersion: "v1.35.8"},

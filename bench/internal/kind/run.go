@@ -131,12 +131,10 @@ func (r *Runner) Run(ctx context.Context, cfg Config) (err error) {
 
 func (r *Runner) setUp(ctx context.Context) error {
 	cfg := r.cfg
-	out, err := r.run(ctx, "kind", "version")
-	if err != nil {
-		return fmt.Errorf("kind is needed (https://kind.sigs.k8s.io/docs/user/quick-start/#installation): %w", err)
+	if err := r.preflight(ctx); err != nil {
+		return err
 	}
-	r.info.kindVersion = strings.TrimSpace(string(out))
-	out, err = r.run(ctx, "kind", "get", "clusters")
+	out, err := r.run(ctx, "kind", "get", "clusters")
 	if err != nil {
 		return err
 	}
@@ -230,9 +228,36 @@ func (r *Runner) inspectCluster(ctx context.Context) error {
 			}
 		}
 	}
-	if out, err := r.run(ctx, "docker", "info", "--format", "{{.CgroupVersion}} {{.CgroupDriver}}"); err == nil {
-		if f := strings.Fields(string(out)); len(f) == 2 {
-			r.info.cgroup = "v" + f[0] + " (" + f[1] + " driver, Docker host)"
+	return nil
+}
+
+// preflight checks the three tools before anything is created.
+func (r *Runner) preflight(ctx context.Context) error {
+	out, err := r.run(ctx, "docker", "info", "--format", "{{.CgroupVersion}} {{.CgroupDriver}}")
+	if err != nil {
+		return fmt.Errorf("Docker is needed, with a running engine: %w", err)
+	}
+	if f := strings.Fields(string(out)); len(f) == 2 {
+		r.info.cgroup = "v" + f[0] + " (" + f[1] + " driver, Docker host)"
+	}
+	out, err = r.run(ctx, "kind", "version")
+	if err != nil {
+		return fmt.Errorf("kind is needed (https://kind.sigs.k8s.io/docs/user/quick-start/#installation): %w", err)
+	}
+	r.info.kindVersion = strings.TrimSpace(string(out))
+	out, err = r.run(ctx, "kubectl", "version", "--client", "-o", "json")
+	if err != nil {
+		return fmt.Errorf("kubectl is needed (https://kubernetes.io/docs/tasks/tools/): %w", err)
+	}
+	var v struct {
+		ClientVersion *struct {
+			Major, Minor, GitVersion string
+		} `json:"clientVersion"`
+	}
+	if err := json.Unmarshal(out, &v); err == nil && v.ClientVersion != nil && r.cfg.Resize() {
+		minor, _ := strconv.Atoi(strings.TrimRight(v.ClientVersion.Minor, "+"))
+		if v.ClientVersion.Major == "1" && minor < 32 {
+			return fmt.Errorf("-scenario resize needs kubectl 1.32 or later (patch --subresource resize); this one is %s", v.ClientVersion.GitVersion)
 		}
 	}
 	return nil

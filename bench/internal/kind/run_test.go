@@ -274,6 +274,28 @@ func TestResizeNeedsANewEnoughCluster(t *testing.T) {
 	assert.Empty(t, f.clusters)
 }
 
+func TestResizeNeedsANewEnoughKubectl(t *testing.T) {
+	f := newFakeCluster(t)
+	f.clientMinor = "31"
+	res := runWith(t, f, "-scenario=resize", "-variants=fitgo")
+	require.Error(t, res.err)
+	assert.Contains(t, res.err.Error(), "kubectl 1.32 or later")
+	assert.Equal(t, []string{
+		"docker info --format '{{.CgroupVersion}} {{.CgroupDriver}}'",
+		"kind version",
+		"kubectl version --client -o json",
+	}, f.Calls(), "nothing is created before the tools are checked")
+}
+
+func TestRunWithoutDockerCreatesNothing(t *testing.T) {
+	f := newFakeCluster(t)
+	f.fail["docker info"] = &ExitError{Cmd: "docker info", Code: 1, Stderr: "Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?"}
+	res := runWith(t, f, "-cpus=1", "-runs=1", "-variants=fitgo")
+	require.Error(t, res.err)
+	assert.Contains(t, res.err.Error(), "Docker is needed, with a running engine")
+	assert.Len(t, f.Calls(), 1)
+}
+
 func TestMainFlags(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	assert.Equal(t, 0, Main(context.Background(), []string{"-h"}, &stdout, &stderr))
