@@ -105,10 +105,7 @@ func containsVariant(vs []variant.Variant, name string) bool {
 // calibrate runs the untuned binary's -calibrate three times, outside the
 // benchmark cgroups, and returns the highest iteration count (the least
 // disturbed measurement).
-func calibrate(ctx context.Context, bin, fallback string, work time.Duration) (int, error) {
-	if bin == "" {
-		bin = fallback
-	}
+func calibrate(ctx context.Context, bin string, work time.Duration) (int, error) {
 	best := 0
 	for range 3 {
 		cmd := exec.CommandContext(ctx, bin, "-calibrate", "-work", work.String())

@@ -350,7 +350,7 @@ func (r *runner) run(ctx context.Context) ([]results.Run, error) {
 	r.meta.GoVersion = goVersion(ctx)
 	r.iters = o.WorkIters
 	if r.iters <= 0 {
-		if r.iters, err = calibrate(ctx, r.bins["untuned"], firstBin(r.bins, o.Variants), o.Work); err != nil {
+		if r.iters, err = calibrate(ctx, r.bins["untuned"], o.Work); err != nil {
 			return nil, err
 		}
 		r.logf("calibrated: %d iterations of the work loop take %v", r.iters, o.Work)
@@ -392,8 +392,6 @@ func (r *runner) run(ctx context.Context) ([]results.Run, error) {
 	}
 	return runs, nil
 }
-
-func firstBin(bins map[string]string, vs []variant.Variant) string { return bins[vs[0].Name] }
 
 func heapDesc(sets []setting) string {
 	var hs []string

@@ -152,8 +152,9 @@ func TestRealNoRights(t *testing.T) {
 	assert.Contains(t, stderr.String(), "-in-place")
 }
 
-// TestRealRun is a short real benchmark: two variants in the cpu and memory
-// scenarios, checking that the report files are written and plausible.
+// TestRealRun is a short real benchmark: untuned and fitgo in the cpu, nested
+// and memory scenarios, checking that the report files are written and
+// plausible.
 func TestRealRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the workload and runs it for ~20s")
@@ -162,20 +163,20 @@ func TestRealRun(t *testing.T) {
 	out := t.TempDir()
 	var stdout, stderr bytes.Buffer
 	code := Main(t.Context(), []string{
-		"-scenario", "cpu,memory", "-cpus", "1", "-memory", "256Mi", "-runs", "1", "-duration", "2s",
-		"-variants", testVariants, "-out", out,
+		"-scenario", "cpu,nested,memory", "-cpus", "1", "-memory", "256Mi", "-runs", "1", "-duration", "2s",
+		"-variants", "untuned,fitgo", "-out", out,
 	}, &stdout, io.MultiWriter(&stderr, testLog{t}))
 	require.Equal(t, 0, code, stderr.String())
 	assert.Contains(t, stdout.String(), "cpu: CPU quota 1 CPU, no memory limit")
 	assert.Contains(t, stdout.String(), "memory: no CPU quota, memory limit 256 MiB")
-	assert.Contains(t, stderr.String(), "[1/4]")
+	assert.Contains(t, stderr.String(), "[1/6]")
 	assert.Contains(t, stderr.String(), "ETA")
 
 	var sums []results.Summary
 	b, err := os.ReadFile(filepath.Join(out, report.ResultsFile))
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(b, &sums))
-	require.Len(t, sums, 4)
+	require.Len(t, sums, 6)
 	byKey := map[string]results.Summary{}
 	for _, s := range sums {
 		byKey[s.Scenario+"/"+s.Variant] = s
@@ -193,22 +194,31 @@ func TestRealRun(t *testing.T) {
 	m := byKey["memory/untuned"]
 	assert.Equal(t, uint64(1), m.OOMKills, "a 154 MiB live heap without GOMEMLIMIT outgrows 256 MiB")
 	assert.True(t, math.IsNaN(float64(m.LatencyP99MS)))
-	second := byKey["memory/"+testVariants[strings.IndexByte(testVariants, ',')+1:]]
-	checkSecondMemory(t, second)
+	if runtime.NumCPU() >= 2 {
+		// fitgo reads the quota, also on the parent cgroup only; untuned does not.
+		assert.Equal(t, results.Float(1), byKey["cpu/fitgo"].GOMAXPROCS)
+		assert.Equal(t, results.Float(1), byKey["nested/fitgo"].GOMAXPROCS)
+		assert.Equal(t, results.Float(runtime.NumCPU()), byKey["nested/untuned"].GOMAXPROCS)
+	}
+	assert.False(t, math.IsNaN(float64(byKey["nested/fitgo"].ThrottledPeriodsRatio)), "cpu.stat of the parent with the quota")
+	fm := byKey["memory/fitgo"]
+	assert.Zero(t, fm.OOMKills, "fitgo's GOMEMLIMIT keeps the heap under the limit")
+	assert.Less(t, float64(fm.GOMEMLIMITBytes), float64(256<<20))
+	assert.Greater(t, float64(fm.Requests), 1000.0)
 
 	md, err := os.ReadFile(filepath.Join(out, report.ReportFile))
 	require.NoError(t, err)
-	for _, want := range []string{"**Kernel**", "**Cgroups**: v", "**Go**: go1", "-variants " + testVariants} {
+	for _, want := range []string{"**Kernel**", "**Cgroups**: v", "**Go**: go1", "-variants untuned,fitgo", "Host load average"} {
 		assert.Contains(t, string(md), want)
 	}
 	bt, err := os.ReadFile(filepath.Join(out, report.BenchFile))
 	require.NoError(t, err)
 	assert.Contains(t, string(bt), "BenchmarkLocal/scenario=cpu/cpus=1/mem=none/variant=untuned\t")
 	assert.Contains(t, string(bt), "BenchmarkLocal/scenario=memory/cpus=0/mem=256Mi/variant=untuned\t")
-	f, err := os.Open(filepath.Join(out, report.ChartFile))
+	chart, err := os.Open(filepath.Join(out, report.ChartFile))
 	require.NoError(t, err)
-	defer f.Close()
-	_, err = png.Decode(f)
+	defer chart.Close()
+	_, err = png.Decode(chart)
 	require.NoError(t, err)
 
 	assertNoLeftovers(t)
