@@ -1,6 +1,7 @@
 package maxprocs_test
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/fitgo/fitgo/maxprocs"
@@ -36,4 +37,25 @@ func ExamplePolicy_Procs_reserve() {
 	// limit 2.0: GOMAXPROCS 1
 	// limit 2.5: GOMAXPROCS 2
 	// limit 8.0: GOMAXPROCS 4
+}
+
+// Plan shows what Apply would do here, without doing it: automaxprocs users
+// have long asked to query the value without setting it.
+func ExamplePlan() {
+	res, err := maxprocs.Plan(maxprocs.WithRounding(maxprocs.Ceil))
+	if err != nil {
+		fmt.Println("cannot read the CPU limit:", err)
+		return
+	}
+	fmt.Println(res) // e.g. "GOMAXPROCS 8 -> 2; CPU limit 1.5 cores from /sys/fs/cgroup/kubepods.slice/...; policy ceil, min 2"
+}
+
+// Apply in main, following resizes until the program ends.
+func ExampleApply() {
+	res, err := maxprocs.Apply(maxprocs.WithRefresh(context.Background(), 0))
+	if err != nil {
+		fmt.Println("GOMAXPROCS unchanged:", err)
+	}
+	defer res.Undo()
+	fmt.Println(res.After, res.Reason)
 }

@@ -37,3 +37,13 @@ func ExamplePolicy_Limit_reserve() {
 	// limit  4096 MiB: GOMEMLIMIT 3840 MiB
 	// limit 16384 MiB: GOMEMLIMIT 15564 MiB
 }
+
+// Plan shows what Apply would do here, without doing it.
+func ExamplePlan() {
+	res, err := memlimit.Plan(memlimit.WithReserve(64 << 20))
+	if err != nil {
+		fmt.Println("cannot read the memory limit:", err)
+		return
+	}
+	fmt.Println(res) // e.g. "GOMEMLIMIT no limit -> 460.8 MiB; memory.max 512 MiB from /sys/fs/cgroup/...; policy ratio 0.9, reserve 64 MiB, min 16 MiB"
+}
