@@ -113,7 +113,7 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.DurationVar(&c.Duration, "duration", 0, "measured window of each run (default 5s; 30s for resize)")
 	fs.IntVar(&c.Runs, "runs", DefaultRuns, "rounds: each variant runs this many times per setting, interleaved (A B C A B C ...)")
 	fs.StringVar(&variants, "variants", "all", "variants, comma-separated: "+strings.Join(variant.Names(), ", "))
-	fs.StringVar(&c.Out, "out", "", "directory for results.json, runs.json, report.md, chart.png, bench.txt (resize: resize.json, resize.md) (default kind-results/<run id>)")
+	fs.StringVar(&c.Out, "out", "", "directory to write results.json, runs.json, report.md, chart.png and bench.txt to (resize: resize.json and resize.md)")
 	fs.Float64Var(&c.HeapMiB, "heap-mib", 0, fmt.Sprintf("live heap, MiB (default %d, or %.0f%% of the limit in the memory scenario)", workload.DefaultHeapMiB, MemoryHeapFraction*100))
 	fs.Float64Var(&c.AllocMiB, "alloc-mib", workload.DefaultAllocMiBPerSec, "allocation rate, MiB/s")
 	fs.Float64Var(&c.Rate, "rate", workload.DefaultRate, "requests per second (open loop)")
@@ -225,9 +225,6 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 	}
 	if !validLabel(c.RunID) || len(c.Namespace()) > 63 {
 		return c, fmt.Errorf("-run-id %q: lower-case letters, digits and '-' only, at most %d characters", c.RunID, 63-len("fitgo-bench-"))
-	}
-	if c.Out == "" {
-		c.Out = filepath.Join("kind-results", c.RunID)
 	}
 	return c, nil
 }

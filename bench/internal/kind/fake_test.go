@@ -96,10 +96,13 @@ func (f *fakeCluster) Calls() []string {
 	return slices.Clone(f.calls)
 }
 
+// testdata is the absolute path of testdata/, for tests that change directory.
+var testdata, _ = filepath.Abs("testdata")
+
 // recordedLog returns testdata/logs/<name>.log.
 func recordedLog(t *testing.T, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", "logs", name+".log"))
+	b, err := os.ReadFile(filepath.Join(testdata, "logs", name+".log"))
 	if err != nil {
 		t.Fatalf("recorded log: %v (record with testdata/record.sh)", err)
 	}

@@ -284,16 +284,34 @@ func WriteResizeTable(w io.Writer, rows []ResizeResult) error {
 
 func (r *Runner) writeResize(start time.Time, rows []ResizeResult) error {
 	cfg := r.cfg
-	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
+	if err := WriteResizeTable(r.Stdout, rows); err != nil {
 		return err
 	}
-	b, err := json.MarshalIndent(rows, "", "  ")
-	if err != nil {
-		return err
+	if cfg.Out != "" {
+		if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
+			return err
+		}
+		b, err := json.MarshalIndent(rows, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(cfg.Out, ResizeJSON), append(b, '\n'), 0o644); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(cfg.Out, ResizeMD), r.resizeMarkdown(start, rows), 0o644); err != nil {
+			return err
+		}
+		r.logf("wrote %s", cfg.Out)
 	}
-	if err := os.WriteFile(filepath.Join(cfg.Out, ResizeJSON), append(b, '\n'), 0o644); err != nil {
-		return err
+	if r.failed > 0 {
+		return fmt.Errorf("%d resize run(s) failed (the errors are above, and in %s with -out)", r.failed, ResizeJSON)
 	}
+	return nil
+}
+
+// resizeMarkdown is resize.md: the context and the table.
+func (r *Runner) resizeMarkdown(start time.Time, rows []ResizeResult) []byte {
+	cfg := r.cfg
 	var md bytes.Buffer
 	meta := r.meta(start, "")
 	fmt.Fprintf(&md, "# fitgo in-place resize (kind runner)\n\n")
@@ -312,15 +330,5 @@ func (r *Runner) writeResize(start time.Time, rows []ResizeResult) error {
 	md.WriteString("\nValues before: the workload's last report before the patch; after: at the end of the run. " +
 		"\"follows\" means the workload reported a different value after the resize, the delay counted from the patch. " +
 		"Environment variables (the env variant) are fixed at start; the runtime follows only the CPU quota (at least 2); automaxprocs and automemlimit apply once at start.\n")
-	if err := os.WriteFile(filepath.Join(cfg.Out, ResizeMD), md.Bytes(), 0o644); err != nil {
-		return err
-	}
-	if err := WriteResizeTable(r.Stdout, rows); err != nil {
-		return err
-	}
-	r.logf("wrote %s", cfg.Out)
-	if r.failed > 0 {
-		return fmt.Errorf("%d resize run(s) failed; see %s", r.failed, filepath.Join(cfg.Out, ResizeJSON))
-	}
-	return nil
+	return md.Bytes()
 }

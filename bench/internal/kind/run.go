@@ -584,15 +584,17 @@ func (r *Runner) writeReport(start time.Time, runs []results.Run) error {
 		}
 	}
 	meta := r.meta(start, goVersion)
-	if err := report.Write(r.cfg.Out, meta, runs); err != nil {
-		return err
-	}
 	if err := report.Table(r.Stdout, results.Summarize(runs)); err != nil {
 		return err
 	}
-	r.logf("wrote %s", r.cfg.Out)
+	if r.cfg.Out != "" {
+		if err := report.Write(r.cfg.Out, meta, runs); err != nil {
+			return err
+		}
+		r.logf("wrote %s", r.cfg.Out)
+	}
 	if r.failed > 0 {
-		return fmt.Errorf("%d run(s) failed; see %s", r.failed, path.Join(r.cfg.Out, report.RunsFile))
+		return fmt.Errorf("%d run(s) failed (the errors are above, and in %s with -out)", r.failed, report.RunsFile)
 	}
 	return nil
 }

@@ -100,6 +100,21 @@ func TestRunCreatesClusterAndCleansUp(t *testing.T) {
 	assert.Contains(t, res.stderr, "[4/4] cpu cpus=1 · fitgo round 2/2 · ETA", "progress with an ETA")
 }
 
+func TestRunWithoutOutWritesNoFiles(t *testing.T) {
+	f := newFakeCluster(t)
+	dir := t.TempDir()
+	t.Chdir(dir)
+	cfg, err := ParseFlags([]string{"-run-id=test", "-repo=/repo", "-cpus=1", "-runs=1", "-variants=fitgo", "-work-iters=1"}, os.Stderr)
+	require.NoError(t, err)
+	var stdout bytes.Buffer
+	r := &Runner{Exec: f, Stdout: &stdout, Stderr: &bytes.Buffer{}, Now: f.Now, Sleep: f.Sleep}
+	require.NoError(t, r.Run(context.Background(), cfg))
+	assert.Contains(t, stdout.String(), "p99 ms", "the table is printed")
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.Empty(t, entries)
+}
+
 func TestRunReusesClusterAndKeeps(t *testing.T) {
 	f := newFakeCluster(t)
 	f.clusters = []string{"other", "fitgo-bench"}
