@@ -31,6 +31,9 @@ const runtimeGrace = 2 * time.Second
 // An Option configures Apply and Plan.
 type Option func(*config)
 
+// init sets the defaults.
+func (c *config) init() {}
+
 type config struct {
 	policy   Policy
 	logger   *slog.Logger
@@ -238,11 +241,21 @@ func Plan(opts ...Option) (Result, error) {
 
 func apply(opts []Option, dry bool) (Result, error) {
 	var cfg config
+	cfg.init()
 	for _, o := range opts {
 		if o != nil {
 			o(&cfg)
 		}
 	}
+	// Logging happens after the knob's lock is released, so that a handler
+	// may call back into this package (Status, say) without a deadlock.
+	r := applyLocked(&cfg, dry)
+	logApply(cfg.logger, &r)
+	return r, r.Err
+}
+
+// applyLocked is Apply under the knob's lock.
+func applyLocked(cfg *config, dry bool) Result {
 	e := cfg.env
 	if e == nil {
 		e = systemEnv()
@@ -264,18 +277,15 @@ func apply(opts []Option, dry bool) (Result, error) {
 	if err := cfg.policy.Validate(); err != nil {
 		r.Err = err
 		r.Reason = "invalid options"
-		logApply(cfg.logger, &r)
-		return r, err
+		return r
 	}
 	if e.goos != "linux" {
 		r.Reason = "not Linux: no cgroup limits"
-		logApply(cfg.logger, &r)
-		return r, nil
+		return r
 	}
 	if n, ok := envvar.GOMAXPROCS(r.Env); ok {
 		r.Reason = "GOMAXPROCS=" + strconv.Itoa(n) + " is set in the environment"
-		logApply(cfg.logger, &r)
-		return r, nil
+		return r
 	}
 
 	s := &session{
@@ -324,8 +334,7 @@ func apply(opts []Option, dry bool) (Result, error) {
 	if errors.Is(err, cgroup.ErrNoCgroup) {
 		r.Reason = "no cgroup information (no /proc/self/cgroup)"
 		s.reason = r.Reason
-		logApply(cfg.logger, &r)
-		return r, nil
+		return r
 	}
 
 	r.CPU = lim.CPU
@@ -364,8 +373,7 @@ func apply(opts []Option, dry bool) (Result, error) {
 		}
 		k.active = s
 	}
-	logApply(cfg.logger, &r)
-	return r, r.Err
+	return r
 }
 
 // cpuErr picks from a reading the error that concerns the CPU limit: a
@@ -413,13 +421,28 @@ func (s *session) stop(reason string) {
 	s.sub.Cancel()
 }
 
+// event is a log line to write once the knob's lock is released.
+type event struct {
+	level slog.Level
+	msg   string
+	args  []any
+}
+
 // Tick is the refresh loop's call with a new reading.
 func (s *session) Tick(now time.Time, lim cgroup.Limits, err error) bool {
+	keep, ev := s.tick(now, lim, err)
+	if ev.msg != "" && s.log != nil {
+		s.log.Log(context.Background(), ev.level, ev.msg, ev.args...)
+	}
+	return keep
+}
+
+func (s *session) tick(now time.Time, lim cgroup.Limits, err error) (keep bool, ev event) {
 	k := s.knob
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if s.stopped {
-		return false
+		return false, ev
 	}
 	cur := k.get()
 	cerr := cpuErr(lim, err)
@@ -434,17 +457,16 @@ func (s *session) Tick(now time.Time, lim cgroup.Limits, err error) bool {
 			// The runtime's own update, which fitgo was leaving to it.
 			k.last = cur
 		} else {
-			s.handOver(cur)
-			return false
+			return false, s.handOver(cur)
 		}
 	}
 
 	if cerr != nil {
 		if s.err == nil && s.log != nil {
-			s.log.Warn("fitgo: cannot read the CPU limit; GOMAXPROCS unchanged", "GOMAXPROCS", cur, "err", cerr)
+			ev = event{slog.LevelWarn, "fitgo: cannot read the CPU limit; GOMAXPROCS unchanged", []any{"GOMAXPROCS", cur, "err", cerr}}
 		}
 		s.err = cerr
-		return true
+		return true, ev
 	}
 	s.err = nil
 
@@ -453,43 +475,45 @@ func (s *session) Tick(now time.Time, lim cgroup.Limits, err error) bool {
 			// The limit is gone: GOMAXPROCS goes back to what it would be
 			// without fitgo.
 			s.restore()
-			s.updated(now, cur, "CPU limit removed")
+			ev = s.updated(now, cur, "CPU limit removed")
 		}
-		return true
+		return true, ev
 	}
 	want := s.policy.Procs(q, s.env.numCPU)
 	if want == cur {
-		return true
+		return true, ev
 	}
 	if !k.pinned && s.env.rt.Updates && s.rtDef == want && now.Sub(s.changedAt) < runtimeGrace {
 		// The runtime is about to make the same change by itself.
-		return true
+		return true, ev
 	}
 	k.set(want)
 	k.pinned, k.last = true, want
-	s.updated(now, cur, "CPU limit changed")
-	return true
+	return true, s.updated(now, cur, "CPU limit changed")
 }
 
-func (s *session) updated(now time.Time, from int, why string) {
+// updated counts a change made by the refresh loop; knob.mu is held.
+func (s *session) updated(now time.Time, from int, why string) event {
 	s.updates++
 	s.lastAt = now
-	if s.log != nil {
-		s.log.Info("fitgo: GOMAXPROCS updated: "+why,
-			"GOMAXPROCS", s.knob.get(), "before", from,
-			slog.Group("cpu_limit", "cores", s.limit, "source", s.source))
+	if s.log == nil {
+		return event{}
 	}
+	return event{slog.LevelInfo, "fitgo: GOMAXPROCS updated: " + why, []any{
+		"GOMAXPROCS", s.knob.get(), "before", from,
+		slog.Group("cpu_limit", "cores", s.limit, "source", s.source)}}
 }
 
 // handOver gives up the knob to whoever changed it; knob.mu is held.
-func (s *session) handOver(cur int) {
+func (s *session) handOver(cur int) event {
 	k := s.knob
 	from := k.last
 	s.stop(fmt.Sprintf("GOMAXPROCS was changed from %d to %d outside fitgo; no longer managed", from, cur))
 	k.pinned, k.last = false, cur
-	if s.log != nil {
-		s.log.Info("fitgo: GOMAXPROCS changed by someone else; fitgo stops managing it", "GOMAXPROCS", cur, "was", from)
+	if s.log == nil {
+		return event{}
 	}
+	return event{slog.LevelInfo, "fitgo: GOMAXPROCS changed by someone else; fitgo stops managing it", []any{"GOMAXPROCS", cur, "was", from}}
 }
 
 // restore puts GOMAXPROCS back to what it would be without fitgo: the

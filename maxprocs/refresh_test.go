@@ -335,3 +335,46 @@ func TestApplyConcurrentWithTicks(t *testing.T) {
 	}
 	te.waitIdle(t)
 }
+
+// callbackHandler calls back into the package from inside a log call, as a
+// handler that adds fitgo's status to every record would.
+type callbackHandler struct {
+	slog.Handler
+	call func()
+}
+
+func (h callbackHandler) Handle(ctx context.Context, r slog.Record) error {
+	h.call()
+	return h.Handler.Handle(ctx, r)
+}
+
+func TestLoggerMayCallBack(t *testing.T) {
+	fk := &fakeKnob{value: 8, def: 8}
+	te := newTestEnv(fk, 8, oldRT, nil)
+	te.src.setQuota(0.5, "/sys/fs/cgroup/app")
+	var buf bytes.Buffer
+	var res Result
+	calls := 0
+	logger := slog.New(callbackHandler{slog.NewTextHandler(&buf, nil), func() {
+		calls++
+		_, _ = Plan(te.opt())
+		_ = res.Status()
+	}})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var err error
+		res, err = Apply(te.opt(), WithLogger(logger), WithRefresh(background, time.Hour))
+		assert.NoError(t, err)
+		res.s.Tick(time.Now(), cpuLimits(3, "/sys/fs/cgroup/app"), nil)
+		fk.appSet(5)
+		res.s.Tick(time.Now(), cpuLimits(3, "/sys/fs/cgroup/app"), nil)
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("deadlock: a log handler called back into maxprocs")
+	}
+	assert.Equal(t, 3, calls, "set, updated, handed over")
+	te.waitIdle(t)
+}

@@ -31,6 +31,9 @@ const NoLimit int64 = math.MaxInt64
 // An Option configures Apply and Plan.
 type Option func(*config)
 
+// init sets the defaults.
+func (c *config) init() { c.policy = DefaultPolicy() }
+
 type config struct {
 	policy    Policy
 	logger    *slog.Logger
@@ -287,12 +290,22 @@ func Plan(opts ...Option) (Result, error) {
 }
 
 func apply(opts []Option, dry bool) (Result, error) {
-	cfg := config{policy: DefaultPolicy()}
+	var cfg config
+	cfg.init()
 	for _, o := range opts {
 		if o != nil {
 			o(&cfg)
 		}
 	}
+	// Logging happens after the knob's lock is released, so that a handler
+	// may call back into this package (Status, say) without a deadlock.
+	r := applyLocked(&cfg, dry)
+	logApply(cfg.logger, &r)
+	return r, r.Err
+}
+
+// applyLocked is Apply under the knob's lock.
+func applyLocked(cfg *config, dry bool) Result {
 	e := cfg.env
 	if e == nil {
 		e = systemEnv()
@@ -307,19 +320,16 @@ func apply(opts []Option, dry bool) (Result, error) {
 
 	if err := cfg.policy.Validate(); err != nil {
 		r.Err, r.Reason = err, "invalid options"
-		logApply(cfg.logger, &r)
-		return r, err
+		return r
 	}
 	if e.goos != "linux" {
 		r.Reason = "not Linux: no cgroup limits"
-		logApply(cfg.logger, &r)
-		return r, nil
+		return r
 	}
 	switch _, kind := envvar.GOMEMLIMIT(r.Env); kind {
 	case envvar.MemLimitOff, envvar.MemLimitBytes:
 		r.Reason = "GOMEMLIMIT=" + r.Env + " is set in the environment"
-		logApply(cfg.logger, &r)
-		return r, nil
+		return r
 	}
 
 	s := &session{
@@ -377,8 +387,7 @@ func apply(opts []Option, dry bool) (Result, error) {
 			r.Reason += "; no system memory either: " + memErr.Error()
 		}
 		s.reason = r.Reason
-		logApply(cfg.logger, &r)
-		return r, nil
+		return r
 	}
 
 	r.Memory = lim.Memory
@@ -416,8 +425,7 @@ func apply(opts []Option, dry bool) (Result, error) {
 		}
 		k.active = s
 	}
-	logApply(cfg.logger, &r)
-	return r, r.Err
+	return r
 }
 
 func tinyReason(p Policy, limit int64) string {
@@ -472,25 +480,39 @@ func (s *session) stop(reason string) {
 	s.sub.Cancel()
 }
 
+// event is a log line to write once the knob's lock is released.
+type event struct {
+	level slog.Level
+	msg   string
+	args  []any
+}
+
 // Tick is the refresh loop's call with a new reading.
 func (s *session) Tick(now time.Time, lim cgroup.Limits, err error) bool {
+	keep, ev := s.tick(now, lim, err)
+	if ev.msg != "" && s.log != nil {
+		s.log.Log(context.Background(), ev.level, ev.msg, ev.args...)
+	}
+	return keep
+}
+
+func (s *session) tick(now time.Time, lim cgroup.Limits, err error) (keep bool, ev event) {
 	k := s.knob
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if s.stopped {
-		return false
+		return false, ev
 	}
 	cur := k.get()
 	if cur != k.last {
-		s.handOver(cur)
-		return false
+		return false, s.handOver(cur)
 	}
 	if merr := memoryErr(lim, err); merr != nil {
 		if s.err == nil && s.log != nil {
-			s.log.Warn("fitgo: cannot read the memory limit; GOMEMLIMIT unchanged", "GOMEMLIMIT", cur, "err", merr)
+			ev = event{slog.LevelWarn, "fitgo: cannot read the memory limit; GOMEMLIMIT unchanged", []any{"GOMEMLIMIT", cur, "err", merr}}
 		}
 		s.err = merr
-		return true
+		return true, ev
 	}
 	s.err = nil
 	limit, source, from, want := s.target(lim.Memory, lim)
@@ -499,37 +521,39 @@ func (s *session) Tick(now time.Time, lim cgroup.Limits, err error) bool {
 		if k.owned {
 			// No limit any more, or too small: back to the value before fitgo.
 			k.restore()
-			s.updated(now, cur, "memory limit removed or too small")
+			ev = s.updated(now, cur, "memory limit removed or too small")
 		}
-		return true
+		return true, ev
 	}
 	if want == cur {
-		return true
+		return true, ev
 	}
 	k.setValue(want)
-	s.updated(now, cur, "memory limit changed")
-	return true
+	return true, s.updated(now, cur, "memory limit changed")
 }
 
-func (s *session) updated(now time.Time, from int64, why string) {
+// updated counts a change made by the refresh loop; knob.mu is held.
+func (s *session) updated(now time.Time, from int64, why string) event {
 	s.updates++
 	s.lastAt = now
-	if s.log != nil {
-		s.log.Info("fitgo: GOMEMLIMIT updated: "+why,
-			"GOMEMLIMIT", s.knob.last, "before", from,
-			slog.Group("memory_limit", "bytes", s.limit, "source", s.source, "from", s.from))
+	if s.log == nil {
+		return event{}
 	}
+	return event{slog.LevelInfo, "fitgo: GOMEMLIMIT updated: " + why, []any{
+		"GOMEMLIMIT", s.knob.last, "before", from,
+		slog.Group("memory_limit", "bytes", s.limit, "source", s.source, "from", s.from)}}
 }
 
 // handOver gives up the knob to whoever changed it; knob.mu is held.
-func (s *session) handOver(cur int64) {
+func (s *session) handOver(cur int64) event {
 	k := s.knob
 	from := k.last
 	s.stop("the memory limit was changed from " + formatBytes(from) + " to " + formatBytes(cur) + " outside fitgo; no longer managed")
 	k.owned, k.last = false, cur
-	if s.log != nil {
-		s.log.Info("fitgo: GOMEMLIMIT changed by someone else; fitgo stops managing it", "GOMEMLIMIT", cur, "was", from)
+	if s.log == nil {
+		return event{}
 	}
+	return event{slog.LevelInfo, "fitgo: GOMEMLIMIT changed by someone else; fitgo stops managing it", []any{"GOMEMLIMIT", cur, "was", from}}
 }
 
 // Undo stops following the memory limit and restores the runtime's memory

@@ -194,3 +194,44 @@ func TestTickAllocs(t *testing.T) {
 	now := time.Now()
 	assert.Zero(t, testing.AllocsPerRun(1000, func() { s.Tick(now, lim, nil) }))
 }
+
+type callbackHandler struct {
+	slog.Handler
+	call func()
+}
+
+func (h callbackHandler) Handle(ctx context.Context, r slog.Record) error {
+	h.call()
+	return h.Handler.Handle(ctx, r)
+}
+
+func TestLoggerMayCallBack(t *testing.T) {
+	fk := &fakeKnob{value: NoLimit}
+	te := newTestEnv(fk, nil)
+	te.src.set(memLimits(512*MiB, 0))
+	var buf bytes.Buffer
+	var res Result
+	calls := 0
+	logger := slog.New(callbackHandler{slog.NewTextHandler(&buf, nil), func() {
+		calls++
+		_, _ = Plan(te.opt())
+		_ = res.Status()
+	}})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var err error
+		res, err = Apply(te.opt(), WithLogger(logger), WithRefresh(background, time.Hour))
+		assert.NoError(t, err)
+		res.s.Tick(time.Now(), memLimits(GiB, 0), nil)
+		fk.appSet(5 * GiB)
+		res.s.Tick(time.Now(), memLimits(GiB, 0), nil)
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("deadlock: a log handler called back into memlimit")
+	}
+	assert.Equal(t, 3, calls, "set, updated, handed over")
+	te.waitIdle(t)
+}
