@@ -21,6 +21,21 @@ func BenchmarkRead(b *testing.B) {
 	}
 }
 
+// BenchmarkReadFSDirFS is BenchmarkRead through os.DirFS("/"), for
+// comparison: Read reads the same files with fewer system calls.
+func BenchmarkReadFSDirFS(b *testing.B) {
+	fsys := os.DirFS("/")
+	if _, err := ReadFS(fsys); errors.Is(err, ErrNoCgroup) {
+		b.Skipf("skipped: no cgroup here: %v", err)
+	}
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if _, err := ReadFS(fsys); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkWatcherRead measures one poll of a Watcher on the live system.
 func BenchmarkWatcherRead(b *testing.B) {
 	w, err := NewWatcher(os.DirFS("/"))
