@@ -14,11 +14,13 @@
 //   - GOMAXPROCS: the effective CPU limit (the tightest over the cgroup
 //     hierarchy, parents included) rounded down, at least 1, at most the CPU
 //     count. Left alone when the GOMAXPROCS environment variable is set to a
-//     value the runtime honours, and not called when the runtime already has
-//     the value (so the Go 1.25+ runtime's own updates stay on).
+//     value the runtime honours, or when an earlier init (another library)
+//     already changed it, and not called when the runtime already has the
+//     value (so the Go 1.25+ runtime's own updates stay on).
 //   - GOMEMLIMIT: 90% of the lower of memory.max and memory.high, never above
 //     the limit, left unset when that is under 16 MiB. Left alone when the
-//     GOMEMLIMIT environment variable is set, including to "off".
+//     GOMEMLIMIT environment variable is set, including to "off", or when an
+//     earlier init (automemlimit, say) already set a limit.
 //   - Following: one goroutine re-reads the already-open limit files every
 //     second (no allocation per tick). It stops managing a knob as soon as
 //     someone else changes it.

@@ -80,7 +80,7 @@ func start(d deps) (rep Report) {
 	logger := slog.New(&laterHandler{armed: &armed})
 
 	if cfg.MaxProcs {
-		opts := []maxprocs.Option{maxprocs.WithLogger(logger)}
+		opts := []maxprocs.Option{maxprocs.WithLogger(logger), maxprocs.WithKeepExisting()}
 		if cfg.Refresh {
 			opts = append(opts, maxprocs.WithRefresh(context.Background(), cfg.Interval))
 		}
@@ -90,7 +90,7 @@ func start(d deps) (rep Report) {
 		rep.MaxProcs = maxprocs.Result{Before: n, After: n, Policy: maxprocs.Policy{Min: 1}, Reason: "turned off by " + EnvVar + "=" + rep.Setting}
 	}
 	if cfg.MemLimit {
-		opts := []memlimit.Option{memlimit.WithLogger(logger)}
+		opts := []memlimit.Option{memlimit.WithLogger(logger), memlimit.WithKeepExisting()}
 		if cfg.Refresh {
 			opts = append(opts, memlimit.WithRefresh(context.Background(), cfg.Interval))
 		}

@@ -59,13 +59,13 @@ func TestStartSetting(t *testing.T) {
 		opts       int // 2 with a refresh option, 1 without
 		settingErr string
 	}{
-		{"", true, true, 2, ""},
+		{"", true, true, 3, ""},
 		{"off", false, false, 0, ""},
-		{"maxprocs=off", false, true, 2, ""},
-		{"memlimit=off", true, false, 2, ""},
-		{"refresh=off", true, true, 1, ""},
-		{"refresh=250ms", true, true, 2, ""},
-		{"refresh=never,memlimit=off", true, false, 2, `"refresh=never"`},
+		{"maxprocs=off", false, true, 3, ""},
+		{"memlimit=off", true, false, 3, ""},
+		{"refresh=off", true, true, 2, ""},
+		{"refresh=250ms", true, true, 3, ""},
+		{"refresh=never,memlimit=off", true, false, 3, `"refresh=never"`},
 	} {
 		t.Run(tc.setting, func(t *testing.T) {
 			f := &fakeDeps{env: map[string]string{EnvVar: tc.setting}}

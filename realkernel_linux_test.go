@@ -413,3 +413,23 @@ func TestRealKernelV1RuntimeContainerSupport(t *testing.T) {
 		})
 	}
 }
+
+// TestRealKernelV1KeepsEarlierLimit: a library set the memory limit in an
+// init that ran before fitgo's; the blank import keeps it and does not
+// follow the memory limit, while it still manages GOMAXPROCS.
+func TestRealKernelV1KeepsEarlierLimit(t *testing.T) {
+	requireV1(t)
+	prog := buildProgram(t, "./internal/testprog/blankpreset")
+	cg := newCgroupPair(t)
+	cg.setParentCPU(t, 50000)
+	cg.setParentMemory(t, 512*mib)
+	c := cg.startIn(t, prog)
+	first, ok := c.next(t, 10*time.Second)
+	require.True(t, ok, "stderr: %s", c.stderr)
+	t.Logf("init: %s | %s", first.MaxProcs, first.MemLimit)
+	assert.Equal(t, int64(300*mib), first.GOMEMLIMIT)
+	assert.Contains(t, first.MemLimit, "the memory limit is already 300 MiB: set by the program or a library, and kept")
+	assert.False(t, first.MemLimitFollowing)
+	assert.Equal(t, 1, first.GOMAXPROCS)
+	assert.True(t, first.MaxProcsFollowing)
+}

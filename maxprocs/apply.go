@@ -38,6 +38,7 @@ type config struct {
 	policy   Policy
 	logger   *slog.Logger
 	refresh  bool
+	keep     bool
 	ctx      context.Context
 	interval time.Duration
 	env      *env // nil: the real process
@@ -66,6 +67,15 @@ func WithReserve(cores float64) Option { return func(c *config) { c.policy.Reser
 // when Apply leaves it alone, a Warn line when the CPU limit cannot be read.
 // Without it, nothing is logged.
 func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
+
+// WithKeepExisting makes Apply leave GOMAXPROCS alone when it is no longer
+// the runtime's own default: when the program or a library has already
+// called runtime.GOMAXPROCS (an earlier init, say). The runtime's default is
+// the CPU count, or, when the runtime's own container support is on, its
+// rule applied to the process's cgroup; when that cannot be predicted (a
+// parent cgroup imposes the limit), Apply goes ahead. The blank import uses
+// this option.
+func WithKeepExisting() Option { return func(c *config) { c.keep = true } }
 
 // WithRefresh keeps GOMAXPROCS in line with the CPU limit after Apply
 // returns, re-reading the limit every interval (DefaultRefreshInterval when
@@ -296,6 +306,7 @@ func applyLocked(cfg *config, dry bool) Result {
 		before:       r.Before,
 		beforePinned: k.pinned && k.last == r.Before,
 	}
+	fitgoOwned := s.beforePinned
 	if !dry {
 		// This Apply takes over from any earlier one.
 		if k.active != nil {
@@ -345,6 +356,17 @@ func applyLocked(cfg *config, dry bool) Result {
 	s.limit, s.hasLimit, s.source = q, hasLimit, lim.CPU.Source
 	s.rtDef = e.rt.runtimeDefault(lim, e.numCPU)
 	s.rtPrev = s.rtDef
+
+	if def := s.rtDef; cfg.keep && !fitgoOwned && def > 0 && r.Before != def && cpuErr(lim, err) == nil {
+		r.Reason = "GOMAXPROCS is already " + strconv.Itoa(r.Before) + ", not the runtime's default " + strconv.Itoa(def) +
+			": set by the program or a library, and kept"
+		s.stopped, s.reason = true, r.Reason
+		s.sub.Cancel()
+		if k.active == s {
+			k.active = nil
+		}
+		return r
+	}
 
 	switch cerr := cpuErr(lim, err); {
 	case cerr != nil:

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -309,4 +310,52 @@ func TestCPUErr(t *testing.T) {
 	l.Memory.Err = memBad
 	assert.NoError(t, cpuErr(l, errors.Join(memBad)))
 	assert.ErrorIs(t, cpuErr(cgroup.Limits{}, fs.ErrClosed), fs.ErrClosed)
+}
+
+func TestKeepExisting(t *testing.T) {
+	leafHalf := v2FS("50000 100000", "")   // leaf imposes 0.5 CPU
+	leaf15 := v2FS("150000 100000", "")    // leaf imposes 1.5 CPU
+	parentHalf := v2FS("", "50000 100000") // the parent imposes it
+	for _, tc := range []struct {
+		name   string
+		rt     Runtime
+		fsys   fstest.MapFS
+		start  int
+		after  int
+		reason string
+	}{
+		{"not aware, default value: applied", oldRT, leafHalf, 8, 1, ""},
+		{"not aware, value set by someone: kept", oldRT, leafHalf, 3, 3, "GOMAXPROCS is already 3, not the runtime's default 8: set by the program or a library, and kept"},
+		{"aware, the runtime's value: applied", modernRT, leaf15, 2, 1, ""},
+		{"aware, another value: kept", modernRT, leaf15, 5, 5, "not the runtime's default 2"},
+		{"aware, parent imposes, default unknown: applied", modernRT, parentHalf, 5, 1, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fk := &fakeKnob{value: tc.start, def: tc.start, modern: true}
+			te := newTestEnv(fk, 8, tc.rt, tc.fsys)
+			res, err := Apply(te.opt(), WithKeepExisting(), WithRefresh(background, time.Hour))
+			require.NoError(t, err)
+			assert.Equal(t, tc.after, res.After)
+			value, _, _ := fk.get()
+			assert.Equal(t, tc.after, value)
+			if tc.reason != "" {
+				assert.Contains(t, res.Reason, tc.reason)
+				assert.False(t, res.Status().Following, "someone else owns it")
+			} else {
+				assert.True(t, res.Changed)
+				assert.True(t, res.Status().Following)
+			}
+			res.Stop()
+			te.waitIdle(t)
+		})
+	}
+	t.Run("fitgo's own earlier value is not someone else's", func(t *testing.T) {
+		fk := &fakeKnob{value: 8, def: 8}
+		te := newTestEnv(fk, 8, oldRT, leafHalf)
+		_, err := Apply(te.opt())
+		require.NoError(t, err)
+		res, err := Apply(te.opt(), WithKeepExisting(), WithMin(2))
+		require.NoError(t, err)
+		assert.Equal(t, 2, res.After)
+	})
 }

@@ -41,6 +41,7 @@ type config struct {
 	ctx       context.Context
 	interval  time.Duration
 	sysMemory bool
+	keep      bool
 	env       *env // nil: the real process
 }
 
@@ -67,6 +68,12 @@ func WithMinLimit(bytes int64) Option { return func(c *config) { c.policy.MinLim
 // default: without a container limit, a soft limit at 90% of the machine's
 // memory is a guess about what else runs there.
 func WithSystemMemory() Option { return func(c *config) { c.sysMemory = true } }
+
+// WithKeepExisting makes Apply leave the memory limit alone when it is
+// already set (not NoLimit) by the program or a library, through
+// debug.SetMemoryLimit (an earlier init, say). The blank import uses this
+// option.
+func WithKeepExisting() Option { return func(c *config) { c.keep = true } }
 
 // WithLogger makes Apply, and the refresh loop it starts, log to l: one Info
 // line when GOMEMLIMIT changes or when fitgo stops managing it, a Debug line
@@ -329,6 +336,10 @@ func applyLocked(cfg *config, dry bool) Result {
 	switch _, kind := envvar.GOMEMLIMIT(r.Env); kind {
 	case envvar.MemLimitOff, envvar.MemLimitBytes:
 		r.Reason = "GOMEMLIMIT=" + r.Env + " is set in the environment"
+		return r
+	}
+	if cfg.keep && r.Before != NoLimit && !(k.owned && k.last == r.Before) {
+		r.Reason = "the memory limit is already " + formatBytes(r.Before) + ": set by the program or a library, and kept"
 		return r
 	}
 

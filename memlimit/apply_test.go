@@ -255,3 +255,33 @@ func TestResultString(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "GOMEMLIMIT no limit -> 460.8 MiB; memory.max 512 MiB from /sys/fs/cgroup/pod/app; policy ratio 0.9, min 16 MiB", res.String())
 }
+
+func TestKeepExisting(t *testing.T) {
+	fsys := v2FS("536870912", "", "")
+	t.Run("no limit yet: applied", func(t *testing.T) {
+		fk := &fakeKnob{value: NoLimit}
+		res, err := Apply(newTestEnv(fk, fsys).opt(), WithKeepExisting())
+		require.NoError(t, err)
+		assert.True(t, res.Changed)
+	})
+	t.Run("set by an earlier init: kept", func(t *testing.T) {
+		fk := &fakeKnob{value: 300 * MiB}
+		res, err := Apply(newTestEnv(fk, fsys).opt(), WithKeepExisting(), WithRefresh(background, 0))
+		require.NoError(t, err)
+		assert.False(t, res.Changed)
+		assert.Equal(t, "the memory limit is already 300 MiB: set by the program or a library, and kept", res.Reason)
+		assert.False(t, res.Status().Following)
+		value, sets := fk.get()
+		assert.Equal(t, 300*MiB, value)
+		assert.Zero(t, sets)
+	})
+	t.Run("fitgo's own earlier value: applied", func(t *testing.T) {
+		fk := &fakeKnob{value: NoLimit}
+		te := newTestEnv(fk, fsys)
+		_, err := Apply(te.opt())
+		require.NoError(t, err)
+		res, err := Apply(te.opt(), WithKeepExisting(), WithRatio(0.5))
+		require.NoError(t, err)
+		assert.Equal(t, 256*MiB, res.After)
+	})
+}
