@@ -158,6 +158,7 @@ func boot(t *testing.T, suite string) *Console {
 	}
 	c, err := ParseConsole(out.Bytes())
 	require.NoError(t, err, "console:\n%s", out.Bytes())
+	logSteps(t, c.Steps)
 	for _, e := range c.Errors {
 		t.Errorf("guest: %s", e)
 	}
@@ -168,6 +169,23 @@ func boot(t *testing.T, suite string) *Console {
 		t.Logf("console:\n%s", out.Bytes())
 	}
 	return c
+}
+
+// logSteps logs when the guest's suite started (its boot time) and how long
+// each scenario took.
+func logSteps(t *testing.T, steps []Step) {
+	t.Helper()
+	var b strings.Builder
+	for i, st := range steps {
+		if i == 0 {
+			fmt.Fprintf(&b, "guest booted in %.1fs;", st.Uptime.Seconds())
+			continue
+		}
+		fmt.Fprintf(&b, " %s %.1fs", steps[i-1].Name, (st.Uptime - steps[i-1].Uptime).Seconds())
+	}
+	if b.Len() > 0 {
+		t.Log(b.String())
+	}
 }
 
 // one decodes the only result of scenario and probe into v.
@@ -236,10 +254,17 @@ func checkLimits(t *testing.T, got report.Limits, want wantLimits) {
 }
 
 // checkThrottle checks cpu.stat's change while the burn probe kept b.Threads
-// goroutines spinning under a quota of quotaCores (period 100 ms), and that
-// it matches the kernel's file read right after (statFile, with the kernel's
-// names for the throttled time and its unit in ns).
-func checkThrottle(t *testing.T, b report.Burn, quotaCores float64, statFile string, timeKey string, timeUnit time.Duration) {
+// goroutines spinning under a quota of quotaCores (period 100 ms), and the
+// reader's last values against the kernel's files read just before and just
+// after it. timeKey is the kernel's name for the throttled time in cpu.stat
+// and unit its unit.
+//
+// Two kinds of checks: what the kernel guarantees whatever the host does, and
+// bands that hold when the guest gets the CPU time it asks for. On a busy host
+// qemu's vCPU threads wait for a core while the guest's clock runs on: the
+// threads then use less than the quota and late period timers count missed
+// periods as throttled, so those bands are wide.
+func checkThrottle(t *testing.T, b report.Burn, quotaCores float64, timeKey string, unit time.Duration) {
 	t.Helper()
 	const period = 100 * time.Millisecond
 	d := b.Delta
@@ -247,38 +272,68 @@ func checkThrottle(t *testing.T, b report.Burn, quotaCores float64, statFile str
 	usage := d.Usage.Seconds()
 	t.Logf("%v wall: %d periods, %d throttled, throttled time %v, usage %v (quota × wall = %.3fs)",
 		b.Wall, d.Periods, d.ThrottledPeriods, d.ThrottledTime, d.Usage, quotaCores*wall)
-
-	// One period per 100 ms in which the cgroup had runnable tasks: all of them.
-	assert.InDelta(t, wall/period.Seconds(), float64(d.Periods), 3, "periods")
-	// The threads want b.Threads CPUs and get quotaCores: nearly every period
-	// ends with the quota used up.
-	assert.GreaterOrEqual(t, float64(d.ThrottledPeriods), 0.8*float64(d.Periods), "throttled periods")
-	// They use the whole quota and no more (one period's quota of slack for
-	// the period in flight at each reading).
 	require.True(t, d.HasUsage, "usage available")
-	assert.InDelta(t, quotaCores*wall, usage, 0.15*quotaCores*wall+quotaCores*period.Seconds(), "usage")
-	// They wanted Threads × wall of CPU time and got usage; they spent most of
-	// the rest throttled. The kernel adds up throttled time over the CPUs'
-	// run queues, so it stays below guestCPUs × wall.
-	lower := 0.5 * (float64(b.Threads)*wall - usage)
-	upper := float64(guestCPUs) * wall
-	assert.GreaterOrEqual(t, d.ThrottledTime.Seconds(), lower, "throttled time")
-	assert.LessOrEqual(t, d.ThrottledTime.Seconds(), upper, "throttled time")
 
-	// The reader's last values against the file read after the probe ended:
-	// the same counters, at most a little further on (the probe's exit).
+	// Guaranteed. One period per 100 ms in which the cgroup had runnable
+	// tasks, which it had all along.
+	assert.InDelta(t, wall/period.Seconds(), float64(d.Periods), 3, "periods")
+	assert.Positive(t, d.ThrottledPeriods, "throttled periods")
+	assert.LessOrEqual(t, d.ThrottledPeriods, d.Periods, "throttled periods")
+	// The quota holds: at most quota × wall, plus the period in flight at each
+	// reading.
+	assert.LessOrEqual(t, usage, quotaCores*(wall+2*period.Seconds()), "usage above the quota")
+	// The kernel adds up throttled time over the CPUs' run queues: above zero,
+	// below guestCPUs × wall.
+	assert.Positive(t, d.ThrottledTime, "throttled time")
+	assert.LessOrEqual(t, d.ThrottledTime.Seconds(), float64(guestCPUs)*wall, "throttled time")
+
+	// Bands. The threads want b.Threads CPUs against quotaCores: they use
+	// the quota (half of it at least, even on a busy host), most periods end
+	// throttled, and of the b.Threads × wall they wanted and did not get,
+	// much was spent throttled.
+	assert.GreaterOrEqual(t, usage, 0.4*quotaCores*wall, "usage far below the quota")
+	assert.GreaterOrEqual(t, float64(d.ThrottledPeriods), 0.5*float64(d.Periods), "throttled periods")
+	assert.GreaterOrEqual(t, d.ThrottledTime.Seconds(), 0.25*(float64(b.Threads)*wall-usage), "throttled time")
+
+	// The reader against the kernel's files around its last reading.
+	before, after := parseRaw(t, b.RawBefore, timeKey, unit), parseRaw(t, b.RawAfter, timeKey, unit)
+	got := b.After
+	for _, c := range []struct {
+		name        string
+		lo, got, hi int64
+	}{
+		{"nr_periods", int64(before.Periods), int64(got.Periods), int64(after.Periods)},
+		{"nr_throttled", int64(before.ThrottledPeriods), int64(got.ThrottledPeriods), int64(after.ThrottledPeriods)},
+		{timeKey, int64(before.ThrottledTime), int64(got.ThrottledTime), int64(after.ThrottledTime)},
+		{"usage", int64(before.Usage), int64(got.Usage), int64(after.Usage)},
+	} {
+		assert.True(t, c.lo <= c.got && c.got <= c.hi, "%s: the reader says %d, the kernel %d before and %d after", c.name, c.got, c.lo, c.hi)
+	}
+}
+
+// parseRaw reads the counters of the kernel's cpu.stat (and cpuacct.usage on
+// v1, where cpu and cpuacct are mounted together) as the test sees them.
+func parseRaw(t *testing.T, raw map[string]string, timeKey string, unit time.Duration) cgroup.CPUStat {
+	t.Helper()
 	kv := map[string]int64{}
-	for _, line := range strings.Split(strings.TrimSpace(statFile), "\n") {
+	for _, line := range strings.Split(strings.TrimSpace(raw["cpu.stat"]), "\n") {
 		k, v, _ := strings.Cut(line, " ")
 		n, err := strconv.ParseInt(v, 10, 64)
 		require.NoError(t, err, "cpu.stat line %q", line)
 		kv[k] = n
 	}
-	assert.GreaterOrEqual(t, uint64(kv["nr_throttled"]), b.After.ThrottledPeriods)
-	assert.LessOrEqual(t, uint64(kv["nr_throttled"]), b.After.ThrottledPeriods+2)
-	fileTime := time.Duration(kv[timeKey]) * timeUnit
-	assert.GreaterOrEqual(t, fileTime, b.After.ThrottledTime)
-	assert.LessOrEqual(t, fileTime, b.After.ThrottledTime+2*guestCPUs*period)
+	s := cgroup.CPUStat{
+		Periods:          uint64(kv["nr_periods"]),
+		ThrottledPeriods: uint64(kv["nr_throttled"]),
+		ThrottledTime:    time.Duration(kv[timeKey]) * unit,
+		Usage:            time.Duration(kv["usage_usec"]) * time.Microsecond,
+	}
+	if acct, ok := raw["cpuacct.usage"]; ok {
+		n, err := strconv.ParseInt(strings.TrimSpace(acct), 10, 64)
+		require.NoError(t, err)
+		s.Usage = time.Duration(n)
+	}
+	return s
 }
 
 // mountRoot returns the root field of the mountinfo line of mount point

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strconv"
+	"strings"
+	"time"
 )
 
 // Markers that the guest prints at the start of a console line. The kernel may
@@ -13,9 +16,19 @@ const (
 	MarkResult = "FITGO-RESULT "
 	// MarkError precedes a message about a failed step in the guest.
 	MarkError = "FITGO-ERROR "
+	// MarkStep precedes the name of a step of the guest's suite and the
+	// guest's uptime in seconds when it started.
+	MarkStep = "FITGO-STEP "
 	// MarkDone is the last line the guest prints before it powers off.
 	MarkDone = "FITGO-DONE"
 )
+
+// Step is one FITGO-STEP line.
+type Step struct {
+	Line   int
+	Name   string
+	Uptime time.Duration // the guest's uptime when the step started
+}
 
 // Result is one FITGO-RESULT line.
 type Result struct {
@@ -30,6 +43,7 @@ type Result struct {
 // Console is what the guest printed.
 type Console struct {
 	Results []Result
+	Steps   []Step
 	Errors  []string // messages of FITGO-ERROR lines
 	Done    bool     // whether FITGO-DONE was seen
 }
@@ -63,6 +77,13 @@ func ParseConsole(out []byte) (*Console, error) {
 			}
 			r.Line = n
 			c.Results = append(c.Results, r)
+		case bytes.HasPrefix(line, []byte(MarkStep)):
+			st, err := parseStep(string(line[len(MarkStep):]))
+			if err != nil {
+				return c, fmt.Errorf("console line %d: %w", n, err)
+			}
+			st.Line = n
+			c.Steps = append(c.Steps, st)
 		case bytes.HasPrefix(line, []byte(MarkError)):
 			c.Errors = append(c.Errors, string(line[len(MarkError):]))
 		case string(line) == MarkDone:
@@ -70,6 +91,16 @@ func ParseConsole(out []byte) (*Console, error) {
 		}
 	}
 	return c, nil
+}
+
+// parseStep parses "NAME SECONDS", SECONDS as in /proc/uptime ("12.34").
+func parseStep(s string) (Step, error) {
+	name, up, ok := strings.Cut(s, " ")
+	secs, err := strconv.ParseFloat(up, 64)
+	if !ok || name == "" || err != nil || !(secs >= 0 && secs < 1e9) {
+		return Step{}, fmt.Errorf("bad step %q", s)
+	}
+	return Step{Name: name, Uptime: time.Duration(secs * float64(time.Second))}, nil
 }
 
 func parseResult(payload []byte) (Result, error) {

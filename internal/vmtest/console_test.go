@@ -3,6 +3,7 @@ package vmtest
 import (
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -12,6 +13,7 @@ var consoleTests = []struct {
 	name    string
 	in      string
 	results []Result // JSON compared as text
+	steps   []Step
 	errors  []string
 	done    bool
 	wantErr string
@@ -20,15 +22,17 @@ var consoleTests = []struct {
 	{
 		name: "serial console",
 		in: "[    1.000000] Run /init as init process\r\n" +
+			"FITGO-STEP v2/start 1.25\r\n" +
 			"FITGO-RESULT {\"scenario\":\"v2/leaf\",\"probe\":\"runtime\",\"gomaxprocs\":2}\r\n" +
 			"FITGO-ERROR write '1' to /sys/fs/cgroup/x/cpu.max\r\n" +
 			"FITGO-RESULT {\"scenario\":\"v2/leaf\"}\r\n" +
 			"FITGO-DONE\r\n" +
 			"[    2.000000] reboot: Power down\r\n",
 		results: []Result{
-			{Line: 2, Scenario: "v2/leaf", Probe: "runtime", JSON: json.RawMessage(`{"scenario":"v2/leaf","probe":"runtime","gomaxprocs":2}`)},
-			{Line: 4, Scenario: "v2/leaf", JSON: json.RawMessage(`{"scenario":"v2/leaf"}`)},
+			{Line: 3, Scenario: "v2/leaf", Probe: "runtime", JSON: json.RawMessage(`{"scenario":"v2/leaf","probe":"runtime","gomaxprocs":2}`)},
+			{Line: 5, Scenario: "v2/leaf", JSON: json.RawMessage(`{"scenario":"v2/leaf"}`)},
 		},
+		steps:  []Step{{Line: 2, Name: "v2/start", Uptime: 1250 * time.Millisecond}},
 		errors: []string{"write '1' to /sys/fs/cgroup/x/cpu.max"},
 		done:   true,
 	},
@@ -41,6 +45,10 @@ var consoleTests = []struct {
 		in:   "FITGO-DONE",
 		done: true,
 	},
+	{name: "step without uptime", in: "FITGO-STEP x\n", wantErr: "console line 1: bad step"},
+	{name: "step with bad uptime", in: "FITGO-STEP x 1s\n", wantErr: "console line 1: bad step"},
+	{name: "step with negative uptime", in: "FITGO-STEP x -1\n", wantErr: "console line 1: bad step"},
+	{name: "step without name", in: "FITGO-STEP  1\n", wantErr: "console line 1: bad step"},
 	{name: "not json", in: "x\nFITGO-RESULT {\"scenario\":\n", wantErr: "console line 2: bad result"},
 	{name: "array", in: "FITGO-RESULT [1]\n", wantErr: "console line 1: bad result"},
 	{name: "null", in: "FITGO-RESULT null\n", wantErr: "console line 1: result is not a JSON object"},
@@ -68,6 +76,7 @@ func TestParseConsole(t *testing.T) {
 				assert.Equal(t, want.Probe, got.Probe)
 				assert.JSONEq(t, string(want.JSON), string(got.JSON))
 			}
+			assert.Equal(t, tt.steps, c.Steps)
 			assert.Equal(t, tt.errors, c.Errors)
 			assert.Equal(t, tt.done, c.Done)
 		})
@@ -96,6 +105,10 @@ func FuzzParseConsole(f *testing.F) {
 		require.NotNil(t, c)
 		if err != nil {
 			return
+		}
+		for _, st := range c.Steps {
+			require.NotEmpty(t, st.Name)
+			require.GreaterOrEqual(t, st.Uptime, time.Duration(0))
 		}
 		for _, r := range c.Results {
 			require.NotEmpty(t, r.Scenario)

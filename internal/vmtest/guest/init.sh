@@ -21,8 +21,10 @@ done
 # shellcheck source=/dev/null # lib.sh, checked on its own
 . /scenarios/lib.sh
 if [ -n "$suite" ] && [ -f "/scenarios/$suite.sh" ]; then
+	step "$suite/start"
 	# shellcheck disable=SC1090 # v1.sh or v2.sh
 	. "/scenarios/$suite.sh"
+	step "$suite/end"
 else
 	fail "no suite: fitgo.suite=$suite"
 fi

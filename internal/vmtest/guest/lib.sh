@@ -1,6 +1,13 @@
 # shellcheck shell=sh
 # Helpers for the scenario scripts, sourced by /init.
 
+# step NAME: marks the start of a scenario on the console, with the guest's
+# uptime in seconds, so that slow steps show in the test's log.
+step() {
+	read -r _up _ </proc/uptime
+	echo "FITGO-STEP $1 $_up"
+}
+
 # fail MESSAGE...: reports a failed step on the console.
 fail() {
 	echo "FITGO-ERROR $*"

@@ -10,6 +10,7 @@ plain files -scenario v2/kernel /proc/sys/kernel/osrelease /proc/self/cgroup /pr
 
 # 1. Limits on the process's own cgroup: 1.5 CPUs and 512 MiB.
 s=v2/leaf d=$cg/leaf
+step "$s"
 mk "$d"
 wr "$d/cpu.max" "150000 100000"
 wr "$d/memory.max" 512M
@@ -23,6 +24,7 @@ run_in "$d" env GODEBUG=containermaxprocs=1,updatemaxprocs=1 blank report -scena
 
 # 2. Limits on the parent only: 1 CPU and 256 MiB; the leaf has none.
 s=v2/parent d=$cg/parent
+step "$s"
 mk "$d"
 wr "$d/cpu.max" "100000 100000"
 wr "$d/memory.max" 256M
@@ -37,6 +39,7 @@ run_in "$d/leaf" plain runtime -scenario $s
 # the cgroup that becomes the namespace's root (cgns/ns). cgns itself has only
 # a memory.high of 400 MiB, which the namespace cannot see.
 s=v2/cgns d=$cg/cgns
+step "$s"
 mk "$d"
 wr "$d/memory.high" 400M
 wr "$d/cgroup.subtree_control" "+cpu +memory"
@@ -56,6 +59,7 @@ run_in "$d/ns" plain cgns plain runtime -scenario $s-outer
 
 # 4. memory.high below memory.max on the leaf: 300 MiB and 512 MiB.
 s=v2/high d=$cg/high
+step "$s"
 mk "$d"
 wr "$d/memory.max" 512M
 wr "$d/memory.high" 300M
@@ -65,6 +69,7 @@ run_in "$d" blank report -scenario $s
 # 5. Resize while the blank import's refresh loop runs: from 1 CPU and
 # 512 MiB to 3 CPUs and 384 MiB, written one second after the probe started.
 s=v2/resize d=$cg/resize
+step "$s"
 mk "$d"
 wr "$d/cpu.max" "100000 100000"
 wr "$d/memory.max" 512M
@@ -76,7 +81,7 @@ wait "$watcher" || fail "blank watch: exit status $?"
 
 # 6. Throttling: two spinning threads for 2 s under 0.5 CPU.
 s=v2/throttle d=$cg/throttle
+step "$s"
 mk "$d"
 wr "$d/cpu.max" "50000 100000"
 run_in "$d" explicit burn -scenario $s -threads 2 -for 2s
-plain files -scenario $s "$d/cpu.stat"

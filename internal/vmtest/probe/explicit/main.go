@@ -9,6 +9,7 @@ package main
 import (
 	"flag"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -72,15 +73,34 @@ func burn(h report.Header, threads int, d time.Duration) {
 		}()
 	}
 	wg.Wait()
+	// The kernel's files just before and just after the reader's last
+	// reading, so that the test can check the reader against them: every
+	// counter only grows. (Anything this process does later, such as printing
+	// to the serial console, costs guest CPU time in the throttled cgroup and
+	// moves the counters on.)
+	rawBefore := readRaw(lim.CPU.Source)
 	after, err := cgroup.ReadCPUStat()
 	wall := time.Since(start)
+	rawAfter := readRaw(lim.CPU.Source)
 	if err != nil {
 		report.Fail("ReadCPUStat after: " + err.Error())
 	}
 	report.Emit(report.Burn{
 		Header: h, Limits: lim, Runtime: report.ReadRuntime(), Threads: threads,
 		Wall: wall, Before: before, After: after, Delta: after.Sub(before),
+		RawBefore: rawBefore, RawAfter: rawAfter,
 	})
+}
+
+// readRaw returns cpu.stat and, where it exists, cpuacct.usage of dir.
+func readRaw(dir string) map[string]string {
+	raw := map[string]string{}
+	for _, name := range []string{"cpu.stat", "cpuacct.usage"} {
+		if b, err := os.ReadFile(filepath.Join(dir, name)); err == nil {
+			raw[name] = string(b)
+		}
+	}
+	return raw
 }
 
 var sinkMu sync.Mutex

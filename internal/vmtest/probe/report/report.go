@@ -93,6 +93,11 @@ type Burn struct {
 	Before cgroup.CPUStat `json:"before"`
 	After  cgroup.CPUStat `json:"after"`
 	Delta  cgroup.CPUStat `json:"delta"`
+	// RawBefore and RawAfter hold cpu.stat and, where it exists,
+	// cpuacct.usage of the limiting cgroup (Limits.CPU.Source), read right
+	// before and right after After.
+	RawBefore map[string]string `json:"raw_before"`
+	RawAfter  map[string]string `json:"raw_after"`
 }
 
 // MaxProcs is maxprocs.Result, with its error and policy as text.
