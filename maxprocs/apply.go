@@ -360,10 +360,10 @@ func applyLocked(cfg *config, dry bool) Result {
 	if def := s.rtDef; cfg.keep && !fitgoOwned && def > 0 && r.Before != def && cpuErr(lim, err) == nil {
 		r.Reason = "GOMAXPROCS is already " + strconv.Itoa(r.Before) + ", not the runtime's default " + strconv.Itoa(def) +
 			": set by the program or a library, and kept"
-		s.stopped, s.reason = true, r.Reason
-		s.sub.Cancel()
-		if k.active == s {
-			k.active = nil
+		if s.stopped {
+			s.reason = r.Reason
+		} else {
+			s.stop(r.Reason) // also ends the subscription and the context's AfterFunc
 		}
 		return r
 	}
