@@ -54,6 +54,9 @@ type Config struct {
 	WorkIterations int
 	// Work is the CPU time of a request that calibration aims at (default 75µs).
 	Work time.Duration
+	// Ticker is how the request generator wakes up: TickerNetpoll (the
+	// default) or TickerSleep.
+	Ticker string
 	// ReportEvery, when positive, writes a results.Progress line to Progress at
 	// this interval, from process start.
 	ReportEvery time.Duration
@@ -89,6 +92,9 @@ func (c *Config) setDefaults() {
 	if c.Work <= 0 {
 		c.Work = DefaultWork
 	}
+	if c.Ticker == "" {
+		c.Ticker = TickerNetpoll
+	}
 	if c.DrainTimeout <= 0 {
 		c.DrainTimeout = 30 * time.Second
 	}
@@ -114,6 +120,7 @@ func main1(variant string, args []string, stdout, stderr io.Writer) int {
 	fs.Float64Var(&cfg.Rate, "rate", DefaultRate, "requests per second (open loop)")
 	fs.DurationVar(&cfg.Work, "work", DefaultWork, "CPU work per request, calibrated at start-up unless -work-iters is set")
 	fs.IntVar(&cfg.WorkIterations, "work-iters", 0, "CPU work per request in loop iterations (0: calibrate for -work)")
+	fs.StringVar(&cfg.Ticker, "ticker", TickerNetpoll, "how the request generator wakes up: netpoll (a timerfd in the network poller, like requests arriving on sockets) or sleep (runtime timers)")
 	fs.DurationVar(&cfg.ReportEvery, "report-every", 0, "write a JSON progress line (GOMAXPROCS, GOMEMLIMIT, requests, ...) to stderr at this interval (0: never)")
 	calibrate := fs.Bool("calibrate", false, "print the -work-iters that take -work on this machine, and exit")
 	fs.Usage = func() {
@@ -390,28 +397,40 @@ func Run(ctx context.Context, cfg Config) (*results.Workload, error) {
 		}()
 	}
 
+	tk, kind, err := newTicker(cfg.Ticker, start.Add(interval), interval)
+	if err != nil {
+		stop()
+		bg.Wait()
+		return nil, err
+	}
+	res.Config.Ticker = kind
+	go func() {
+		<-runCtx.Done()
+		tk.Close()
+	}()
 	var reqs sync.WaitGroup
-	for i := range nreq {
-		sched := start.Add(time.Duration(i) * interval)
-		if d := time.Until(sched); d > 0 {
-			select {
-			case <-time.After(d):
-			case <-ctx.Done():
+	for i := 0; i < nreq; {
+		// Dispatch every request that is due, each at its scheduled time: a
+		// late wake-up delays them, and their latency shows it.
+		for now := time.Now(); i < nreq; i++ {
+			sched := start.Add(time.Duration(i) * interval)
+			if sched.After(now) {
+				break
 			}
+			reqs.Add(1)
+			go func(i int, sched time.Time) {
+				defer reqs.Done()
+				r := uint64(sched.UnixNano()) * 0x9e3779b97f4a7c15
+				sink.Add(spin(cfg.WorkIterations, r) + h.read(r>>7))
+				h.replace(r >> 11)
+				lat[i] = time.Since(sched)
+				done[i] = true
+				completed.Add(1)
+			}(i, sched)
 		}
-		if ctx.Err() != nil {
+		if i == nreq || tk.Wait() != nil {
 			break
 		}
-		reqs.Add(1)
-		go func(i int, sched time.Time) {
-			defer reqs.Done()
-			r := uint64(sched.UnixNano()) * 0x9e3779b97f4a7c15
-			sink.Add(spin(cfg.WorkIterations, r) + h.read(r>>7))
-			h.replace(r >> 11)
-			lat[i] = time.Since(sched)
-			done[i] = true
-			completed.Add(1)
-		}(i, sched)
 	}
 	drained := make(chan struct{})
 	go func() { reqs.Wait(); close(drained) }()

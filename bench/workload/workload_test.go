@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"math"
+	"runtime"
 	"runtime/metrics"
 	"strings"
 	"sync"
@@ -37,7 +38,10 @@ func TestRun(t *testing.T) {
 	assert.Greater(t, res.PeakRSSBytes, int64(2<<20))
 	assert.Greater(t, res.HeapLiveBytes, int64(1<<20))
 	assert.Equal(t, results.Config{HeapMiB: 2, AllocMiBPerSec: 64, RequestsPerSec: 500, WorkIterations: 200,
-		WorkMicros: 75, DurationSeconds: 0.4}, res.Config)
+		WorkMicros: 75, DurationSeconds: 0.4, Ticker: res.Config.Ticker}, res.Config)
+	if runtime.GOOS == "linux" {
+		assert.Equal(t, TickerNetpoll, res.Config.Ticker)
+	}
 	// 64 MiB/s for 0.4s over a 2 MiB live heap (goal 4 MiB): several cycles.
 	assert.GreaterOrEqual(t, res.GCCycles, uint64(1))
 	assert.False(t, math.IsNaN(float64(res.GCPause.P99)))

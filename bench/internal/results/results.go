@@ -89,6 +89,8 @@ type Config struct {
 	WorkIterations  int     `json:"work_iterations"`
 	WorkMicros      float64 `json:"work_us"` // the target the iterations were calibrated for
 	DurationSeconds float64 `json:"duration_s"`
+	// Ticker is how the request generator woke up: "netpoll" or "sleep".
+	Ticker string `json:"ticker"`
 }
 
 // Percentiles of a latency distribution, in milliseconds; NaN (null in JSON)
