@@ -80,7 +80,7 @@ func TestFlagsAndSettings(t *testing.T) {
 
 	for _, bad := range [][]string{
 		{"-scenario", "disk"}, {"-runs", "0"}, {"-duration", "1ms"}, {"-variants", "nope"},
-		{"-cpus", "x"}, {"-memory", "1"}, {"-period", "2s"}, {"extra"}, {"-rate", "0"},
+		{"-cpus", "x"}, {"-memory", "1"}, {"-period", "2s"}, {"extra"}, {"-rate", "0"}, {"-ticker", "bell"},
 	} {
 		_, err := parseFlags(bad, io.Discard)
 		assert.Error(t, err, "%q", bad)

@@ -71,6 +71,8 @@ type Options struct {
 	HeapMiB, AllocMiB, Rate float64
 	Work                    time.Duration
 	WorkIters               int
+	// Ticker is the workload's -ticker (empty: its default).
+	Ticker string
 	// Period is the CFS period of the quotas (default 100ms, as Kubernetes).
 	Period time.Duration
 	// Src is the bench module's directory (default: found from the working
@@ -127,6 +129,7 @@ func parseFlags(args []string, stderr io.Writer) (Options, error) {
 	fs.Float64Var(&o.AllocMiB, "alloc-mib", workload.DefaultAllocMiBPerSec, "allocation rate, MiB/s")
 	fs.Float64Var(&o.Rate, "rate", workload.DefaultRate, "requests per second (open loop)")
 	fs.DurationVar(&o.Work, "work", workload.DefaultWork, "CPU work per request (calibrated once, unthrottled, before the runs)")
+	fs.StringVar(&o.Ticker, "ticker", workload.TickerNetpoll, "how the workload's request generator wakes up: netpoll (like socket arrivals) or sleep (runtime timers)")
 	fs.IntVar(&o.WorkIters, "work-iters", 0, "CPU work per request in loop iterations, instead of calibrating -work")
 	fs.DurationVar(&o.Period, "period", 100*time.Millisecond, "CFS period of the CPU quotas")
 	fs.StringVar(&o.Src, "src", "", "the bench module's directory (default: found from the working directory)")
@@ -189,6 +192,8 @@ Flags:
 		return o, errors.New("-period must be between 1ms and 1s")
 	case o.HeapMiB < 0 || o.AllocMiB <= 0 || o.Rate <= 0 || o.Work <= 0:
 		return o, errors.New("-heap-mib, -alloc-mib, -rate and -work must be positive")
+	case o.Ticker != workload.TickerNetpoll && o.Ticker != workload.TickerSleep:
+		return o, fmt.Errorf("-ticker must be %s or %s", workload.TickerNetpoll, workload.TickerSleep)
 	}
 	return o, nil
 }
@@ -355,8 +360,8 @@ func (r *runner) run(ctx context.Context) ([]results.Run, error) {
 		}
 		r.logf("calibrated: %d iterations of the work loop take %v", r.iters, o.Work)
 	}
-	r.meta.Workload = fmt.Sprintf("live heap %s of 32-byte two-pointer nodes, %g MiB/s allocation, %g requests/s each %d work-loop iterations (%v CPU, calibrated), %v measured per run, CFS period %v",
-		heapDesc(sets), o.AllocMiB, o.Rate, r.iters, o.Work, o.Duration, o.Period)
+	r.meta.Workload = fmt.Sprintf("live heap %s of 32-byte two-pointer nodes, %g MiB/s allocation, %g requests/s (open loop, generator woken by %s) each %d work-loop iterations (%v CPU, calibrated), %v measured per run, CFS period %v",
+		heapDesc(sets), o.AllocMiB, o.Rate, o.Ticker, r.iters, o.Work, o.Duration, o.Period)
 	r.meta.Notes = append(r.meta.Notes, variantNotes(o.Variants))
 
 	load0 := loadAvg()

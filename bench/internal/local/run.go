@@ -36,6 +36,9 @@ func (r *runner) runOne(ctx context.Context, st setting, v variant.Variant, roun
 		"-work-iters", strconv.Itoa(r.iters),
 		"-report-every", "1s",
 	}
+	if o.Ticker != "" {
+		args = append(args, "-ticker", o.Ticker)
+	}
 	env := cleanEnv(os.Environ())
 	if v.DownwardAPI {
 		env = append(env, variant.DownwardEnv(st.cpus, st.memory, r.hostCPU, r.hostMem)...)
