@@ -150,9 +150,20 @@ func boot(t *testing.T, suite string) *Console {
 		defer f.Close()
 		console = io.MultiWriter(&out, f)
 	}
+	// Once the guest has printed FITGO-DONE its results are complete: give
+	// it poweroffGrace to power off, then kill qemu, so that a guest stuck
+	// in power-off does not fail the suite.
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	done := &doneWatch{w: console, stop: func() { time.AfterFunc(poweroffGrace, stop) }}
+
 	start := time.Now()
-	err := m.Run(ctx, console)
+	err := m.Run(runCtx, done)
 	t.Logf("suite %s: qemu ran %v", suite, time.Since(start).Round(time.Millisecond))
+	if err != nil && done.seen && ctx.Err() == nil {
+		t.Logf("the guest finished but did not power off within %v; qemu killed", poweroffGrace)
+		err = nil
+	}
 	if err != nil {
 		t.Fatalf("%v\nconsole:\n%s", err, out.Bytes())
 	}
@@ -169,6 +180,32 @@ func boot(t *testing.T, suite string) *Console {
 		t.Logf("console:\n%s", out.Bytes())
 	}
 	return c
+}
+
+// poweroffGrace is how long qemu may take to exit after FITGO-DONE.
+const poweroffGrace = 15 * time.Second
+
+// doneWatch passes the console on to w and calls stop once, when a line
+// "FITGO-DONE" has gone through.
+type doneWatch struct {
+	w    io.Writer
+	stop func()
+	tail []byte // the end of the output so far, to find a marker split between writes
+	seen bool
+}
+
+func (d *doneWatch) Write(p []byte) (int, error) {
+	if !d.seen {
+		d.tail = append(d.tail, p...)
+		if bytes.Contains(d.tail, []byte("\n"+MarkDone+"\r")) || bytes.Contains(d.tail, []byte("\n"+MarkDone+"\n")) {
+			d.seen = true
+			d.stop()
+		}
+		if n := len(MarkDone) + 2; len(d.tail) > n {
+			d.tail = append(d.tail[:0], d.tail[len(d.tail)-n:]...)
+		}
+	}
+	return d.w.Write(p)
 }
 
 // logSteps logs when the guest's suite started (its boot time) and how long

@@ -1,7 +1,10 @@
 package vmtest
 
 import (
+	"bytes"
 	"encoding/json"
+	"io"
+	"strings"
 	"testing"
 	"time"
 
@@ -118,4 +121,36 @@ func FuzzParseConsole(f *testing.F) {
 			require.Equal(t, r.Scenario, v["scenario"])
 		}
 	})
+}
+
+func TestDoneWatch(t *testing.T) {
+	for _, chunks := range [][]string{
+		{"x\r\nFITGO-DONE\r\n"},
+		{"x\r\nFITGO-", "DO", "NE\r", "\n[ 1.0] reboot: Power down\r\n"},
+		{"x\n", "FITGO-DONE\n"},
+	} {
+		var out bytes.Buffer
+		calls := 0
+		d := &doneWatch{w: &out, stop: func() { calls++ }}
+		for _, c := range chunks {
+			n, err := d.Write([]byte(c))
+			require.NoError(t, err)
+			require.Equal(t, len(c), n)
+		}
+		assert.True(t, d.seen, "%q", chunks)
+		assert.Equal(t, 1, calls, "%q", chunks)
+		assert.Equal(t, strings.Join(chunks, ""), out.String())
+	}
+	for _, chunks := range [][]string{
+		{"echo FITGO-DONE\n"},
+		{"x\nFITGO-DONE now\n"},
+		{"x\nFITGO-DON", "\n"},
+	} {
+		d := &doneWatch{w: io.Discard, stop: func() { t.Errorf("stop called for %q", chunks) }}
+		for _, c := range chunks {
+			_, err := d.Write([]byte(c))
+			require.NoError(t, err)
+		}
+		assert.False(t, d.seen)
+	}
 }
