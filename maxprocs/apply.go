@@ -120,13 +120,14 @@ var processKnob = &knob{
 }
 
 func systemEnv() *env {
+	loop := refresh.Default
 	return &env{
 		goos:   runtime.GOOS,
 		getenv: os.Getenv,
 		numCPU: runtime.NumCPU(),
 		rt:     systemRuntime(),
-		read:   refresh.Default.Read,
-		loop:   refresh.Default,
+		read:   func() (cgroup.Limits, error) { return loop.Read(refresh.MaxProcs) },
+		loop:   loop,
 		knob:   processKnob,
 	}
 }
@@ -326,7 +327,7 @@ func applyLocked(cfg *config, dry bool) Result {
 	var err error
 	follow := cfg.refresh && !dry
 	if follow {
-		s.sub, lim, err = e.loop.Subscribe(nil, s, cfg.interval)
+		s.sub, lim, err = e.loop.Subscribe(nil, s, cfg.interval, refresh.MaxProcs)
 		follow = s.sub != nil
 		if follow && cfg.ctx != nil {
 			ctx := cfg.ctx

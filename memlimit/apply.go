@@ -122,12 +122,13 @@ var processKnob = &knob{
 }
 
 func systemEnv() *env {
+	loop := refresh.Default
 	return &env{
 		goos:   runtime.GOOS,
 		getenv: os.Getenv,
 		fsys:   rootfs.FS(),
-		read:   refresh.Default.Read,
-		loop:   refresh.Default,
+		read:   func() (cgroup.Limits, error) { return loop.Read(refresh.MemLimit) },
+		loop:   loop,
 		knob:   processKnob,
 	}
 }
@@ -375,7 +376,7 @@ func applyLocked(cfg *config, dry bool) Result {
 	var err error
 	follow := cfg.refresh && !dry
 	if follow {
-		s.sub, lim, err = e.loop.Subscribe(nil, s, cfg.interval)
+		s.sub, lim, err = e.loop.Subscribe(nil, s, cfg.interval, refresh.MemLimit)
 		follow = s.sub != nil
 		if follow && cfg.ctx != nil {
 			ctx := cfg.ctx

@@ -1,22 +1,25 @@
 // Package refresh reads the process's cgroup limits for fitgo's knobs and
 // runs the loop that follows their changes.
 //
-// A Loop owns one Source, normally a cgroup.Watcher: the cgroup hierarchy is
-// discovered once and the limit files stay open, so that every later reading
-// is one pread per file and allocates nothing. One goroutine per Loop re-reads
-// the Source at each tick and hands the reading to the subscribers (the
-// GOMAXPROCS and GOMEMLIMIT managers); one-shot readers (Apply without
-// refresh) use Read and share the same open files.
+// One-shot readings (Apply) come from cgroup.Read, which reads every file
+// with plain open/read/close and keeps nothing open. When maxprocs.Apply and
+// memlimit.Apply come one after the other, as in the blank import, the
+// second uses the first's reading (see ShareWindow): the pair costs one
+// discovery of the hierarchy.
 //
-// The goroutine starts with the first subscriber and exits when the last one
-// leaves. The Source is closed when nothing has used it for the Loop's idle
-// time (Default: IdleClose), so a program that stops following changes is
-// left with no goroutine and, shortly after, no open file. Both knobs of the
-// blank import share Default: one goroutine, one set of files.
+// The refresh loop owns one Source, normally a cgroup.Watcher: the hierarchy
+// is discovered once, by the loop's goroutine (off the start-up path), and
+// the limit files stay open, so that every tick is one pread per file and
+// allocates nothing. The goroutine hands each reading to the subscribers (the
+// GOMAXPROCS and GOMEMLIMIT managers); it starts with the first subscriber and
+// exits when the last one leaves, and the Source is closed when nothing has
+// used it for the Loop's idle time. Both knobs of the blank import share
+// Default: one goroutine, one set of open files.
 package refresh
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -35,11 +38,24 @@ const DefaultInterval = time.Second
 // raised to it.
 const MinInterval = 10 * time.Millisecond
 
-// IdleClose is how long Default keeps its files open after their last use
-// when no refresh loop runs: long enough for the usual sequence of one
-// maxprocs.Apply and one memlimit.Apply to share them, short enough that a
-// program applying once holds no file for long.
+// IdleClose is how long Default keeps its files open after the refresh loop
+// stops, in case another subscriber comes soon.
 const IdleClose = 5 * time.Second
+
+// ShareWindow is how recent a reading taken for one knob must be for the
+// other knob to use it instead of reading the files again. A knob never
+// reuses a reading it has had: a second Apply of the same knob reads afresh.
+const ShareWindow = 100 * time.Millisecond
+
+// Knob names the reader of a reading, for ShareWindow.
+type Knob int
+
+// The knobs.
+const (
+	MaxProcs Knob = iota
+	MemLimit
+	numKnobs
+)
 
 // Source gives the current limits; *cgroup.Watcher is one.
 type Source interface {
@@ -56,21 +72,32 @@ type Subscriber interface {
 
 // Loop reads a Source periodically and hands the readings to subscribers.
 type Loop struct {
-	open func() (Source, error)
-	idle time.Duration // how long an unused Source stays open
+	open    func() (Source, error)
+	idle    time.Duration                 // how long an unused Source stays open
+	oneShot func() (cgroup.Limits, error) // reading without a Source; nil: open one
 
 	mu      sync.Mutex
-	src     Source   // open while running, and for idle after the last use
+	src     Source   // written under mu and readMu
+	openErr error    // why the goroutine could not open src
 	subs    []*entry // current subscribers
 	running bool
 	kick    chan struct{} // subscribers changed
 	done    chan struct{} // closed when the goroutine of this run exits
-	lastUse time.Time     // of src by Read
+	lastUse time.Time     // of src
 	timer   *time.Timer   // closes src when idle
+	shared  sharedReading
 
-	readMu sync.Mutex // serialises Source.Read between the goroutine and Subscribe
+	readMu sync.Mutex // serialises Source.Read
 	snap   []*entry   // the goroutine's copy of subs, reused across ticks
 	ticks  atomic.Uint64
+}
+
+// sharedReading is the last one-shot reading, for the other knob.
+type sharedReading struct {
+	at   time.Time
+	lim  cgroup.Limits
+	err  error
+	used [numKnobs]bool
 }
 
 type entry struct {
@@ -79,41 +106,79 @@ type entry struct {
 	stopCtx  func() bool
 }
 
-// New returns a Loop that opens its Source with open when first needed and
-// closes it once unused for idle (at once when idle is 0).
-func New(open func() (Source, error), idle time.Duration) *Loop {
-	return &Loop{open: open, idle: idle, kick: make(chan struct{}, 1)}
+// An Option configures New.
+type Option func(*Loop)
+
+// WithOneShot makes one-shot readings (Read, and the initial reading of
+// Subscribe) come from read, such as cgroup.Read, instead of a Source opened
+// for the purpose.
+func WithOneShot(read func() (cgroup.Limits, error)) Option {
+	return func(l *Loop) { l.oneShot = read }
+}
+
+// New returns a Loop whose goroutine opens its Source with open, and closes it
+// once unused for idle (at once when idle is 0).
+func New(open func() (Source, error), idle time.Duration, opts ...Option) *Loop {
+	l := &Loop{open: open, idle: idle, kick: make(chan struct{}, 1)}
+	for _, o := range opts {
+		o(l)
+	}
+	return l
+}
+
+// NewDefault returns a new Loop like Default: one-shot readings from
+// cgroup.Read, a process Source (OpenProcess over the real file system) for
+// the refresh loop, closed IdleClose after the loop stops.
+func NewDefault() *Loop {
+	return New(func() (Source, error) { return OpenProcess(rootfs.FS()) }, IdleClose, WithOneShot(cgroup.Read))
 }
 
 // Default is the Loop over the process's own cgroup files.
-var Default = New(func() (Source, error) { return OpenProcess(rootfs.FS()) }, IdleClose)
+var Default = NewDefault()
 
-// acquire opens the Source if it is not open; l.mu is held.
-func (l *Loop) acquire() error {
-	if l.src != nil {
-		return nil
-	}
-	src, err := l.open()
-	if err != nil {
-		return err
-	}
-	l.src = src
-	return nil
-}
-
-// Read returns a reading of the Source, opening it if needed, for callers
-// that do not subscribe.
-func (l *Loop) Read() (cgroup.Limits, error) {
+// Read returns a reading for a caller that does not subscribe: the other
+// knob's reading when it is recent enough (ShareWindow), else a fresh one.
+func (l *Loop) Read(k Knob) (cgroup.Limits, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if err := l.acquire(); err != nil {
-		return cgroup.Limits{}, err
+	return l.readLocked(k, false)
+}
+
+// readLocked takes a one-shot reading for knob k; l.mu is held. A Source it
+// opens stays open when keep is set (a subscriber is coming), else it is
+// released.
+func (l *Loop) readLocked(k Knob, keep bool) (cgroup.Limits, error) {
+	now := time.Now()
+	if sh := &l.shared; !sh.used[k] && !sh.at.IsZero() && now.Sub(sh.at) < ShareWindow {
+		sh.used[k] = true
+		return sh.lim, sh.err
 	}
-	l.readMu.Lock()
-	lim, err := l.src.Read()
-	l.readMu.Unlock()
-	l.lastUse = time.Now()
-	l.release()
+	var lim cgroup.Limits
+	var err error
+	switch {
+	case l.src != nil:
+		l.readMu.Lock()
+		lim, err = l.src.Read()
+		l.readMu.Unlock()
+		l.lastUse = now
+	case l.oneShot != nil:
+		lim, err = l.oneShot()
+	default:
+		var src Source
+		if src, err = l.open(); err != nil {
+			return cgroup.Limits{}, err
+		}
+		l.readMu.Lock()
+		l.src = src
+		lim, err = src.Read()
+		l.readMu.Unlock()
+		l.lastUse = now
+		if !keep {
+			l.release()
+		}
+	}
+	l.shared = sharedReading{at: now, lim: lim, err: err}
+	l.shared.used[k] = true
 	return lim, err
 }
 
@@ -151,8 +216,8 @@ func (l *Loop) closeIfIdle() {
 func (l *Loop) closeSource() {
 	l.readMu.Lock()
 	l.src.Close()
-	l.readMu.Unlock()
 	l.src = nil
+	l.readMu.Unlock()
 }
 
 // Ticks returns the number of ticks the Loop has run.
@@ -171,34 +236,32 @@ type Subscription struct {
 	e *entry
 }
 
-// Subscribe opens the Loop's Source if needed, reads it once for the
-// caller's initial decision, and adds sub, which from then on gets a reading
-// every interval (DefaultInterval when zero; the Loop ticks at the shortest
-// interval of its subscribers). The subscription ends when ctx is done, when
-// Cancel is called or when sub.Tick returns false.
+// Subscribe takes a one-shot reading for knob k (see Read), for the caller's
+// initial decision, and adds sub, which from then on gets a reading every
+// interval (DefaultInterval when zero; the Loop ticks at the shortest interval
+// of its subscribers). The subscription ends when ctx is done, when Cancel is
+// called or when sub.Tick returns false.
 //
-// When the Source cannot be opened (no cgroup at all), Subscribe returns the
-// error and no subscription.
-func (l *Loop) Subscribe(ctx context.Context, sub Subscriber, interval time.Duration) (*Subscription, cgroup.Limits, error) {
+// When there is no cgroup at all (the reading fails with an error wrapping
+// cgroup.ErrNoCgroup), Subscribe returns the error and no subscription.
+func (l *Loop) Subscribe(ctx context.Context, sub Subscriber, interval time.Duration, k Knob) (*Subscription, cgroup.Limits, error) {
 	if interval <= 0 {
 		interval = DefaultInterval
 	}
 	interval = max(interval, MinInterval)
 	l.mu.Lock()
-	if err := l.acquire(); err != nil {
+	lim, err := l.readLocked(k, true)
+	if errors.Is(err, cgroup.ErrNoCgroup) {
+		l.release()
 		l.mu.Unlock()
-		return nil, cgroup.Limits{}, err
+		return nil, lim, err
 	}
-	l.readMu.Lock()
-	lim, err := l.src.Read()
-	l.readMu.Unlock()
 	e := &entry{sub: sub, interval: interval}
 	l.subs = append(l.subs, e)
 	if !l.running {
 		l.running = true
 		l.done = make(chan struct{})
-		l.lastUse = time.Now()
-		go l.run(l.src, l.done)
+		go l.run(l.done)
 	} else {
 		l.poke()
 	}
@@ -286,7 +349,7 @@ func (l *Loop) stopIfIdle(done chan struct{}) bool {
 	return true
 }
 
-func (l *Loop) run(src Source, done chan struct{}) {
+func (l *Loop) run(done chan struct{}) {
 	l.mu.Lock()
 	iv := l.interval()
 	l.mu.Unlock()
@@ -309,7 +372,7 @@ func (l *Loop) run(src Source, done chan struct{}) {
 				t.Reset(iv)
 			}
 		case now := <-t.C:
-			l.tick(src, now)
+			l.tick(now)
 			if l.stopIfIdle(done) {
 				return
 			}
@@ -317,16 +380,33 @@ func (l *Loop) run(src Source, done chan struct{}) {
 	}
 }
 
-// tick reads the Source once and hands the reading to every subscriber. It
-// does not allocate when the Source does not.
-func (l *Loop) tick(src Source, now time.Time) {
+// tick reads the Source once, opening it first if needed, and hands the
+// reading to every subscriber. It does not allocate when the Source is open
+// and does not.
+func (l *Loop) tick(now time.Time) {
 	l.ticks.Add(1)
-	l.readMu.Lock()
-	lim, err := src.Read()
-	l.readMu.Unlock()
 	l.mu.Lock()
+	if l.src == nil {
+		// The first tick, or the open failed before: discover the
+		// hierarchy and open its files, here rather than on the caller's
+		// start-up path.
+		src, err := l.open()
+		l.readMu.Lock()
+		l.src, l.openErr = src, err
+		l.readMu.Unlock()
+	}
 	l.snap = append(l.snap[:0], l.subs...)
 	l.mu.Unlock()
+
+	var lim cgroup.Limits
+	var err error
+	l.readMu.Lock()
+	if l.src != nil {
+		lim, err = l.src.Read()
+	} else {
+		err = l.openErr
+	}
+	l.readMu.Unlock()
 	for i, e := range l.snap {
 		if !e.sub.Tick(now, lim, err) {
 			l.remove(e)

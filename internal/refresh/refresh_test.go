@@ -98,7 +98,7 @@ func TestSubscribeTicksAndCancel(t *testing.T) {
 	src := &fakeSource{lim: cgroup.Limits{CPU: cgroup.CPU{Quota: 5}}}
 	l, opens := newFakeLoop(src)
 	rec := &recorder{}
-	sub, lim, err := l.Subscribe(context.Background(), rec, 20*time.Millisecond)
+	sub, lim, err := l.Subscribe(context.Background(), rec, 20*time.Millisecond, MaxProcs)
 	require.NoError(t, err)
 	assert.Equal(t, time.Duration(5), lim.CPU.Quota, "initial reading")
 	running, _ := l.Running()
@@ -125,9 +125,9 @@ func TestSharedGoroutineAndShortestInterval(t *testing.T) {
 	src := &fakeSource{}
 	l, opens := newFakeLoop(src)
 	slow, fast := &recorder{}, &recorder{}
-	s1, _, err := l.Subscribe(nil, slow, time.Hour)
+	s1, _, err := l.Subscribe(nil, slow, time.Hour, MaxProcs)
 	require.NoError(t, err)
-	s2, _, err := l.Subscribe(nil, fast, 20*time.Millisecond)
+	s2, _, err := l.Subscribe(nil, fast, 20*time.Millisecond, MaxProcs)
 	require.NoError(t, err)
 	assert.Equal(t, int64(1), opens.Load(), "one source for both")
 	// Both are ticked at the shorter interval.
@@ -140,7 +140,7 @@ func TestSharedGoroutineAndShortestInterval(t *testing.T) {
 	waitStopped(t, l)
 
 	// A new subscriber starts a new run with a fresh source.
-	s3, _, err := l.Subscribe(nil, fast, 20*time.Millisecond)
+	s3, _, err := l.Subscribe(nil, fast, 20*time.Millisecond, MaxProcs)
 	require.NoError(t, err)
 	assert.Equal(t, int64(2), opens.Load())
 	s3.Cancel()
@@ -154,7 +154,7 @@ func TestContextEndsSubscription(t *testing.T) {
 	l, _ := newFakeLoop(src)
 	ctx, cancel := context.WithCancel(context.Background())
 	rec := &recorder{}
-	_, _, err := l.Subscribe(ctx, rec, 20*time.Millisecond)
+	_, _, err := l.Subscribe(ctx, rec, 20*time.Millisecond, MaxProcs)
 	require.NoError(t, err)
 	eventually(t, "a tick", func() bool { return rec.ticks.Load() >= 1 })
 	cancel()
@@ -166,7 +166,7 @@ func TestAlreadyDoneContext(t *testing.T) {
 	l, _ := newFakeLoop(src)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, _, err := l.Subscribe(ctx, &recorder{}, time.Hour)
+	_, _, err := l.Subscribe(ctx, &recorder{}, time.Hour, MaxProcs)
 	require.NoError(t, err)
 	waitStopped(t, l)
 }
@@ -176,7 +176,7 @@ func TestSubscriberLeaves(t *testing.T) {
 	l, _ := newFakeLoop(src)
 	rec := &recorder{}
 	rec.quit.Store(true)
-	_, _, err := l.Subscribe(nil, rec, 20*time.Millisecond)
+	_, _, err := l.Subscribe(nil, rec, 20*time.Millisecond, MaxProcs)
 	require.NoError(t, err)
 	waitStopped(t, l)
 	assert.Equal(t, int64(1), rec.ticks.Load(), "one tick, then it left")
@@ -184,7 +184,7 @@ func TestSubscriberLeaves(t *testing.T) {
 
 func TestOpenError(t *testing.T) {
 	l := New(func() (Source, error) { return nil, cgroup.ErrNoCgroup }, 0)
-	sub, _, err := l.Subscribe(nil, &recorder{}, time.Second)
+	sub, _, err := l.Subscribe(nil, &recorder{}, time.Second, MaxProcs)
 	assert.ErrorIs(t, err, cgroup.ErrNoCgroup)
 	assert.Nil(t, sub)
 	running, _ := l.Running()
@@ -202,7 +202,7 @@ func TestReadErrorReachesSubscribers(t *testing.T) {
 			got.Store(err)
 		}
 		return true
-	}), 20*time.Millisecond)
+	}), 20*time.Millisecond, MaxProcs)
 	assert.ErrorIs(t, err, boom, "initial reading")
 	eventually(t, "an error tick", func() bool { return got.Load() != nil })
 	sub.Cancel()
@@ -217,7 +217,7 @@ func TestIntervalFloor(t *testing.T) {
 	src := &fakeSource{}
 	l, _ := newFakeLoop(src)
 	rec := &recorder{}
-	sub, _, err := l.Subscribe(nil, rec, time.Nanosecond)
+	sub, _, err := l.Subscribe(nil, rec, time.Nanosecond, MaxProcs)
 	require.NoError(t, err)
 	time.Sleep(100 * time.Millisecond)
 	sub.Cancel()
@@ -256,7 +256,7 @@ func TestWatcherTickFollowsFiles(t *testing.T) {
 	root := writeV1Tree(t, "50000")
 	l := New(func() (Source, error) { return cgroup.NewWatcher(os.DirFS(root)) }, 0)
 	rec := &recorder{}
-	sub, lim, err := l.Subscribe(nil, rec, 20*time.Millisecond)
+	sub, lim, err := l.Subscribe(nil, rec, 20*time.Millisecond, MaxProcs)
 	require.NoError(t, err)
 	cores, ok := lim.CPUQuota()
 	require.True(t, ok)
@@ -278,9 +278,10 @@ func TestTickAllocs(t *testing.T) {
 	require.NoError(t, err)
 	defer w.Close()
 	l := New(nil, 0)
+	l.src = w
 	l.subs = []*entry{{sub: nopSub{}}, {sub: nopSub{}}}
 	now := time.Now()
-	allocs := testing.AllocsPerRun(1000, func() { l.tick(w, now) })
+	allocs := testing.AllocsPerRun(1000, func() { l.tick(now) })
 	assert.Zero(t, allocs)
 }
 
@@ -293,8 +294,9 @@ func TestTickAllocsLive(t *testing.T) {
 	require.NoError(t, err)
 	defer w.Close()
 	l := New(nil, 0)
+	l.src = w
 	l.subs = []*entry{{sub: nopSub{}}}
-	allocs := testing.AllocsPerRun(1000, func() { l.tick(w, time.Now()) })
+	allocs := testing.AllocsPerRun(1000, func() { l.tick(time.Now()) })
 	assert.Zero(t, allocs)
 }
 
@@ -317,12 +319,13 @@ func BenchmarkTick(b *testing.B) {
 			}
 			defer w.Close()
 			l := New(nil, 0)
+			l.src = w
 			l.subs = []*entry{{sub: nopSub{}}, {sub: nopSub{}}}
 			now := time.Now()
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				l.tick(w, now)
+				l.tick(now)
 			}
 		})
 	}
@@ -332,10 +335,10 @@ func TestReadIdleClose(t *testing.T) {
 	src := &fakeSource{lim: cgroup.Limits{CPU: cgroup.CPU{Quota: 3}}}
 	var opens atomic.Int64
 	l := New(func() (Source, error) { opens.Add(1); return src, nil }, 50*time.Millisecond)
-	lim, err := l.Read()
+	lim, err := l.Read(MaxProcs)
 	require.NoError(t, err)
 	assert.Equal(t, time.Duration(3), lim.CPU.Quota)
-	_, err = l.Read()
+	_, err = l.Read(MaxProcs)
 	require.NoError(t, err)
 	assert.Equal(t, int64(1), opens.Load(), "the second Read shares the open Source")
 	assert.True(t, l.Open())
@@ -345,7 +348,7 @@ func TestReadIdleClose(t *testing.T) {
 
 	// A subscriber keeps it open past the idle time; after it leaves, the
 	// idle time runs again.
-	sub, _, err := l.Subscribe(nil, &recorder{}, 20*time.Millisecond)
+	sub, _, err := l.Subscribe(nil, &recorder{}, 20*time.Millisecond, MaxProcs)
 	require.NoError(t, err)
 	time.Sleep(120 * time.Millisecond)
 	assert.True(t, l.Open())
@@ -358,7 +361,7 @@ func TestReadIdleClose(t *testing.T) {
 
 func TestReadOpenError(t *testing.T) {
 	l := New(func() (Source, error) { return nil, cgroup.ErrNoCgroup }, time.Second)
-	_, err := l.Read()
+	_, err := l.Read(MaxProcs)
 	assert.ErrorIs(t, err, cgroup.ErrNoCgroup)
 	assert.False(t, l.Open())
 }
@@ -404,11 +407,130 @@ func TestDefaultLive(t *testing.T) {
 	if errors.Is(werr, cgroup.ErrNoCgroup) {
 		t.Skip("no cgroup information on this machine:", werr)
 	}
-	got, err := Default.Read()
+	got, err := Default.Read(MaxProcs)
 	assert.Equal(t, werr, err)
 	assert.Equal(t, want, got)
 	src, err := OpenProcess(rootfs.FS())
 	require.NoError(t, err)
 	defer src.Close()
 	assert.Zero(t, testing.AllocsPerRun(100, func() { src.Read() }))
+}
+
+// countingRead is a one-shot reader that counts its calls.
+type countingRead struct {
+	n   atomic.Int64
+	lim cgroup.Limits
+	err error
+}
+
+func (c *countingRead) read() (cgroup.Limits, error) {
+	c.n.Add(1)
+	return c.lim, c.err
+}
+
+func TestSharedReading(t *testing.T) {
+	one := &countingRead{lim: cgroup.Limits{CPU: cgroup.CPU{Quota: 9}}}
+	var opens atomic.Int64
+	l := New(func() (Source, error) { opens.Add(1); return &fakeSource{}, nil }, 0, WithOneShot(one.read))
+
+	// maxprocs then memlimit: one reading for both.
+	lim, err := l.Read(MaxProcs)
+	require.NoError(t, err)
+	assert.Equal(t, time.Duration(9), lim.CPU.Quota)
+	lim, err = l.Read(MemLimit)
+	require.NoError(t, err)
+	assert.Equal(t, time.Duration(9), lim.CPU.Quota)
+	assert.Equal(t, int64(1), one.n.Load(), "the second knob shares the reading")
+
+	// A knob never reuses a reading it had.
+	_, _ = l.Read(MaxProcs)
+	assert.Equal(t, int64(2), one.n.Load())
+	_, _ = l.Read(MaxProcs)
+	assert.Equal(t, int64(3), one.n.Load())
+
+	// Too old to share.
+	_, _ = l.Read(MaxProcs)
+	time.Sleep(ShareWindow + 10*time.Millisecond)
+	_, _ = l.Read(MemLimit)
+	assert.Equal(t, int64(5), one.n.Load())
+
+	assert.Zero(t, opens.Load(), "one-shot readings open no Source")
+	assert.False(t, l.Open())
+}
+
+func TestSharedErrorReading(t *testing.T) {
+	boom := errors.New("bad file")
+	one := &countingRead{err: boom}
+	l := New(nil, 0, WithOneShot(one.read))
+	_, err := l.Read(MaxProcs)
+	assert.ErrorIs(t, err, boom)
+	_, err = l.Read(MemLimit)
+	assert.ErrorIs(t, err, boom, "the error is shared too")
+	assert.Equal(t, int64(1), one.n.Load())
+}
+
+// TestSubscribeOpensInGoroutine: with one-shot readings, Subscribe does not
+// open the Source; the goroutine does, at its first tick.
+func TestSubscribeOpensInGoroutine(t *testing.T) {
+	one := &countingRead{lim: cgroup.Limits{CPU: cgroup.CPU{Quota: 4}}}
+	src := &fakeSource{lim: cgroup.Limits{CPU: cgroup.CPU{Quota: 5}}}
+	var opens atomic.Int64
+	l := New(func() (Source, error) { opens.Add(1); return src, nil }, 0, WithOneShot(one.read))
+	rec := &recorder{}
+	sub, lim, err := l.Subscribe(nil, rec, 20*time.Millisecond, MaxProcs)
+	require.NoError(t, err)
+	assert.Equal(t, time.Duration(4), lim.CPU.Quota, "the initial reading is the one-shot one")
+	assert.Zero(t, opens.Load(), "nothing opened on the caller's path")
+	// The other knob shares the initial reading.
+	sub2, lim, err := l.Subscribe(nil, &recorder{}, 20*time.Millisecond, MemLimit)
+	require.NoError(t, err)
+	assert.Equal(t, time.Duration(4), lim.CPU.Quota)
+	assert.Equal(t, int64(1), one.n.Load())
+
+	eventually(t, "a tick from the Source", func() bool { return rec.last.Load() == 5 })
+	assert.Equal(t, int64(1), opens.Load())
+	sub.Cancel()
+	sub2.Cancel()
+	waitStopped(t, l)
+	assert.False(t, l.Open(), "closed after the loop stops (idle 0)")
+}
+
+// TestOpenFailureInGoroutine: when the goroutine cannot open the Source, the
+// subscribers get the error and the loop tries again at the next tick.
+func TestOpenFailureInGoroutine(t *testing.T) {
+	boom := errors.New("cannot open")
+	var fail atomic.Bool
+	fail.Store(true)
+	src := &fakeSource{lim: cgroup.Limits{CPU: cgroup.CPU{Quota: 6}}}
+	l := New(func() (Source, error) {
+		if fail.Load() {
+			return nil, boom
+		}
+		return src, nil
+	}, 0, WithOneShot((&countingRead{}).read))
+	var sawErr atomic.Bool
+	var last atomic.Int64
+	sub, _, err := l.Subscribe(nil, tickFunc(func(_ time.Time, lim cgroup.Limits, err error) bool {
+		if errors.Is(err, boom) {
+			sawErr.Store(true)
+		}
+		last.Store(int64(lim.CPU.Quota))
+		return true
+	}), 20*time.Millisecond, MaxProcs)
+	require.NoError(t, err)
+	eventually(t, "the open error", sawErr.Load)
+	fail.Store(false)
+	eventually(t, "a reading once the open works", func() bool { return last.Load() == 6 })
+	sub.Cancel()
+	waitStopped(t, l)
+}
+
+func TestSubscribeNoCgroup(t *testing.T) {
+	l := New(func() (Source, error) { return nil, cgroup.ErrNoCgroup }, 0,
+		WithOneShot(func() (cgroup.Limits, error) { return cgroup.Limits{}, cgroup.ErrNoCgroup }))
+	sub, _, err := l.Subscribe(nil, &recorder{}, time.Second, MemLimit)
+	assert.ErrorIs(t, err, cgroup.ErrNoCgroup)
+	assert.Nil(t, sub)
+	running, _ := l.Running()
+	assert.False(t, running)
 }
