@@ -14,10 +14,10 @@
 // Without them the tests skip and say what is missing; with FITGO_VMTEST=require
 // a missing piece fails the tests instead (CI sets it). FITGO_VMTEST=skip, or
 // -short without FITGO_VMTEST=require, skips the boots. The two boots (cgroup
-// v2, and pure cgroup v1 then hybrid) run in parallel and take about 10 s
-// here, 20 s on a busy machine. Other variables:
+// v2, and pure cgroup v1 then hybrid) run in parallel: about 12 s on an idle
+// two-core machine, 40 s on a heavily loaded one. Other variables:
 //
-//	FITGO_VMTEST_CACHE    directory of the kernel (default internal/vmtest/.cache)
+//	FITGO_VMTEST_CACHE    absolute path of the kernel cache (default internal/vmtest/.cache)
 //	FITGO_VMTEST_KERNEL   a kernel image to boot instead of $FITGO_VMTEST_CACHE/vmlinuz
 //	FITGO_VMTEST_QEMU     the qemu binary (default qemu-system-x86_64 in PATH)
 //	FITGO_VMTEST_BUSYBOX  a static busybox (default busybox in PATH)
