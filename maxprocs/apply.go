@@ -20,7 +20,7 @@ import (
 // one second, the cadence at which the Go runtime re-reads the CPU limit
 // itself. A refresh tick re-reads already-open cgroup files and allocates
 // nothing; it costs a few microseconds.
-const DefaultRefreshInterval = refresh.DefaultInterval
+const DefaultRefreshInterval = time.Second
 
 // runtimeGrace is how long a refresh waits, after a limit change, for the Go
 // runtime's own update to reach the value fitgo wants before setting it

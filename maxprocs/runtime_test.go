@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/fitgo/fitgo/cgroup"
+	"github.com/fitgo/fitgo/internal/refresh"
 )
 
 func TestDetectRuntime(t *testing.T) {
@@ -83,4 +84,8 @@ func TestRuntimeDefault(t *testing.T) {
 			assert.Equal(t, tc.want, tc.rt.runtimeDefault(tc.lim, tc.ncpu))
 		})
 	}
+}
+
+func TestDefaultRefreshInterval(t *testing.T) {
+	assert.Equal(t, refresh.DefaultInterval, DefaultRefreshInterval)
 }

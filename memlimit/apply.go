@@ -22,7 +22,7 @@ import (
 // DefaultRefreshInterval is the interval of WithRefresh when none is given:
 // one second. A refresh tick re-reads already-open cgroup files and
 // allocates nothing; it costs a few microseconds.
-const DefaultRefreshInterval = refresh.DefaultInterval
+const DefaultRefreshInterval = time.Second
 
 // NoLimit is the value of the Go runtime's memory limit when there is none
 // (debug.SetMemoryLimit's default, and GOMEMLIMIT=off).

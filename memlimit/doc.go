@@ -68,4 +68,12 @@
 // changes it, the loop stops and Status says what changed; fitgo never
 // overwrites a limit it did not set. Stop ends the loop and keeps the value;
 // Undo ends it and restores the previous value; a later Apply replaces it.
+//
+// # Cost
+//
+// Apply reads the cgroup files once, with plain open, read and close system
+// calls, and keeps nothing open; a maxprocs.Apply that follows within 100 ms
+// shares that reading, so the pair costs one reading of the hierarchy (tens
+// of microseconds). A refresh tick re-reads the files the loop keeps open:
+// one pread per file, a few microseconds, no allocation.
 package memlimit

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/fitgo/fitgo/internal/refresh"
 )
 
 const (
@@ -163,4 +165,8 @@ func FuzzParseMemTotal(f *testing.F) {
 			t.Fatalf("parseMemTotal(%q) = %d with error %v", data, n, err)
 		}
 	})
+}
+
+func TestDefaultRefreshInterval(t *testing.T) {
+	assert.Equal(t, refresh.DefaultInterval, DefaultRefreshInterval)
 }
