@@ -116,22 +116,13 @@ func buildProgram(t *testing.T, pkg string) string {
 	t.Helper()
 	goTool, err := exec.LookPath("go")
 	if err != nil {
-		goTool = filepath.Join(runtimeGOROOT(), "bin", "go")
+		t.Skip("no go command in PATH to build the test program")
 	}
 	out := filepath.Join(t.TempDir(), filepath.Base(pkg))
 	cmd := exec.Command(goTool, "build", "-o", out, pkg)
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	b, err := cmd.CombinedOutput()
 	require.NoError(t, err, "go build %s: %s", pkg, b)
 	return out
-}
-
-func runtimeGOROOT() string {
-	b, err := exec.Command("go", "env", "GOROOT").Output()
-	if err != nil {
-		return "/usr/local/go"
-	}
-	return strings.TrimSpace(string(b))
 }
 
 // child is a running test program.
