@@ -363,6 +363,9 @@ func (p *cgroupPair) setChildCPU(t *testing.T, quotaMicros int) {
 // does not follow: the test can tell the two apart.
 func TestRealKernelV1RuntimeContainerSupport(t *testing.T) {
 	requireV1(t)
+	if !runtimeContainerSupport {
+		t.Skip("the Go runtime has no container support before Go 1.25")
+	}
 	if runtime.NumCPU() < 2 {
 		t.Skip("needs at least 2 CPUs")
 	}
