@@ -21,9 +21,11 @@
 //     the limit, left unset when that is under 16 MiB. Left alone when the
 //     GOMEMLIMIT environment variable is set, including to "off", or when an
 //     earlier init (automemlimit, say) already set a limit.
-//   - Following: one goroutine re-reads the already-open limit files every
-//     second (no allocation per tick). It stops managing a knob as soon as
-//     someone else changes it.
+//   - Following: one goroutine re-reads the limit files every second. It
+//     opens them at its first tick and keeps them open (a handful of file
+//     descriptors), so a tick is one pread per file and allocates nothing. It
+//     stops managing a knob as soon as someone else changes it, and exits
+//     when it manages neither.
 //
 // # The FITGO environment variable
 //
