@@ -17,12 +17,11 @@ var background = context.Background()
 // argument is the content of a file, "" for no file.
 func v2FS(appMax, appHigh, podMax string) fstest.MapFS {
 	fsys := fstest.MapFS{
-		"proc/self/cgroup":                {Data: []byte("0::/pod/app\n")},
-		"proc/self/mountinfo":             {Data: []byte("25 1 0:23 / /sys/fs/cgroup rw,nosuid - cgroup2 cgroup2 rw\n")},
-		"sys/fs/cgroup/pod/app/cpu.max":   {Data: []byte("max 100000\n")},
-		"proc/meminfo":                    {Data: []byte("MemTotal:       24554808 kB\nMemFree: 1 kB\n")},
-		"sys/fs/cgroup/pod/memory.high":   {Data: []byte("max\n")},
-		"sys/fs/cgroup/pod/app/memory.xx": {Data: []byte("\n")},
+		"proc/self/cgroup":              {Data: []byte("0::/pod/app\n")},
+		"proc/self/mountinfo":           {Data: []byte("25 1 0:23 / /sys/fs/cgroup rw,nosuid - cgroup2 cgroup2 rw\n")},
+		"sys/fs/cgroup/pod/app/cpu.max": {Data: []byte("max 100000\n")},
+		"proc/meminfo":                  {Data: []byte("MemTotal:       24554808 kB\nMemFree: 1 kB\n")},
+		"sys/fs/cgroup/pod/memory.high": {Data: []byte("max\n")},
 	}
 	for name, data := range map[string]string{
 		"sys/fs/cgroup/pod/app/memory.max":  appMax,
