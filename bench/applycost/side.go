@@ -50,35 +50,18 @@ func Reset() {
 // with their defaults and no refresh, as a program calls them explicitly
 // (the blank import adds the refresh loop); Undo is their Result.Undo.
 //
-// Both Applys read the limits through fitgo's shared refresh.Default loop,
-// which discovers the cgroup hierarchy and opens its files on first use and
-// keeps them open for refresh.IdleClose (5 s) so that the second knob, and a
-// refresh loop, reuse them. Left alone, every call after the first would
-// only re-read open files. So that each call does the full work of a
-// process's first Apply, Undo also closes the files fitgo opened and installs
-// a fresh, closed loop (refresh.Default is a package variable that every
-// Apply reads): maxprocs.Apply then discovers and opens, and memlimit.Apply
-// shares, as at start-up.
+// Both Applys read the limits through fitgo's shared refresh.Default loop:
+// without a refresh, maxprocs.Apply reads them once with cgroup.Read, and
+// memlimit.Apply right after it uses that reading (refresh.ShareWindow), as
+// at start-up. A knob never reuses a reading twice, so every pair reads once.
+// Undo installs a fresh loop (refresh.Default is a package variable that
+// every Apply reads), so that no state of one call helps the next.
 func Fitgo() Side {
 	var (
-		procs  maxprocs.Result
-		mem    memlimit.Result
-		opened []refresh.Source
+		procs maxprocs.Result
+		mem   memlimit.Result
 	)
-	open := func() (refresh.Source, error) {
-		src, err := refresh.OpenProcess(rootfs.FS())
-		if err == nil {
-			opened = append(opened, src)
-		}
-		return src, err
-	}
-	fresh := func() {
-		for _, src := range opened {
-			src.Close() // the old loop's idle timer closes it again later: a no-op
-		}
-		opened = opened[:0]
-		refresh.Default = refresh.New(open, refresh.IdleClose)
-	}
+	fresh := func() { refresh.Default = refresh.NewDefault() }
 	fresh()
 	return Side{
 		Name: "fitgo",
