@@ -5,7 +5,8 @@
 //	go run ./examples/inspect         # aligned text
 //	go run ./examples/inspect -json   # one JSON object
 //
-// It changes nothing. Outside a container (or outside Linux) it says that
+// It also shows what fitgo's policies would set here (maxprocs.Plan and
+// memlimit.Plan). It changes nothing. Outside a container (or outside Linux) it says that
 // there are no cgroup limits.
 package main
 
@@ -21,6 +22,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/fitgo/fitgo/cgroup"
+	"github.com/fitgo/fitgo/maxprocs"
+	"github.com/fitgo/fitgo/memlimit"
 )
 
 // report is everything inspect prints; its JSON form is the -json output.
@@ -113,7 +116,7 @@ func inspect() report {
 	lim, err := cgroup.Read()
 	if errors.Is(err, cgroup.ErrNoCgroup) {
 		r.Summary = "no cgroup limits: " + err.Error()
-		r.Policies = policies(lim)
+		r.Policies = policies()
 		return r
 	}
 	if err != nil {
@@ -152,7 +155,7 @@ func inspect() report {
 	}
 	r.Cgroup = c
 	r.Summary = summary(c, err)
-	r.Policies = policies(lim)
+	r.Policies = policies()
 	return r
 }
 
@@ -218,7 +221,7 @@ func printText(w io.Writer, r report) error {
 		if p.Reason != "" {
 			v += " (" + p.Reason + ")"
 		}
-		row("policy "+p.Name, v)
+		row(p.Name, v)
 	}
 	return tw.Flush()
 }
@@ -264,5 +267,43 @@ func bytesString(n int64) string {
 	return fmt.Sprintf("%d bytes", n)
 }
 
-// policies is filled in once maxprocs and memlimit land.
-func policies(cgroup.Limits) []policy { return nil }
+// policies reports what fitgo's policies would set in this process: its
+// default GOMAXPROCS rounding (floor, at least 1), the Go runtime's rounding
+// (ceil, at least 2) applied to the same effective limit, and its default
+// GOMEMLIMIT ratio. It uses
+// maxprocs.Plan and memlimit.Plan, which read the same limits and
+// environment as Apply and change nothing.
+func policies() []policy {
+	var out []policy
+	add := func(name, value string, changed bool, reason string, err error) {
+		p := policy{Name: name, Value: value}
+		switch {
+		case err != nil:
+			p.Reason = "error: " + err.Error()
+		case !changed:
+			p.Reason = "left alone: " + reason
+		}
+		out = append(out, p)
+	}
+	for _, mp := range []struct {
+		name string
+		opts []maxprocs.Option
+	}{
+		{"fitgo GOMAXPROCS (floor)", nil},
+		{"fitgo GOMAXPROCS (ceil)", []maxprocs.Option{maxprocs.WithRounding(maxprocs.Ceil)}},
+	} {
+		r, err := maxprocs.Plan(mp.opts...)
+		v := fmt.Sprint(r.After)
+		if r.Source != "" {
+			v += fmt.Sprintf(" from %.3g cores", r.Limit)
+		}
+		add(mp.name, v, r.Changed, r.Reason, err)
+	}
+	r, err := memlimit.Plan()
+	v := bytesString(r.After)
+	if r.Source != "" {
+		v += fmt.Sprintf(" from %s %s", r.From, bytesString(r.Limit))
+	}
+	add(fmt.Sprintf("fitgo GOMEMLIMIT (%.2g)", memlimit.DefaultRatio), v, r.Changed, r.Reason, err)
+	return out
+}
