@@ -390,8 +390,12 @@ func (r *runner) run(ctx context.Context) ([]results.Run, error) {
 				}
 				runs = append(runs, run)
 				eta := time.Duration(float64(time.Since(started)) / float64(i) * float64(total-i)).Round(time.Second)
-				r.logf("[%*d/%d] %s · %-25s round %d/%d: %s · ETA %v", len(strconv.Itoa(total)), i, total,
-					st, v.Name, round, o.Runs, describeRun(run), eta)
+				busy := ""
+				if run.HostLoad > float64(r.hostCPU)/2 {
+					busy = fmt.Sprintf(" · busy host (load %.1f)", run.HostLoad)
+				}
+				r.logf("[%*d/%d] %s · %-25s round %d/%d: %s%s · ETA %v", len(strconv.Itoa(total)), i, total,
+					st, v.Name, round, o.Runs, describeRun(run), busy, eta)
 			}
 		}
 	}

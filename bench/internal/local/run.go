@@ -110,6 +110,9 @@ func (r *runner) runOne(ctx context.Context, st setting, v variant.Variant, roun
 	start := time.Now()
 	runErr := cmd.Run()
 	run.WallSeconds = time.Since(start).Seconds()
+	if l := loadAvg(); l == l { // not NaN
+		run.HostLoad = l
+	}
 	stderr.Flush()
 	run.LastProgress = last
 

@@ -226,6 +226,9 @@ type Run struct {
 	CPUSeconds float64 `json:"cpu_seconds"`
 	// WallSeconds is the process's wall time.
 	WallSeconds float64 `json:"wall_seconds"`
+	// HostLoad is the host's 1-minute load average when the run ended (local
+	// runner; 0 when unknown): runs on a busy host are noisy.
+	HostLoad float64 `json:"host_load,omitempty"`
 	// Err describes a failure of the run other than an OOM kill.
 	Err string `json:"error,omitempty"`
 }
