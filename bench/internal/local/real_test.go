@@ -280,3 +280,19 @@ func assertNoLeftovers(t *testing.T) {
 		}
 	}
 }
+
+// TestInPlace runs the variants in the current cgroup: no rights needed.
+func TestInPlace(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the workload")
+	}
+	var stdout, stderr bytes.Buffer
+	code := Main(t.Context(), []string{"-in-place", "-runs", "1", "-duration", "500ms", "-variants", "env,fitgo", "-heap-mib", "16"},
+		&stdout, io.MultiWriter(&stderr, testLog{t}))
+	require.Equal(t, 0, code, stderr.String())
+	assert.Contains(t, stderr.String(), "in place: ")
+	assert.Contains(t, stdout.String(), "in-place: ")
+	for _, v := range []string{"env", "fitgo"} {
+		assert.Regexp(t, `(?m)^`+v+`\s+\d+\s`, stdout.String(), "a row with GOMAXPROCS for %s", v)
+	}
+}
