@@ -5,32 +5,99 @@ package rootfs
 import (
 	"io"
 	"io/fs"
+	"strings"
 	"syscall"
 	"time"
+	"unsafe"
 )
 
-var root fs.FS = linuxFS{}
+var root ReadFileIntoFS = linuxFS{}
 
 type linuxFS struct{}
 
 // Open opens "/"+name read-only.
 func (linuxFS) Open(name string) (fs.File, error) {
-	if !fs.ValidPath(name) {
-		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrInvalid}
+	fd, err := openRoot("open", name)
+	if err != nil {
+		return nil, err
 	}
-	path := "/" + name
-	if name == "." {
-		path = "/"
+	return &file{fd: fd, name: name}, nil
+}
+
+// ReadFileInto reads "/"+name into buf: open, read and close system calls
+// and no other; see ReadFileIntoFS.
+func (linuxFS) ReadFileInto(name string, buf []byte, shortReadEnds bool) ([]byte, error) {
+	fd, err := openRoot("open", name)
+	if err != nil {
+		return nil, err
+	}
+	defer syscall.Close(fd)
+	b := buf[:0]
+	if cap(b) == 0 {
+		b = make([]byte, 0, 512)
 	}
 	for {
-		fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
-		if err == syscall.EINTR {
+		if len(b) == cap(b) {
+			if len(b) >= MaxFileSize {
+				return nil, &fs.PathError{Op: "read", Path: name, Err: ErrTooLarge}
+			}
+			b = append(b, 0)[:len(b)]
+		}
+		free := cap(b) - len(b)
+		n, err := readFD(fd, b[len(b):cap(b)])
+		if err != nil {
+			return nil, &fs.PathError{Op: "read", Path: name, Err: err}
+		}
+		b = b[:len(b)+n]
+		if n == 0 || (shortReadEnds && n < free) {
+			return b, nil
+		}
+	}
+}
+
+// openRoot opens "/"+name read-only with one openat system call. It builds
+// the NUL-terminated path in one allocation, as syscall.Open(abs) would,
+// where syscall.Open("/"+name) would take two.
+func openRoot(op, name string) (int, error) {
+	if !fs.ValidPath(name) {
+		return -1, &fs.PathError{Op: op, Path: name, Err: fs.ErrInvalid}
+	}
+	if strings.IndexByte(name, 0) >= 0 {
+		// The kernel would read the path only up to the NUL.
+		return -1, &fs.PathError{Op: op, Path: name, Err: syscall.EINVAL}
+	}
+	path := make([]byte, 0, len(name)+2)
+	path = append(path, '/')
+	if name != "." {
+		path = append(path, name...)
+	}
+	path = append(path, 0)
+	dirfd := atFDCWD
+	for {
+		// syscall.Syscall6 keeps path alive during the call
+		// (go:uintptrkeepalive).
+		fd, _, errno := syscall.Syscall6(syscall.SYS_OPENAT, uintptr(dirfd), uintptr(unsafe.Pointer(&path[0])),
+			uintptr(syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_LARGEFILE), 0, 0, 0)
+		switch errno {
+		case 0:
+			return int(fd), nil
+		case syscall.EINTR:
 			continue
 		}
-		if err != nil {
-			return nil, &fs.PathError{Op: "open", Path: name, Err: err}
+		return -1, &fs.PathError{Op: op, Path: name, Err: errno}
+	}
+}
+
+// atFDCWD is AT_FDCWD: openat resolves a relative path from the working
+// directory (the paths here are absolute).
+var atFDCWD = -100
+
+func readFD(fd int, b []byte) (int, error) {
+	for {
+		n, err := syscall.Read(fd, b)
+		if err != syscall.EINTR {
+			return n, err
 		}
-		return &file{fd: fd, name: name}, nil
 	}
 }
 
@@ -48,19 +115,14 @@ func (f *file) Read(b []byte) (int, error) {
 	if len(b) == 0 {
 		return 0, nil
 	}
-	for {
-		n, err := syscall.Read(f.fd, b)
-		if err == syscall.EINTR {
-			continue
-		}
-		if err != nil {
-			return 0, &fs.PathError{Op: "read", Path: f.name, Err: err}
-		}
-		if n == 0 {
-			return 0, io.EOF
-		}
-		return n, nil
+	n, err := readFD(f.fd, b)
+	if err != nil {
+		return 0, &fs.PathError{Op: "read", Path: f.name, Err: err}
 	}
+	if n == 0 {
+		return 0, io.EOF
+	}
+	return n, nil
 }
 
 // ReadAt reads len(b) bytes at off, or fewer with io.EOF at the end of the
@@ -146,6 +208,6 @@ func (i *info) Mode() fs.FileMode {
 	}
 	return m
 }
-func (i *info) ModTime() time.Time { return time.Unix(i.st.Mtim.Sec, i.st.Mtim.Nsec) }
+func (i *info) ModTime() time.Time { return time.Unix(int64(i.st.Mtim.Sec), int64(i.st.Mtim.Nsec)) }
 func (i *info) IsDir() bool        { return i.Mode().IsDir() }
 func (i *info) Sys() any           { return &i.st }

@@ -2,6 +2,9 @@
 
 package rootfs
 
-import "os"
+import (
+	"io/fs"
+	"os"
+)
 
-var root = os.DirFS("/")
+var root fs.FS = os.DirFS("/")

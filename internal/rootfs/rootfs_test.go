@@ -1,4 +1,4 @@
-package rootfs
+package rootfs_test
 
 import (
 	"errors"
@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fitgo/fitgo/cgroup"
+	"github.com/fitgo/fitgo/internal/rootfs"
 )
 
 // name turns an absolute path into an fs.FS name.
@@ -25,11 +26,11 @@ func TestReadFile(t *testing.T) {
 	content := strings.Repeat("0123456789", 1000)
 	require.NoError(t, os.WriteFile(p, []byte(content), 0o640))
 
-	got, err := fs.ReadFile(FS(), name(p))
+	got, err := fs.ReadFile(rootfs.FS(), name(p))
 	require.NoError(t, err)
 	assert.Equal(t, content, string(got))
 
-	f, err := FS().Open(name(p))
+	f, err := rootfs.FS().Open(name(p))
 	require.NoError(t, err)
 	st, err := f.Stat()
 	require.NoError(t, err)
@@ -62,27 +63,27 @@ func TestReadFile(t *testing.T) {
 }
 
 func TestOpenErrors(t *testing.T) {
-	_, err := FS().Open(name(filepath.Join(t.TempDir(), "missing")))
+	_, err := rootfs.FS().Open(name(filepath.Join(t.TempDir(), "missing")))
 	assert.ErrorIs(t, err, fs.ErrNotExist)
-	for _, bad := range []string{"/etc/passwd", "a/../b", "", "a//b"} {
-		_, err = FS().Open(bad)
+	for _, bad := range []string{"/etc/passwd", "a/../b", "", "a//b", "etc/passwd\x00x"} {
+		_, err = rootfs.FS().Open(bad)
 		assert.Error(t, err, bad)
 	}
 	var pe *fs.PathError
-	_, err = FS().Open("/abs")
+	_, err = rootfs.FS().Open("/abs")
 	require.True(t, errors.As(err, &pe))
 	assert.Equal(t, "open", pe.Op)
 }
 
 func TestDirectoryStat(t *testing.T) {
 	dir := t.TempDir()
-	f, err := FS().Open(name(dir))
+	f, err := rootfs.FS().Open(name(dir))
 	require.NoError(t, err)
 	defer f.Close()
 	st, err := f.Stat()
 	require.NoError(t, err)
 	assert.True(t, st.IsDir())
-	root, err := FS().Open(".")
+	root, err := rootfs.FS().Open(".")
 	require.NoError(t, err)
 	st, err = root.Stat()
 	require.NoError(t, err)
@@ -94,7 +95,93 @@ func TestDirectoryStat(t *testing.T) {
 // os.DirFS("/") on this machine.
 func TestSameLimitsAsOS(t *testing.T) {
 	want, werr := cgroup.ReadFS(os.DirFS("/"))
-	got, err := cgroup.ReadFS(FS())
+	got, err := cgroup.ReadFS(rootfs.FS())
 	assert.Equal(t, werr == nil, err == nil, "%v / %v", werr, err)
 	assert.Equal(t, want, got)
+}
+
+func TestReadFileInto(t *testing.T) {
+	into, ok := rootfs.FS().(rootfs.ReadFileIntoFS)
+	if runtime.GOOS != "linux" {
+		assert.False(t, ok, "os.DirFS elsewhere")
+		return
+	}
+	require.True(t, ok, "FS implements ReadFileIntoFS on Linux")
+
+	dir := t.TempDir()
+	p := filepath.Join(dir, "f")
+	content := strings.Repeat("0123456789", 1000)
+	require.NoError(t, os.WriteFile(p, []byte(content), 0o640))
+	for _, short := range []bool{false, true} {
+		// A buffer too small grows; the result overwrites it from the start.
+		buf := []byte("old content")
+		got, err := into.ReadFileInto(name(p), buf[:4], short)
+		require.NoError(t, err)
+		assert.Equal(t, content, string(got), "shortReadEnds %v", short)
+		// A large enough buffer is used as it is.
+		buf = make([]byte, 3, 2*len(content))
+		got, err = into.ReadFileInto(name(p), buf, short)
+		require.NoError(t, err)
+		assert.Equal(t, content, string(got))
+		assert.Same(t, &buf[:1][0], &got[0], "read into buf's array")
+		// A nil buffer works.
+		got, err = into.ReadFileInto(name(p), nil, short)
+		require.NoError(t, err)
+		assert.Equal(t, content, string(got))
+	}
+
+	// mountinfo comes in pieces: read to the end it is the whole file.
+	want, err := os.ReadFile("/proc/self/mountinfo")
+	require.NoError(t, err)
+	got, err := into.ReadFileInto("proc/self/mountinfo", make([]byte, 0, 64<<10), false)
+	require.NoError(t, err)
+	assert.Equal(t, string(want), string(got))
+
+	// A long path.
+	long := dir
+	for len(long) < 400 {
+		long = filepath.Join(long, strings.Repeat("d", 60))
+	}
+	require.NoError(t, os.MkdirAll(long, 0o755))
+	lp := filepath.Join(long, "g")
+	require.NoError(t, os.WriteFile(lp, []byte("deep\n"), 0o644))
+	got, err = into.ReadFileInto(name(lp), nil, true)
+	require.NoError(t, err)
+	assert.Equal(t, "deep\n", string(got))
+	f, err := rootfs.FS().Open(name(lp))
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+
+	var pe *fs.PathError
+	_, err = into.ReadFileInto(name(filepath.Join(dir, "missing")), nil, true)
+	assert.ErrorIs(t, err, fs.ErrNotExist)
+	require.True(t, errors.As(err, &pe))
+	assert.Equal(t, name(filepath.Join(dir, "missing")), pe.Path)
+	_, err = into.ReadFileInto("/abs", nil, true)
+	assert.ErrorIs(t, err, fs.ErrInvalid)
+	_, err = into.ReadFileInto(name(p)+"\x00x", nil, true)
+	assert.Error(t, err, "a name with a NUL byte")
+	_, err = into.ReadFileInto(name(dir), nil, true)
+	assert.Error(t, err, "a directory")
+}
+
+// TestReadFileIntoAllocs: reading into a large enough buffer allocates
+// nothing but the path given to openat (which recent compilers keep on the
+// stack when it is short), the point of ReadFileInto.
+func TestReadFileIntoAllocs(t *testing.T) {
+	into, ok := rootfs.FS().(rootfs.ReadFileIntoFS)
+	if !ok {
+		t.Skip("skipped: FS has no ReadFileInto here (not Linux)")
+	}
+	buf := make([]byte, 0, 64<<10)
+	allocs := testing.AllocsPerRun(50, func() {
+		var err error
+		if buf, err = into.ReadFileInto("proc/self/mountinfo", buf, false); err != nil {
+			t.Fatal(err)
+		}
+		if buf, err = into.ReadFileInto("proc/self/cgroup", buf, true); err != nil {
+			t.Fatal(err)
+		}
+	})
+	assert.LessOrEqual(t, allocs, 2.0, "at most one path per file")
 }
