@@ -87,9 +87,14 @@
 //
 // [ReadFS], [ReadCPUStatFS], [ReadCPUStatDir] and [NewWatcher] read from an
 // [io/fs.FS] rooted at "/": proc/self/cgroup, proc/self/mountinfo and the
-// cgroup files they lead to. [Read] and [ReadCPUStat] use os.DirFS("/").
-// Tests pass an fstest.MapFS or a directory holding a copy of those files;
-// the paths in the results are absolute paths in that file system.
+// cgroup files they lead to. [Read] and [ReadCPUStat] read the real root,
+// as os.DirFS("/") would but with fewer system calls (see Cost). Tests pass
+// an fstest.MapFS or a directory holding a copy of those files; the paths in
+// the results are absolute paths in that file system. A file system that has
+// a method ReadFileInto(name string, buf []byte, shortReadEnds bool) ([]byte,
+// error), which reads the named file whole into buf, is read with it instead
+// of Open, Read and Close; shortReadEnds is true for every file but
+// /proc/self/mountinfo, which the kernel hands out a page at a time.
 //
 // # Following changes
 //
@@ -110,6 +115,11 @@
 //
 // ReadFS reads /proc/self/cgroup and /proc/self/mountinfo once and each
 // limit file once, into one reused buffer, with few allocations; see
-// BenchmarkRead. The parsers are pure functions over bytes, fuzzed; the
-// package has no state and no init.
+// BenchmarkRead. [Read] reads each file with open, read and close system
+// calls and no other: os.Open would also register the file with the
+// runtime's poller and unregister it (epoll_ctl calls), and reading to the end
+// would take one more read than files the kernel prints in one go. A
+// [Watcher] over the real root reads each kept-open file with one pread. The
+// parsers are pure functions over bytes, fuzzed; the package has no state and
+// no init.
 package cgroup

@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"path"
 	"strings"
+
+	"github.com/fitgo/fitgo/internal/rootfs"
 )
 
 // discover fills the Hierarchy of lim.CPU and lim.Memory from
@@ -91,19 +93,25 @@ type fsReader struct {
 	buf  []byte
 }
 
-var errTooLarge = errors.New("file too large")
+// maxFileSize bounds what is read of one file, through any file system: the
+// bound of rootfs.FS, which Read uses.
+const maxFileSize = rootfs.MaxFileSize
 
-// maxFileSize bounds what is read of one file: far more than any proc or
-// cgroup file holds, and a guard against an endless one.
-const maxFileSize = 64 << 20
+var errTooLarge = rootfs.ErrTooLarge
 
 // read returns the content of the file at the absolute path abs. The error
 // wraps fs.ErrNotExist when the file does not exist. whole tells that the
-// kernel prints the file in one go (not so /proc/self/mountinfo), which
-// readFast uses to save a system call.
+// kernel prints the file in one go (not so /proc/self/mountinfo): a file
+// system with ReadFileInto (rootfs.FS, which Read uses) then saves a system
+// call.
 func (r *fsReader) read(abs string, whole bool) ([]byte, error) {
-	if data, ok, err := r.readFast(abs, whole); ok {
-		return data, err
+	if into, ok := r.fsys.(rootfs.ReadFileIntoFS); ok {
+		data, err := into.ReadFileInto(fsName(abs), r.buf, whole)
+		if err != nil {
+			return nil, pathError("read", abs, err)
+		}
+		r.buf = data[:0]
+		return data, nil
 	}
 	f, err := r.fsys.Open(fsName(abs))
 	if err != nil {

@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/fitgo/fitgo/internal/rootfs"
 )
 
 const (
@@ -610,4 +612,71 @@ func TestVersionString(t *testing.T) {
 	assert.Equal(t, "v1", V1.String())
 	assert.Equal(t, "v2", V2.String())
 	assert.Equal(t, "none", Version(0).String())
+}
+
+// intoFS is a file system with ReadFileInto (rootfs.ReadFileIntoFS), which
+// ReadFS then uses instead of Open. It records how each file was read.
+type intoFS struct {
+	fsys  fs.FS
+	opens int
+	short map[string]bool // name -> shortReadEnds of its last ReadFileInto
+}
+
+func (f *intoFS) Open(name string) (fs.File, error) {
+	f.opens++
+	return f.fsys.Open(name)
+}
+
+func (f *intoFS) ReadFileInto(name string, buf []byte, shortReadEnds bool) ([]byte, error) {
+	f.short[name] = shortReadEnds
+	data, err := fs.ReadFile(f.fsys, name)
+	if err != nil {
+		return nil, err
+	}
+	return append(buf[:0], data...), nil
+}
+
+var _ rootfs.ReadFileIntoFS = (*intoFS)(nil)
+
+func TestReadFSUsesReadFileInto(t *testing.T) {
+	for _, tc := range fixtureTests {
+		t.Run(tc.name, func(t *testing.T) {
+			fsys := &intoFS{fsys: os.DirFS(filepath.Join("testdata", tc.name)), short: map[string]bool{}}
+			got, err := ReadFS(fsys)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, got)
+			assert.Zero(t, fsys.opens, "no Open when the FS has ReadFileInto")
+			require.Contains(t, fsys.short, "proc/self/cgroup")
+			if tc.want.CPU.Version != 0 {
+				require.Contains(t, fsys.short, "proc/self/mountinfo")
+			}
+			for name, short := range fsys.short {
+				// mountinfo comes a page at a time: read to the end.
+				assert.Equal(t, name != "proc/self/mountinfo", short, name)
+			}
+		})
+	}
+	t.Run("errors", func(t *testing.T) {
+		fsys := &intoFS{fsys: mapFS(with(v2Base, map[string]string{"proc/self/mountinfo": ""})), short: map[string]bool{}}
+		got, err := ReadFS(fsys)
+		require.ErrorIs(t, err, fs.ErrNotExist)
+		assert.ErrorIs(t, got.CPU.Err, fs.ErrNotExist)
+		assert.Contains(t, err.Error(), "/proc/self/mountinfo")
+		var pe *fs.PathError
+		require.ErrorAs(t, err, &pe)
+		assert.Equal(t, "/proc/self/mountinfo", pe.Path, "the absolute path, not the fs.FS name")
+
+		_, err = ReadFS(&intoFS{fsys: fstest.MapFS{}, short: map[string]bool{}})
+		require.ErrorIs(t, err, ErrNoCgroup)
+	})
+	t.Run("cpu.stat", func(t *testing.T) {
+		m := mapFS(with(v2Base, map[string]string{"sys/fs/cgroup/app/cpu.stat": "usage_usec 10\nnr_periods 3\nnr_throttled 1\nthrottled_usec 7\n"}))
+		want, werr := ReadCPUStatFS(m)
+		require.NoError(t, werr)
+		fsys := &intoFS{fsys: m, short: map[string]bool{}}
+		got, err := ReadCPUStatFS(fsys)
+		require.NoError(t, err)
+		assert.Equal(t, want, got)
+		assert.Zero(t, fsys.opens)
+	})
 }
