@@ -8,11 +8,11 @@ import (
 	"os"
 	"runtime"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/fitgo/fitgo/cgroup"
 	"github.com/fitgo/fitgo/internal/envvar"
+	"github.com/fitgo/fitgo/internal/knob"
 	"github.com/fitgo/fitgo/internal/refresh"
 )
 
@@ -95,28 +95,25 @@ type env struct {
 	rt     Runtime
 	read   func() (cgroup.Limits, error)
 	loop   *refresh.Loop
-	knob   *knob
+	// knob is GOMAXPROCS; fitgo owns ("pins") it when it set the current
+	// value with runtime.GOMAXPROCS.
+	knob *knob.Knob[int]
+	// setDefault hands GOMAXPROCS back to the runtime; false when unavailable.
+	setDefault func() bool
 }
 
-// knob is GOMAXPROCS with fitgo's knowledge about it. mu serialises Apply,
-// Undo, Stop and refresh ticks.
-type knob struct {
-	get        func() int
-	set        func(int)
-	setDefault func() bool // hands GOMAXPROCS back to the runtime; false when unavailable
-
-	mu     sync.Mutex
-	active *session // the session managing the knob, if any
-	pinned bool     // the current value was set by fitgo with runtime.GOMAXPROCS
-	last   int      // the value fitgo set or, when not pinned, last accepted
-	seq    int      // counts Applies
-	gen    int      // the Apply whose state is current, for Undo
+var processKnob = &knob.Knob[int]{
+	Get: func() int { return runtime.GOMAXPROCS(0) },
+	Set: func(n int) { runtime.GOMAXPROCS(n) },
 }
 
-var processKnob = &knob{
-	get:        func() int { return runtime.GOMAXPROCS(0) },
-	set:        func(n int) { runtime.GOMAXPROCS(n) },
-	setDefault: setDefaultGOMAXPROCS,
+// text is GOMAXPROCS's wording in the refresh loop's log lines.
+var text = &knob.Text{
+	Name:     "GOMAXPROCS",
+	ReadWarn: "fitgo: cannot read the CPU limit; GOMAXPROCS unchanged",
+	Changed:  "fitgo: GOMAXPROCS updated: CPU limit changed",
+	Removed:  "fitgo: GOMAXPROCS updated: CPU limit removed",
+	HandOver: "fitgo: GOMAXPROCS changed by someone else; fitgo stops managing it",
 }
 
 func systemEnv() *env {
@@ -129,6 +126,8 @@ func systemEnv() *env {
 		read:   func() (cgroup.Limits, error) { return loop.Read(refresh.MaxProcs) },
 		loop:   loop,
 		knob:   processKnob,
+
+		setDefault: setDefaultGOMAXPROCS,
 	}
 }
 
@@ -166,7 +165,7 @@ type Result struct {
 	Refresh time.Duration
 
 	s *session
-	k *knob
+	k *knob.Knob[int]
 }
 
 // Status is the live state of the management of GOMAXPROCS that an Apply
@@ -191,29 +190,17 @@ type Status struct {
 	Reason string
 }
 
-// session is one Apply's management of the knob.
+// session is one Apply's management of GOMAXPROCS: the shared state
+// machine, and what it needs to know about CPU limits and the runtime.
 type session struct {
-	knob   *knob
+	knob.Session[int]
 	env    *env
 	policy Policy
-	log    *slog.Logger
-	sub    *refresh.Subscription
 
-	stopCtx func() bool // releases the context's AfterFunc
-
-	before       int  // GOMAXPROCS before Apply
-	beforePinned bool // and whether fitgo had set it (an earlier Apply)
-	gen, prevGen int  // this Apply's generation and the one it replaced
-
-	// Refresh state, guarded by knob.mu.
-	stopped   bool
-	reason    string
-	updates   int
-	lastAt    time.Time
+	// Refresh state, guarded by the knob's lock.
 	limit     float64
 	hasLimit  bool
 	source    string
-	err       error
 	changedAt time.Time // when the limit last changed
 	rtDef     int       // the runtime's predicted default for the current limit
 	rtPrev    int       // and for the previous one
@@ -280,9 +267,9 @@ func applyLocked(cfg *config, dry bool) Result {
 		Runtime: e.rt,
 	}
 
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	r.Before = k.get()
+	k.Lock()
+	defer k.Unlock()
+	r.Before = k.Get()
 	r.After = r.Before
 
 	if err := cfg.policy.Validate(); err != nil {
@@ -299,53 +286,18 @@ func applyLocked(cfg *config, dry bool) Result {
 		return r
 	}
 
-	s := &session{
-		knob:         k,
-		env:          e,
-		policy:       r.Policy,
-		log:          cfg.logger,
-		before:       r.Before,
-		beforePinned: k.pinned && k.last == r.Before,
-	}
-	fitgoOwned := s.beforePinned
+	s := &session{env: e, policy: r.Policy}
+	// This Apply takes over from any earlier one.
+	s.Begin(k, s, text, cfg.logger, r.Before, !dry)
+	fitgoOwned := s.BeforeOwned()
 	if !dry {
-		// This Apply takes over from any earlier one.
-		if k.active != nil {
-			k.active.stop("superseded by a later Apply")
-		}
-		if !k.pinned || k.last != r.Before {
-			// GOMAXPROCS is not (or no longer) a value fitgo set.
-			k.pinned, k.last = false, r.Before
-		}
-		k.seq++
-		s.gen, s.prevGen = k.seq, k.gen
-		k.gen = s.gen
 		r.s = s
 	}
 
-	var lim cgroup.Limits
-	var err error
-	follow := cfg.refresh && !dry
-	if follow {
-		s.sub, lim, err = e.loop.Subscribe(nil, s, cfg.interval, refresh.MaxProcs)
-		follow = s.sub != nil
-		if follow && cfg.ctx != nil {
-			ctx := cfg.ctx
-			s.stopCtx = context.AfterFunc(ctx, func() {
-				k.mu.Lock()
-				defer k.mu.Unlock()
-				s.stop("stopped: " + context.Cause(ctx).Error())
-			})
-		}
-	} else {
-		lim, err = e.read()
-	}
-	if !follow {
-		s.stopped, s.reason = true, "no refresh requested"
-	}
+	lim, err, follow := s.Read(cfg.refresh && !dry, e.loop, e.read, cfg.ctx, cfg.interval, refresh.MaxProcs)
 	if errors.Is(err, cgroup.ErrNoCgroup) {
 		r.Reason = "no cgroup information (no /proc/self/cgroup)"
-		s.reason = r.Reason
+		s.SetReason(r.Reason)
 		return r
 	}
 
@@ -361,11 +313,7 @@ func applyLocked(cfg *config, dry bool) Result {
 	if def := s.rtDef; cfg.keep && !fitgoOwned && def > 0 && r.Before != def && cpuErr(lim, err) == nil {
 		r.Reason = "GOMAXPROCS is already " + strconv.Itoa(r.Before) + ", not the runtime's default " + strconv.Itoa(def) +
 			": set by the program or a library, and kept"
-		if s.stopped {
-			s.reason = r.Reason
-		} else {
-			s.stop(r.Reason) // also ends the subscription and the context's AfterFunc
-		}
+		s.End(r.Reason)
 		return r
 	}
 
@@ -373,7 +321,7 @@ func applyLocked(cfg *config, dry bool) Result {
 	case cerr != nil:
 		r.Err = fmt.Errorf("maxprocs: reading the CPU limit: %w", cerr)
 		r.Reason = "the CPU limit cannot be read"
-		s.err = cerr
+		s.SetErr(cerr)
 	case !hasLimit:
 		r.Reason = "no CPU limit"
 	default:
@@ -384,17 +332,12 @@ func applyLocked(cfg *config, dry bool) Result {
 		}
 		r.After, r.Changed = want, true
 		if !dry {
-			k.set(want)
-			k.pinned, k.last = true, want
+			k.Own(r.Before, want)
 		}
 	}
 
 	if follow {
-		r.Refresh = DefaultRefreshInterval
-		if cfg.interval > 0 {
-			r.Refresh = max(cfg.interval, refresh.MinInterval)
-		}
-		k.active = s
+		r.Refresh = s.Follow(cfg.interval, DefaultRefreshInterval)
 	}
 	return r
 }
@@ -429,125 +372,76 @@ func formatCores(q float64) string {
 	return strconv.FormatFloat(q, 'f', -1, 64) + " cores"
 }
 
-// stop ends the session's management; knob.mu is held.
-func (s *session) stop(reason string) {
-	if s.stopped {
-		return
-	}
-	s.stopped, s.reason = true, reason
-	if s.knob.active == s {
-		s.knob.active = nil
-	}
-	if s.stopCtx != nil {
-		s.stopCtx()
-	}
-	s.sub.Cancel()
-}
-
-// event is a log line to write once the knob's lock is released.
-type event struct {
-	level slog.Level
-	msg   string
-	args  []any
-}
-
 // Tick is the refresh loop's call with a new reading.
 func (s *session) Tick(now time.Time, lim cgroup.Limits, err error) bool {
-	keep, ev := s.tick(now, lim, err)
-	if ev.msg != "" && s.log != nil {
-		s.log.Log(context.Background(), ev.level, ev.msg, ev.args...)
-	}
+	keep := s.tick(now, lim, err)
+	s.Flush()
 	return keep
 }
 
-func (s *session) tick(now time.Time, lim cgroup.Limits, err error) (keep bool, ev event) {
-	k := s.knob
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if s.stopped {
-		return false, ev
+// tick observes the reading under the knob's lock and hands the
+// rest to the shared state machine: the reading's error about the CPU limit
+// or, for a good reading, the GOMAXPROCS the policy gives for its CPU limit
+// (none without a limit). A new CPU limit, and the runtime's default for it,
+// are recorded at once: they tell the runtime's own updates from someone
+// else's changes.
+func (s *session) tick(now time.Time, lim cgroup.Limits, err error) bool {
+	k := s.env.knob
+	k.Lock()
+	defer k.Unlock()
+	if s.Stopped() {
+		return false
 	}
-	cur := k.get()
 	cerr := cpuErr(lim, err)
 	q, has := lim.CPUQuota()
-	if cerr == nil && (q != s.limit || has != s.hasLimit || lim.CPU.Source != s.source) {
+	if cerr != nil {
+		return s.Step(now, 0, false, cerr)
+	}
+	if q != s.limit || has != s.hasLimit || lim.CPU.Source != s.source {
 		s.limit, s.hasLimit, s.source = q, has, lim.CPU.Source
 		s.changedAt = now
 		s.rtPrev, s.rtDef = s.rtDef, s.env.rt.runtimeDefault(lim, s.env.numCPU)
 	}
-	if cur != k.last {
-		if !k.pinned && s.env.rt.Updates && (cur == s.rtDef || cur == s.rtPrev) {
-			// The runtime's own update, which fitgo was leaving to it.
-			k.last = cur
-		} else {
-			return false, s.handOver(cur)
-		}
-	}
-
-	if cerr != nil {
-		if s.err == nil && s.log != nil {
-			ev = event{slog.LevelWarn, "fitgo: cannot read the CPU limit; GOMAXPROCS unchanged", []any{"GOMAXPROCS", cur, "err", cerr}}
-		}
-		s.err = cerr
-		return true, ev
-	}
-	s.err = nil
-
 	if !has {
-		if k.pinned {
-			// The limit is gone: GOMAXPROCS goes back to what it would be
-			// without fitgo.
-			s.restore()
-			ev = s.updated(now, cur, "CPU limit removed")
-		}
-		return true, ev
+		return s.Step(now, 0, false, nil)
 	}
-	want := s.policy.Procs(q, s.env.numCPU)
-	if want == cur {
-		return true, ev
-	}
-	if !k.pinned && s.env.rt.Updates && s.rtDef == want && now.Sub(s.changedAt) < runtimeGrace {
-		// The runtime is about to make the same change by itself.
-		return true, ev
-	}
-	k.set(want)
-	k.pinned, k.last = true, want
-	return true, s.updated(now, cur, "CPU limit changed")
+	return s.Step(now, s.policy.Procs(q, s.env.numCPU), true, nil)
 }
 
-// updated counts a change made by the refresh loop; knob.mu is held.
-func (s *session) updated(now time.Time, from int, why string) event {
-	s.updates++
-	s.lastAt = now
-	if s.log == nil {
-		return event{}
-	}
-	return event{slog.LevelInfo, "fitgo: GOMAXPROCS updated: " + why, []any{
-		"GOMAXPROCS", s.knob.get(), "before", from,
-		slog.Group("cpu_limit", "cores", s.limit, "source", s.source)}}
+// Commit: tick has recorded the reading already.
+func (s *session) Commit() {}
+
+// Adopt accepts the runtime's own update, which fitgo was leaving to it.
+func (s *session) Adopt(cur int) bool {
+	return s.env.rt.Updates && (cur == s.rtDef || cur == s.rtPrev)
 }
 
-// handOver gives up the knob to whoever changed it; knob.mu is held.
-func (s *session) handOver(cur int) event {
-	k := s.knob
-	from := k.last
-	s.stop(fmt.Sprintf("GOMAXPROCS was changed from %d to %d outside fitgo; no longer managed", from, cur))
-	k.pinned, k.last = false, cur
-	if s.log == nil {
-		return event{}
-	}
-	return event{slog.LevelInfo, "fitgo: GOMAXPROCS changed by someone else; fitgo stops managing it", []any{"GOMAXPROCS", cur, "was", from}}
+// Defer waits, for a while after a limit change, when the runtime is about
+// to make the same change by itself.
+func (s *session) Defer(now time.Time, want int) bool {
+	return s.env.rt.Updates && s.rtDef == want && now.Sub(s.changedAt) < runtimeGrace
 }
 
-// restore puts GOMAXPROCS back to what it would be without fitgo: the
+// HandOverReason is the Status reason when someone else changed GOMAXPROCS.
+func (s *session) HandOverReason(from, cur int) string {
+	return fmt.Sprintf("GOMAXPROCS was changed from %d to %d outside fitgo; no longer managed", from, cur)
+}
+
+// UpdatedArgs are the log arguments of a change the refresh loop made.
+func (s *session) UpdatedArgs(from int) []any {
+	return []any{"GOMAXPROCS", s.env.knob.Get(), "before", from,
+		slog.Group("cpu_limit", "cores", s.limit, "source", s.source)}
+}
+
+// Restore puts GOMAXPROCS back to what it would be without fitgo: the
 // runtime's default (and, where enabled, its own updates) with Go 1.25 and
-// later, else the value before the session's Apply. knob.mu is held.
-func (s *session) restore() {
-	k := s.knob
-	if !k.setDefault() {
-		k.set(s.before)
+// later, else the value before the session's Apply. The knob's lock is held.
+func (s *session) Restore() {
+	k := s.env.knob
+	if !s.env.setDefault() {
+		k.Set(s.Before())
 	}
-	k.pinned, k.last = false, k.get()
+	k.Disown(k.Get())
 }
 
 // Undo stops following the CPU limit and restores GOMAXPROCS to its state
@@ -557,40 +451,17 @@ func (s *session) restore() {
 // nothing when fitgo did not change GOMAXPROCS, when someone else has changed
 // it since, or when a later Apply manages it. Calling it again does nothing.
 func (r Result) Undo() {
-	s := r.s
-	if s == nil {
-		return
+	if r.s != nil {
+		r.s.Undo()
 	}
-	k := s.knob
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	s.stop("undone")
-	if k.gen != s.gen {
-		return // a later Apply is in force, or this one was undone
-	}
-	k.gen = s.prevGen
-	if !k.pinned || k.get() != k.last {
-		return // fitgo did not set the current value
-	}
-	if s.beforePinned {
-		// An earlier Apply had set the value before this one.
-		k.set(s.before)
-		k.last = s.before
-		return
-	}
-	s.restore()
 }
 
 // Stop stops following the CPU limit, leaving GOMAXPROCS as it is. Calling
 // it again does nothing.
 func (r Result) Stop() {
-	s := r.s
-	if s == nil {
-		return
+	if r.s != nil {
+		r.s.Stop()
 	}
-	s.knob.mu.Lock()
-	defer s.knob.mu.Unlock()
-	s.stop("stopped")
 }
 
 // Status returns the live state of the management this Apply started. For a
@@ -603,21 +474,20 @@ func (r Result) Status() Status {
 		if k == nil {
 			k = processKnob // a Result made by hand, such as the root package's when disabled
 		}
-		k.mu.Lock()
-		st.GOMAXPROCS = k.get()
-		k.mu.Unlock()
+		st.GOMAXPROCS = k.Current()
 		return st
 	}
-	k := s.knob
-	k.mu.Lock()
-	defer k.mu.Unlock()
+	k := s.env.knob
+	k.Lock()
+	defer k.Unlock()
+	ks := s.State()
 	st := Status{
-		GOMAXPROCS: k.get(),
-		Following:  !s.stopped,
-		Updates:    s.updates,
-		LastUpdate: s.lastAt,
-		Err:        s.err,
-		Reason:     s.reason,
+		GOMAXPROCS: ks.Value,
+		Following:  ks.Following,
+		Updates:    ks.Updates,
+		LastUpdate: ks.LastUpdate,
+		Err:        ks.Err,
+		Reason:     ks.Reason,
 	}
 	if s.hasLimit {
 		st.Limit, st.Source = s.limit, s.source

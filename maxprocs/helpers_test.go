@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fitgo/fitgo/cgroup"
+	"github.com/fitgo/fitgo/internal/knob"
 	"github.com/fitgo/fitgo/internal/refresh"
 )
 
@@ -42,26 +43,28 @@ type fakeKnob struct {
 	modern     bool // has SetDefaultGOMAXPROCS (Go 1.25+)
 }
 
-func (f *fakeKnob) knob() *knob {
-	return &knob{
-		get: func() int { f.mu.Lock(); defer f.mu.Unlock(); return f.value },
-		set: func(n int) {
+func (f *fakeKnob) knob() *knob.Knob[int] {
+	return &knob.Knob[int]{
+		Get: func() int { f.mu.Lock(); defer f.mu.Unlock(); return f.value },
+		Set: func(n int) {
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			f.value, f.custom = n, true
 			f.sets++
 		},
-		setDefault: func() bool {
-			f.mu.Lock()
-			defer f.mu.Unlock()
-			if !f.modern {
-				return false
-			}
-			f.value, f.custom = f.def, false
-			f.setDefault++
-			return true
-		},
 	}
+}
+
+// setDefaultGOMAXPROCS is the pretend runtime's SetDefaultGOMAXPROCS.
+func (f *fakeKnob) setDefaultGOMAXPROCS() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.modern {
+		return false
+	}
+	f.value, f.custom = f.def, false
+	f.setDefault++
+	return true
 }
 
 // runtimeUpdate is the runtime's own update: it changes the value unless
@@ -143,6 +146,8 @@ func newTestEnv(fk *fakeKnob, ncpu int, rt Runtime, fsys fstest.MapFS) *testEnv 
 		read:   func() (cgroup.Limits, error) { return cgroup.ReadFS(fsys) },
 		loop:   refresh.New(func() (refresh.Source, error) { return src, nil }, 0),
 		knob:   fk.knob(),
+
+		setDefault: fk.setDefaultGOMAXPROCS,
 	}
 	if fsys != nil {
 		src.lim, src.err = cgroup.ReadFS(fsys)
