@@ -10,11 +10,11 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
-	"sync"
 	"time"
 
 	"github.com/fitgo/fitgo/cgroup"
 	"github.com/fitgo/fitgo/internal/envvar"
+	"github.com/fitgo/fitgo/internal/knob"
 	"github.com/fitgo/fitgo/internal/refresh"
 	"github.com/fitgo/fitgo/internal/rootfs"
 )
@@ -98,27 +98,23 @@ type env struct {
 	fsys   fs.FS // for /proc/meminfo
 	read   func() (cgroup.Limits, error)
 	loop   *refresh.Loop
-	knob   *knob
+	// knob is the runtime's memory limit; its Orig is the value before
+	// fitgo set it.
+	knob *knob.Knob[int64]
 }
 
-// knob is the runtime's memory limit with fitgo's knowledge about it. mu
-// serialises Apply, Undo, Stop and refresh ticks.
-type knob struct {
-	get func() int64
-	set func(int64)
-
-	mu     sync.Mutex
-	active *session // the session managing the knob, if any
-	owned  bool     // the current value was set by fitgo
-	last   int64    // the value fitgo set or, when not owned, last saw
-	orig   int64    // the value before fitgo set it
-	seq    int      // counts Applies
-	gen    int      // the Apply whose state is current, for Undo
+var processKnob = &knob.Knob[int64]{
+	Get: func() int64 { return debug.SetMemoryLimit(-1) },
+	Set: func(n int64) { debug.SetMemoryLimit(n) },
 }
 
-var processKnob = &knob{
-	get: func() int64 { return debug.SetMemoryLimit(-1) },
-	set: func(n int64) { debug.SetMemoryLimit(n) },
+// text is GOMEMLIMIT's wording in the refresh loop's log lines.
+var text = &knob.Text{
+	Name:     "GOMEMLIMIT",
+	ReadWarn: "fitgo: cannot read the memory limit; GOMEMLIMIT unchanged",
+	Changed:  "fitgo: GOMEMLIMIT updated: memory limit changed",
+	Removed:  "fitgo: GOMEMLIMIT updated: memory limit removed or too small",
+	HandOver: "fitgo: GOMEMLIMIT changed by someone else; fitgo stops managing it",
 }
 
 func systemEnv() *env {
@@ -131,21 +127,6 @@ func systemEnv() *env {
 		loop:   loop,
 		knob:   processKnob,
 	}
-}
-
-// setValue sets the memory limit; knob.mu is held.
-func (k *knob) setValue(v int64) {
-	if !k.owned {
-		k.orig = k.get()
-	}
-	k.set(v)
-	k.owned, k.last = true, v
-}
-
-// restore puts back the value from before fitgo set it; knob.mu is held.
-func (k *knob) restore() {
-	k.set(k.orig)
-	k.owned, k.last = false, k.orig
 }
 
 // Result reports what Apply did, or what Plan would do.
@@ -184,7 +165,7 @@ type Result struct {
 	Refresh time.Duration
 
 	s *session
-	k *knob
+	k *knob.Knob[int64]
 }
 
 // Status is the live state of the management of GOMEMLIMIT that an Apply
@@ -209,31 +190,19 @@ type Status struct {
 	Reason string
 }
 
-// session is one Apply's management of the knob.
+// session is one Apply's management of the memory limit: the shared state
+// machine, and what it needs to know about memory limits.
 type session struct {
-	knob   *knob
-	env    *env
-	policy Policy
-	log    *slog.Logger
-	sub    *refresh.Subscription
+	knob.Session[int64]
+	env      *env
+	policy   Policy
+	memTotal int64 // MemTotal when WithSystemMemory, else 0
 
-	stopCtx func() bool // releases the context's AfterFunc
-
-	memTotal    int64 // MemTotal when WithSystemMemory, else 0
-	before      int64 // the memory limit before Apply
-	beforeOwned bool  // and whether fitgo had set it (an earlier Apply)
-	gen         int   // this Apply's generation
-	prevGen     int   // and the one it replaced
-
-	// Refresh state, guarded by knob.mu.
-	stopped bool
-	reason  string
-	updates int
-	lastAt  time.Time
-	limit   int64
-	source  string
-	from    string
-	err     error
+	// Refresh state, guarded by the knob's lock: the memory limit of the
+	// last good reading, and of the one being observed.
+	limit, next        int64
+	source, nextSource string
+	from, nextFrom     string
 }
 
 // target is the limit a reading leads to: the effective limit, where it
@@ -321,9 +290,9 @@ func applyLocked(cfg *config, dry bool) Result {
 	k := e.knob
 	r := Result{k: k, Policy: cfg.policy, Env: e.getenv("GOMEMLIMIT")}
 
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	r.Before = k.get()
+	k.Lock()
+	defer k.Unlock()
+	r.Before = k.Get()
 	r.After = r.Before
 
 	if err := cfg.policy.Validate(); err != nil {
@@ -339,31 +308,15 @@ func applyLocked(cfg *config, dry bool) Result {
 		r.Reason = "GOMEMLIMIT=" + r.Env + " is set in the environment"
 		return r
 	}
-	if cfg.keep && r.Before != NoLimit && !(k.owned && k.last == r.Before) {
+	if cfg.keep && r.Before != NoLimit && !k.Owns(r.Before) {
 		r.Reason = "the memory limit is already " + formatBytes(r.Before) + ": set by the program or a library, and kept"
 		return r
 	}
 
-	s := &session{
-		knob:        k,
-		env:         e,
-		policy:      r.Policy,
-		log:         cfg.logger,
-		before:      r.Before,
-		beforeOwned: k.owned && k.last == r.Before,
-	}
+	s := &session{env: e, policy: r.Policy}
+	// This Apply takes over from any earlier one.
+	s.Begin(k, s, text, cfg.logger, r.Before, !dry)
 	if !dry {
-		// This Apply takes over from any earlier one.
-		if k.active != nil {
-			k.active.stop("superseded by a later Apply")
-		}
-		if !s.beforeOwned {
-			// The current value is not (or no longer) one fitgo set.
-			k.owned, k.last = false, r.Before
-		}
-		k.seq++
-		s.gen, s.prevGen = k.seq, k.gen
-		k.gen = s.gen
 		r.s = s
 	}
 
@@ -372,33 +325,14 @@ func applyLocked(cfg *config, dry bool) Result {
 		s.memTotal, memErr = readMemTotal(e.fsys)
 	}
 
-	var lim cgroup.Limits
-	var err error
-	follow := cfg.refresh && !dry
-	if follow {
-		s.sub, lim, err = e.loop.Subscribe(nil, s, cfg.interval, refresh.MemLimit)
-		follow = s.sub != nil
-		if follow && cfg.ctx != nil {
-			ctx := cfg.ctx
-			s.stopCtx = context.AfterFunc(ctx, func() {
-				k.mu.Lock()
-				defer k.mu.Unlock()
-				s.stop("stopped: " + context.Cause(ctx).Error())
-			})
-		}
-	} else {
-		lim, err = e.read()
-	}
-	if !follow {
-		s.stopped, s.reason = true, "no refresh requested"
-	}
+	lim, err, follow := s.Read(cfg.refresh && !dry, e.loop, e.read, cfg.ctx, cfg.interval, refresh.MemLimit)
 	noCgroup := errors.Is(err, cgroup.ErrNoCgroup)
 	if noCgroup && s.memTotal == 0 {
 		r.Reason = "no cgroup information (no /proc/self/cgroup)"
 		if memErr != nil {
 			r.Reason += "; no system memory either: " + memErr.Error()
 		}
-		s.reason = r.Reason
+		s.SetReason(r.Reason)
 		return r
 	}
 
@@ -413,7 +347,7 @@ func applyLocked(cfg *config, dry bool) Result {
 	case merr != nil && !noCgroup:
 		r.Err = fmt.Errorf("memlimit: reading the memory limit: %w", merr)
 		r.Reason = "the memory limit cannot be read"
-		s.err = merr
+		s.SetErr(merr)
 	case limit == 0:
 		r.Reason = "no memory limit"
 		if cfg.sysMemory && memErr != nil {
@@ -426,16 +360,12 @@ func applyLocked(cfg *config, dry bool) Result {
 	default:
 		r.After, r.Changed = want, true
 		if !dry {
-			k.setValue(want)
+			k.Own(r.Before, want)
 		}
 	}
 
 	if follow {
-		r.Refresh = DefaultRefreshInterval
-		if cfg.interval > 0 {
-			r.Refresh = max(cfg.interval, refresh.MinInterval)
-		}
-		k.active = s
+		r.Refresh = s.Follow(cfg.interval, DefaultRefreshInterval)
 	}
 	return r
 }
@@ -477,95 +407,60 @@ func memoryErr(lim cgroup.Limits, err error) error {
 	return err
 }
 
-// stop ends the session's management; knob.mu is held.
-func (s *session) stop(reason string) {
-	if s.stopped {
-		return
-	}
-	s.stopped, s.reason = true, reason
-	if s.knob.active == s {
-		s.knob.active = nil
-	}
-	if s.stopCtx != nil {
-		s.stopCtx()
-	}
-	s.sub.Cancel()
-}
-
-// event is a log line to write once the knob's lock is released.
-type event struct {
-	level slog.Level
-	msg   string
-	args  []any
-}
-
 // Tick is the refresh loop's call with a new reading.
 func (s *session) Tick(now time.Time, lim cgroup.Limits, err error) bool {
-	keep, ev := s.tick(now, lim, err)
-	if ev.msg != "" && s.log != nil {
-		s.log.Log(context.Background(), ev.level, ev.msg, ev.args...)
-	}
+	keep := s.tick(now, lim, err)
+	s.Flush()
 	return keep
 }
 
-func (s *session) tick(now time.Time, lim cgroup.Limits, err error) (keep bool, ev event) {
-	k := s.knob
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if s.stopped {
-		return false, ev
-	}
-	cur := k.get()
-	if cur != k.last {
-		return false, s.handOver(cur)
+// tick observes the reading under the knob's lock and hands the
+// rest to the shared state machine: the reading's error about the memory
+// limit or, for a good reading, the GOMEMLIMIT the policy gives; none when
+// there is no limit or it is too small. Commit records its limit.
+func (s *session) tick(now time.Time, lim cgroup.Limits, err error) bool {
+	k := s.env.knob
+	k.Lock()
+	defer k.Unlock()
+	if s.Stopped() {
+		return false
 	}
 	if merr := memoryErr(lim, err); merr != nil {
-		if s.err == nil && s.log != nil {
-			ev = event{slog.LevelWarn, "fitgo: cannot read the memory limit; GOMEMLIMIT unchanged", []any{"GOMEMLIMIT", cur, "err", merr}}
-		}
-		s.err = merr
-		return true, ev
+		return s.Step(now, 0, false, merr)
 	}
-	s.err = nil
-	limit, source, from, want := s.target(lim.Memory, lim)
-	s.limit, s.source, s.from = limit, source, from
-	if want == 0 {
-		if k.owned {
-			// No limit any more, or too small: back to the value before fitgo.
-			k.restore()
-			ev = s.updated(now, cur, "memory limit removed or too small")
-		}
-		return true, ev
-	}
-	if want == cur {
-		return true, ev
-	}
-	k.setValue(want)
-	return true, s.updated(now, cur, "memory limit changed")
+	var want int64
+	s.next, s.nextSource, s.nextFrom, want = s.target(lim.Memory, lim)
+	return s.Step(now, want, want != 0, nil)
 }
 
-// updated counts a change made by the refresh loop; knob.mu is held.
-func (s *session) updated(now time.Time, from int64, why string) event {
-	s.updates++
-	s.lastAt = now
-	if s.log == nil {
-		return event{}
-	}
-	return event{slog.LevelInfo, "fitgo: GOMEMLIMIT updated: " + why, []any{
-		"GOMEMLIMIT", s.knob.last, "before", from,
-		slog.Group("memory_limit", "bytes", s.limit, "source", s.source, "from", s.from)}}
+// Commit records the memory limit of the reading last observed.
+func (s *session) Commit() { s.limit, s.source, s.from = s.next, s.nextSource, s.nextFrom }
+
+// Adopt: the runtime never changes its memory limit by itself, so any
+// change is someone else's.
+func (s *session) Adopt(int64) bool { return false }
+
+// Defer: there is nothing to wait for.
+func (s *session) Defer(time.Time, int64) bool { return false }
+
+// HandOverReason is the Status reason when someone else changed the memory
+// limit.
+func (s *session) HandOverReason(from, cur int64) string {
+	return "the memory limit was changed from " + formatBytes(from) + " to " + formatBytes(cur) + " outside fitgo; no longer managed"
 }
 
-// handOver gives up the knob to whoever changed it; knob.mu is held.
-func (s *session) handOver(cur int64) event {
-	k := s.knob
-	from := k.last
-	s.stop("the memory limit was changed from " + formatBytes(from) + " to " + formatBytes(cur) + " outside fitgo; no longer managed")
-	k.owned, k.last = false, cur
-	if s.log == nil {
-		return event{}
-	}
-	return event{slog.LevelInfo, "fitgo: GOMEMLIMIT changed by someone else; fitgo stops managing it", []any{"GOMEMLIMIT", cur, "was", from}}
+// UpdatedArgs are the log arguments of a change the refresh loop made.
+func (s *session) UpdatedArgs(from int64) []any {
+	return []any{"GOMEMLIMIT", s.env.knob.Last(), "before", from,
+		slog.Group("memory_limit", "bytes", s.limit, "source", s.source, "from", s.from)}
+}
+
+// Restore puts back the value from before fitgo set it; the knob's lock is
+// held.
+func (s *session) Restore() {
+	k := s.env.knob
+	k.Set(k.Orig())
+	k.Disown(k.Orig())
 }
 
 // Undo stops following the memory limit and restores the runtime's memory
@@ -573,40 +468,17 @@ func (s *session) handOver(cur int64) event {
 // change it, when someone else has changed it since, or when a later Apply
 // is in force. Calling it again does nothing.
 func (r Result) Undo() {
-	s := r.s
-	if s == nil {
-		return
+	if r.s != nil {
+		r.s.Undo()
 	}
-	k := s.knob
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	s.stop("undone")
-	if k.gen != s.gen {
-		return // a later Apply is in force, or this one was undone
-	}
-	k.gen = s.prevGen
-	if !k.owned || k.get() != k.last {
-		return // fitgo did not set the current value
-	}
-	if s.beforeOwned {
-		// An earlier Apply had set the value before this one.
-		k.set(s.before)
-		k.last = s.before
-		return
-	}
-	k.restore()
 }
 
 // Stop stops following the memory limit, leaving it as it is. Calling it
 // again does nothing.
 func (r Result) Stop() {
-	s := r.s
-	if s == nil {
-		return
+	if r.s != nil {
+		r.s.Stop()
 	}
-	s.knob.mu.Lock()
-	defer s.knob.mu.Unlock()
-	s.stop("stopped")
 }
 
 // Status returns the live state of the management this Apply started.
@@ -618,24 +490,23 @@ func (r Result) Status() Status {
 		if k == nil {
 			k = processKnob // a Result made by hand, such as the root package's when disabled
 		}
-		k.mu.Lock()
-		st.GOMEMLIMIT = k.get()
-		k.mu.Unlock()
+		st.GOMEMLIMIT = k.Current()
 		return st
 	}
-	k := s.knob
-	k.mu.Lock()
-	defer k.mu.Unlock()
+	k := s.env.knob
+	k.Lock()
+	defer k.Unlock()
+	ks := s.State()
 	return Status{
-		GOMEMLIMIT: k.get(),
-		Following:  !s.stopped,
-		Updates:    s.updates,
-		LastUpdate: s.lastAt,
+		GOMEMLIMIT: ks.Value,
+		Following:  ks.Following,
+		Updates:    ks.Updates,
+		LastUpdate: ks.LastUpdate,
 		Limit:      s.limit,
 		Source:     s.source,
 		From:       s.from,
-		Err:        s.err,
-		Reason:     s.reason,
+		Err:        ks.Err,
+		Reason:     ks.Reason,
 	}
 }
 

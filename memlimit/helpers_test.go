@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fitgo/fitgo/cgroup"
+	"github.com/fitgo/fitgo/internal/knob"
 	"github.com/fitgo/fitgo/internal/refresh"
 )
 
@@ -53,10 +54,10 @@ type fakeKnob struct {
 	sets  int
 }
 
-func (f *fakeKnob) knob() *knob {
-	return &knob{
-		get: func() int64 { f.mu.Lock(); defer f.mu.Unlock(); return f.value },
-		set: func(n int64) { f.mu.Lock(); defer f.mu.Unlock(); f.value = n; f.sets++ },
+func (f *fakeKnob) knob() *knob.Knob[int64] {
+	return &knob.Knob[int64]{
+		Get: func() int64 { f.mu.Lock(); defer f.mu.Unlock(); return f.value },
+		Set: func(n int64) { f.mu.Lock(); defer f.mu.Unlock(); f.value = n; f.sets++ },
 	}
 }
 
