@@ -9,7 +9,7 @@ import (
 
 	"github.com/fitgo/fitgo/cgroup"
 	"github.com/fitgo/fitgo/internal/knob"
-	"github.com/fitgo/fitgo/internal/refresh"
+	"github.com/fitgo/fitgo/internal/knobtest"
 )
 
 func durUS(us int64) time.Duration { return time.Duration(us) * time.Microsecond }
@@ -93,24 +93,10 @@ func (f *fakeKnob) get() (value, sets, setDefault int) {
 }
 
 // fakeSource is a refresh.Source with settable limits.
-type fakeSource struct {
-	mu  sync.Mutex
-	lim cgroup.Limits
-	err error
-}
-
-func (s *fakeSource) Read() (cgroup.Limits, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.lim, s.err
-}
-
-func (s *fakeSource) Close() error { return nil }
+type fakeSource struct{ knobtest.Source }
 
 func (s *fakeSource) setQuota(cores float64, source string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.lim = cpuLimits(cores, source)
+	s.SetLimits(cpuLimits(cores, source))
 }
 
 // cpuLimits is a reading with a CPU limit of cores imposed by source (no
@@ -144,13 +130,13 @@ func newTestEnv(fk *fakeKnob, ncpu int, rt Runtime, fsys fstest.MapFS) *testEnv 
 		numCPU: ncpu,
 		rt:     rt,
 		read:   func() (cgroup.Limits, error) { return cgroup.ReadFS(fsys) },
-		loop:   refresh.New(func() (refresh.Source, error) { return src, nil }, 0),
+		loop:   src.Loop(),
 		knob:   fk.knob(),
 
 		setDefault: fk.setDefaultGOMAXPROCS,
 	}
 	if fsys != nil {
-		src.lim, src.err = cgroup.ReadFS(fsys)
+		src.Set(cgroup.ReadFS(fsys))
 	}
 	return te
 }
@@ -160,15 +146,7 @@ func (te *testEnv) opt() Option { return func(c *config) { c.env = te.env } }
 // waitIdle waits until the test loop's goroutine has exited.
 func (te *testEnv) waitIdle(t *testing.T) {
 	t.Helper()
-	running, done := te.loop.Running()
-	if !running {
-		return
-	}
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("refresh goroutine still running")
-	}
+	knobtest.WaitIdle(t, te.loop)
 }
 
 var background = context.Background()

@@ -5,11 +5,10 @@ import (
 	"sync"
 	"testing"
 	"testing/fstest"
-	"time"
 
 	"github.com/fitgo/fitgo/cgroup"
 	"github.com/fitgo/fitgo/internal/knob"
-	"github.com/fitgo/fitgo/internal/refresh"
+	"github.com/fitgo/fitgo/internal/knobtest"
 )
 
 var background = context.Background()
@@ -71,25 +70,9 @@ func (f *fakeKnob) get() (value int64, sets int) {
 }
 
 // fakeSource is a refresh.Source with settable limits.
-type fakeSource struct {
-	mu  sync.Mutex
-	lim cgroup.Limits
-	err error
-}
+type fakeSource struct{ knobtest.Source }
 
-func (s *fakeSource) Read() (cgroup.Limits, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.lim, s.err
-}
-
-func (s *fakeSource) Close() error { return nil }
-
-func (s *fakeSource) set(lim cgroup.Limits) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.lim = lim
-}
+func (s *fakeSource) set(lim cgroup.Limits) { s.SetLimits(lim) }
 
 // memLimits is a v2 reading with memory.max max and memory.high high (0 for
 // none), both imposed by /sys/fs/cgroup/app.
@@ -120,11 +103,11 @@ func newTestEnv(fk *fakeKnob, fsys fstest.MapFS) *testEnv {
 		getenv: func(string) string { return "" },
 		fsys:   fsys,
 		read:   func() (cgroup.Limits, error) { return cgroup.ReadFS(fsys) },
-		loop:   refresh.New(func() (refresh.Source, error) { return src, nil }, 0),
+		loop:   src.Loop(),
 		knob:   fk.knob(),
 	}
 	if fsys != nil {
-		src.lim, src.err = cgroup.ReadFS(fsys)
+		src.Set(cgroup.ReadFS(fsys))
 	}
 	return te
 }
@@ -133,13 +116,5 @@ func (te *testEnv) opt() Option { return func(c *config) { c.env = te.env } }
 
 func (te *testEnv) waitIdle(t *testing.T) {
 	t.Helper()
-	running, done := te.loop.Running()
-	if !running {
-		return
-	}
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("refresh goroutine still running")
-	}
+	knobtest.WaitIdle(t, te.loop)
 }
