@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command plain is the vm tests' probe that does not use fitgo: it reports what
 // the Go runtime alone chose, and it carries the small tools the guest's
 // scenario scripts need and busybox lacks.
