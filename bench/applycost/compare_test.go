@@ -2,12 +2,13 @@ package applycost
 
 import (
 	"os"
-	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/fitgo/fitgo/internal/refresh"
 )
 
 func TestMedian(t *testing.T) {
@@ -154,23 +155,18 @@ func TestCheckAndBenchSides(t *testing.T) {
 
 func TestFitgoSideDoesTheFullWork(t *testing.T) {
 	// Each fitgo call must discover the hierarchy afresh, not re-read files a
-	// previous call left open: the side's Undo closes them.
+	// previous call left open: every call starts on a fresh shared loop with
+	// no file open, and leaves none open for the next.
 	s := Fitgo()
 	Reset()
 	defer Reset()
 	for i := 0; i < 3; i++ {
+		before := refresh.Default
+		require.False(t, before.Open(), "call %d starts with files open", i)
 		require.NoError(t, s.Apply())
 		s.Undo()
 		Reset()
-	}
-	var m0, m1 runtime.MemStats
-	runtime.ReadMemStats(&m0)
-	require.NoError(t, s.Apply())
-	runtime.ReadMemStats(&m1)
-	s.Undo()
-	if _, err := os.Stat("/proc/self/cgroup"); err == nil {
-		// The discovery allocates (it parses /proc/self/cgroup and mountinfo);
-		// a re-read of open files allocates almost nothing.
-		assert.GreaterOrEqual(t, m1.Mallocs-m0.Mallocs, uint64(20), "allocations of a full Apply pair")
+		assert.NotSame(t, before, refresh.Default, "call %d: Undo installs a fresh loop", i)
+		assert.False(t, refresh.Default.Open(), "call %d leaves files open", i)
 	}
 }
