@@ -391,7 +391,8 @@ func (r *runner) run(ctx context.Context) ([]results.Run, error) {
 				runs = append(runs, run)
 				eta := time.Duration(float64(time.Since(started)) / float64(i) * float64(total-i)).Round(time.Second)
 				busy := ""
-				if run.HostLoad > float64(r.hostCPU)/2 {
+				// The workload itself adds about one to the load average.
+				if run.HostLoad > float64(r.hostCPU) {
 					busy = fmt.Sprintf(" · busy host (load %.1f)", run.HostLoad)
 				}
 				r.logf("[%*d/%d] %s · %-25s round %d/%d: %s%s · ETA %v", len(strconv.Itoa(total)), i, total,
