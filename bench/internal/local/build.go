@@ -98,6 +98,32 @@ func build(ctx context.Context, src, dir string, vs []variant.Variant, log io.Wr
 	return bins, nil
 }
 
+// prebuilt returns the paths of the variants' binaries in dir, checking that
+// they exist; the untuned binary is needed too when the work is calibrated.
+func prebuilt(dir string, vs []variant.Variant, calibrating bool) (map[string]string, error) {
+	want := append([]variant.Variant{}, vs...)
+	if u, _ := variant.Lookup("untuned"); calibrating && !containsVariant(want, u.Name) {
+		want = append(want, u)
+	}
+	bins := map[string]string{}
+	for _, v := range want {
+		p := filepath.Join(dir, v.Binary())
+		fi, err := os.Stat(p)
+		if err != nil {
+			return nil, fmt.Errorf("-bin-dir: the %s variant's binary: %w", v.Name, err)
+		}
+		if fi.IsDir() || fi.Mode()&0o111 == 0 {
+			return nil, fmt.Errorf("-bin-dir: %s is not an executable file", p)
+		}
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return nil, err
+		}
+		bins[v.Name] = abs
+	}
+	return bins, nil
+}
+
 func containsVariant(vs []variant.Variant, name string) bool {
 	return slices.ContainsFunc(vs, func(v variant.Variant) bool { return v.Name == name })
 }

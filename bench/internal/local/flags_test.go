@@ -1,7 +1,11 @@
 package local
 
 import (
+	"os"
+	"path/filepath"
+
 	"bytes"
+	"github.com/fitgo/fitgo/bench/internal/variant"
 	"io"
 	"testing"
 	"time"
@@ -110,4 +114,21 @@ func TestLineWriter(t *testing.T) {
 	assert.Equal(t, []string{"a\n", "bc\n", "\n"}, lines)
 	w.Flush()
 	assert.Equal(t, "d", lines[3])
+}
+
+func TestPrebuilt(t *testing.T) {
+	dir := t.TempDir()
+	vs, err := variant.Parse("fitgo")
+	require.NoError(t, err)
+	_, err = prebuilt(dir, vs, true)
+	require.ErrorContains(t, err, "the fitgo variant's binary")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "fitgo"), []byte("#!/bin/sh\n"), 0o755))
+	_, err = prebuilt(dir, vs, true)
+	require.ErrorContains(t, err, "the untuned variant's binary", "calibration needs untuned")
+	bins, err := prebuilt(dir, vs, false)
+	require.NoError(t, err)
+	assert.Equal(t, filepath.Join(dir, "fitgo"), bins["fitgo"])
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "untuned"), []byte("x"), 0o644))
+	_, err = prebuilt(dir, vs, true)
+	require.ErrorContains(t, err, "not an executable file")
 }

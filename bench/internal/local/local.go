@@ -78,6 +78,9 @@ type Options struct {
 	// Src is the bench module's directory (default: found from the working
 	// directory).
 	Src string
+	// BinDir, when set, holds prebuilt workload binaries (named after
+	// variant.Variant.Binary) to use instead of building them.
+	BinDir string
 	// Command is the command line, for the report.
 	Command string
 }
@@ -132,6 +135,7 @@ func parseFlags(args []string, stderr io.Writer) (Options, error) {
 	fs.StringVar(&o.Ticker, "ticker", workload.TickerNetpoll, "how the workload's request generator wakes up: netpoll (like socket arrivals) or sleep (runtime timers)")
 	fs.IntVar(&o.WorkIters, "work-iters", 0, "CPU work per request in loop iterations, instead of calibrating -work")
 	fs.DurationVar(&o.Period, "period", 100*time.Millisecond, "CFS period of the CPU quotas")
+	fs.StringVar(&o.BinDir, "bin-dir", "", "use the prebuilt workload binaries in this directory (named as bench/cmd's directories) instead of building them with the go command")
 	fs.StringVar(&o.Src, "src", "", "the bench module's directory (default: found from the working directory)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, `usage: go run -C bench . local [flags]
@@ -344,13 +348,19 @@ func (r *runner) run(ctx context.Context) ([]results.Run, error) {
 		r.logf("cgroups: %s", r.meta.Cgroup)
 	}
 
-	tmp, err := os.MkdirTemp("", "fitgo-bench-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(tmp)
-	if r.bins, err = build(ctx, o.Src, tmp, o.Variants, r.stderr); err != nil {
-		return nil, err
+	if o.BinDir != "" {
+		if r.bins, err = prebuilt(o.BinDir, o.Variants, o.WorkIters <= 0); err != nil {
+			return nil, err
+		}
+	} else {
+		tmp, err := os.MkdirTemp("", "fitgo-bench-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(tmp)
+		if r.bins, err = build(ctx, o.Src, tmp, o.Variants, r.stderr); err != nil {
+			return nil, err
+		}
 	}
 	r.meta.GoVersion = goVersion(ctx)
 	r.iters = o.WorkIters
