@@ -1,17 +1,17 @@
 package local
 
 import (
+	"bytes"
+	"io"
 	"os"
 	"path/filepath"
-
-	"bytes"
-	"github.com/fitgo/fitgo/bench/internal/variant"
-	"io"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/fitgo/fitgo/bench/internal/variant"
 )
 
 func TestParseCPUs(t *testing.T) {
