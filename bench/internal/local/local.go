@@ -36,13 +36,15 @@ const (
 	ScenarioInPlace = "in-place" // -in-place: the current cgroup's limits
 )
 
-// Defaults.
+// Defaults. A 10s window holds about six GC cycles of the default workload;
+// with fewer, whether a run's cycles happen to be throttled decides its p99,
+// and runs of the same variant differ by a factor of ten.
 const (
 	DefaultCPUs       = "0.5,1,1.5"
 	DefaultNestedCPUs = "1"
 	DefaultMemory     = "256Mi"
 	DefaultRuns       = 3
-	DefaultDuration   = 5 * time.Second
+	DefaultDuration   = 10 * time.Second
 	// MemoryHeapFraction is the live heap of the memory scenario, as a fraction
 	// of the limit: with GOGC=100 the heap peaks near twice the live heap, so
 	// without a GOMEMLIMIT it outgrows the limit.
