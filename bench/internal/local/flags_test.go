@@ -14,36 +14,6 @@ import (
 	"github.com/fitgo/fitgo/bench/internal/variant"
 )
 
-func TestParseCPUs(t *testing.T) {
-	v, err := parseCPUs("0.5, 1,1.5,250m,none")
-	require.NoError(t, err)
-	assert.Equal(t, []float64{0.5, 1, 1.5, 0.25, 0}, v)
-	for _, bad := range []string{"", "x", "0", "-1", "0.001", "NaN", "Inf", ","} {
-		_, err := parseCPUs(bad)
-		assert.Error(t, err, bad)
-	}
-}
-
-func TestParseBytes(t *testing.T) {
-	for in, want := range map[string]int64{
-		"256Mi": 256 << 20, "256MiB": 256 << 20, "1Gi": 1 << 30, "1.5Gi": 3 << 29, "512Ki": 512 << 10,
-		"268435456": 268435456, "300M": 300e6, "2G": 2e9, "64k": 64000, "100B": 100,
-	} {
-		got, err := parseBytes(in)
-		require.NoError(t, err, in)
-		assert.Equal(t, want, got, in)
-	}
-	for _, bad := range []string{"", "Mi", "-1Mi", "0", "1Xi", "9999999999Ti"} {
-		_, err := parseBytes(bad)
-		assert.Error(t, err, bad)
-	}
-	_, err := parseSizes("16Mi")
-	require.ErrorContains(t, err, "too small")
-	v, err := parseSizes("256Mi,512Mi")
-	require.NoError(t, err)
-	assert.Equal(t, []int64{256 << 20, 512 << 20}, v)
-}
-
 func TestFlagsAndSettings(t *testing.T) {
 	o, err := parseFlags(nil, io.Discard)
 	require.NoError(t, err)
@@ -82,9 +52,14 @@ func TestFlagsAndSettings(t *testing.T) {
 		{scenario: "cpu", cpus: 2, heapMiB: 200},
 	}, sets)
 
+	o, err = parseFlags([]string{"-cpus", "none, 250m"}, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, []float64{0, 0.25}, o.CPUs, "none is no quota, a baseline")
+
 	for _, bad := range [][]string{
 		{"-scenario", "disk"}, {"-runs", "0"}, {"-duration", "1ms"}, {"-variants", "nope"},
 		{"-cpus", "x"}, {"-memory", "1"}, {"-period", "2s"}, {"extra"}, {"-rate", "0"}, {"-ticker", "bell"},
+		{"-cpus", "1.2345"}, {"-memory", "268435456.5"}, // whole millicores, whole bytes
 	} {
 		_, err := parseFlags(bad, io.Discard)
 		assert.Error(t, err, "%q", bad)

@@ -23,6 +23,7 @@ import (
 
 	"github.com/fitgo/fitgo/bench/internal/report"
 	"github.com/fitgo/fitgo/bench/internal/results"
+	"github.com/fitgo/fitgo/bench/internal/settings"
 	"github.com/fitgo/fitgo/bench/internal/variant"
 	"github.com/fitgo/fitgo/bench/workload"
 	"github.com/fitgo/fitgo/cgroup"
@@ -122,7 +123,7 @@ func parseFlags(args []string, stderr io.Writer) (Options, error) {
 		scenario, cpus, memory, variantsFlag string
 	)
 	fs.StringVar(&scenario, "scenario", ScenarioCPU, "scenarios, comma-separated: cpu (quota sweep), nested (quota on a parent cgroup only), memory (memory limit below the untuned heap peak), or all")
-	fs.StringVar(&cpus, "cpus", "", "CPU quotas of the cpu and nested scenarios in cores, comma-separated; none for no quota (default "+DefaultCPUs+" for cpu, "+DefaultNestedCPUs+" for nested)")
+	fs.StringVar(&cpus, "cpus", "", "CPU quotas of the cpu and nested scenarios in cores or millicores (e.g. 0.5 or 500m), comma-separated; none for no quota (default "+DefaultCPUs+" for cpu, "+DefaultNestedCPUs+" for nested)")
 	fs.StringVar(&memory, "memory", "", "memory limits of the memory scenario, comma-separated (default "+DefaultMemory+")")
 	fs.DurationVar(&o.Duration, "duration", DefaultDuration, "measured window of each run (after the live heap is built)")
 	fs.IntVar(&o.Runs, "runs", DefaultRuns, "rounds: each variant runs this many times per setting, interleaved (A B C A B C ...)")
@@ -161,29 +162,19 @@ Flags:
 	if len(args) > 0 {
 		o.Command += " " + strings.Join(args, " ")
 	}
-	switch scenario {
-	case "all":
-		o.Scenarios = []string{ScenarioCPU, ScenarioNested, ScenarioMemory}
-	default:
-		for _, s := range strings.Split(scenario, ",") {
-			s = strings.TrimSpace(s)
-			if !slices.Contains([]string{ScenarioCPU, ScenarioNested, ScenarioMemory}, s) {
-				return o, fmt.Errorf("unknown scenario %q (cpu, nested, memory or all)", s)
-			}
-			if !slices.Contains(o.Scenarios, s) {
-				o.Scenarios = append(o.Scenarios, s)
-			}
-		}
-	}
+	scenarios := []string{ScenarioCPU, ScenarioNested, ScenarioMemory}
 	var err error
+	if o.Scenarios, err = settings.ParseScenarios(scenario, scenarios, scenarios, "cpu, nested, memory or all"); err != nil {
+		return o, err
+	}
 	if cpus != "" {
-		if o.CPUs, err = parseCPUs(cpus); err != nil {
-			return o, err
+		if o.CPUs, err = settings.ParseCPUs(cpus, true); err != nil {
+			return o, fmt.Errorf("-cpus: %w", err)
 		}
 	}
 	if memory != "" {
-		if o.Memory, err = parseSizes(memory); err != nil {
-			return o, err
+		if o.Memory, err = settings.ParseSizes(memory); err != nil {
+			return o, fmt.Errorf("-memory: %w", err)
 		}
 	}
 	if o.Variants, err = variant.Parse(variantsFlag); err != nil {
@@ -217,7 +208,7 @@ func (o Options) settings() ([]setting, error) {
 				if sc == ScenarioNested {
 					def = DefaultNestedCPUs
 				}
-				cpus, _ = parseCPUs(def)
+				cpus, _ = settings.ParseCPUs(def, true)
 			}
 			heap := o.HeapMiB
 			if heap == 0 {
@@ -229,7 +220,7 @@ func (o Options) settings() ([]setting, error) {
 		case ScenarioMemory:
 			ms := o.Memory
 			if len(ms) == 0 {
-				ms, _ = parseSizes(DefaultMemory)
+				ms, _ = settings.ParseSizes(DefaultMemory)
 			}
 			for _, m := range ms {
 				heap := o.HeapMiB
