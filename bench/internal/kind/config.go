@@ -9,10 +9,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/fitgo/fitgo/bench/internal/settings"
 	"github.com/fitgo/fitgo/bench/internal/variant"
 	"github.com/fitgo/fitgo/bench/workload"
 )
@@ -144,54 +144,38 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	var err error
-	switch scenario {
-	case "all":
-		c.Scenarios = []string{ScenarioCPU, ScenarioMemory}
-	default:
-		for _, s := range strings.Split(scenario, ",") {
-			s = strings.TrimSpace(s)
-			switch s {
-			case ScenarioCPU, ScenarioMemory, ScenarioResize:
-			case ScenarioNested:
-				return c, errNested
-			default:
-				return c, fmt.Errorf("unknown scenario %q (cpu, memory, all, or resize)", s)
-			}
-			if !slices.Contains(c.Scenarios, s) {
-				c.Scenarios = append(c.Scenarios, s)
-			}
-		}
+	c.Scenarios, err = settings.ParseScenarios(scenario, []string{ScenarioCPU, ScenarioMemory, ScenarioResize},
+		[]string{ScenarioCPU, ScenarioMemory}, "cpu, memory, all, or resize")
+	var unknown *settings.UnknownScenarioError
+	if errors.As(err, &unknown) && unknown.Name == ScenarioNested {
+		return c, errNested
+	}
+	if err != nil {
+		return c, err
 	}
 	if slices.Contains(c.Scenarios, ScenarioResize) && len(c.Scenarios) > 1 {
 		return c, errors.New("-scenario resize runs on its own")
 	}
-	if cpus != "" {
-		if c.CPUs, err = ParseCPUs(cpus); err != nil {
-			return c, err
-		}
-	}
-	if mem != "" {
-		if c.Memory, err = parseSizes(mem); err != nil {
-			return c, err
-		}
+	if c.CPUs, c.Memory, err = settings.ParseLimits(cpus, mem, false); err != nil {
+		return c, err
 	}
 	if c.Variants, err = variant.Parse(variants); err != nil {
 		return c, err
 	}
 	if c.Resize() {
 		if len(c.CPUs) == 0 {
-			c.CPUs, _ = ParseCPUs(DefaultResizeCPUs)
+			c.CPUs, _ = settings.ParseCPUs(DefaultResizeCPUs, false)
 		}
 		if len(c.Memory) == 0 {
-			c.Memory, _ = parseSizes(DefaultMemory)
+			c.Memory, _ = settings.ParseSizes(DefaultMemory)
 		}
 		if len(c.CPUs) != 1 || len(c.Memory) != 1 {
 			return c, errors.New("-scenario resize takes one -cpus and one -memory: the limits before the resize")
 		}
-		if c.ResizeMemory, err = ParseBytes(resizeMem); err != nil {
+		if c.ResizeMemory, err = settings.ParseBytes(resizeMem); err != nil {
 			return c, fmt.Errorf("-resize-memory: %w", err)
 		}
-		if err := checkMillicores(c.ResizeCPUs); err != nil {
+		if err := settings.CheckCPU(c.ResizeCPUs); err != nil {
 			return c, fmt.Errorf("-resize-cpus: %w", err)
 		}
 		if c.Duration <= 0 {
@@ -254,7 +238,7 @@ func (c Config) Settings() []Setting {
 		case ScenarioCPU:
 			cpus := c.CPUs
 			if len(cpus) == 0 {
-				cpus, _ = ParseCPUs(DefaultCPUs)
+				cpus, _ = settings.ParseCPUs(DefaultCPUs, false)
 			}
 			for _, cpu := range cpus {
 				for _, m := range mems {
@@ -264,7 +248,7 @@ func (c Config) Settings() []Setting {
 		case ScenarioMemory:
 			ms := c.Memory
 			if len(ms) == 0 {
-				ms, _ = parseSizes(DefaultMemory)
+				ms, _ = settings.ParseSizes(DefaultMemory)
 			}
 			cpus := c.CPUs
 			if len(cpus) == 0 {
@@ -302,92 +286,6 @@ func defaultPaths() (repo, config string) {
 			return filepath.Dir(wd), filepath.Join(wd, "kind", "cluster.yaml")
 		}
 	}
-}
-
-// ParseCPUs parses a comma-separated list of CPU limits in cores ("0.5") or
-// millicores ("500m").
-func ParseCPUs(s string) ([]float64, error) {
-	var out []float64
-	for _, f := range strings.Split(s, ",") {
-		f = strings.TrimSpace(f)
-		if f == "" {
-			continue
-		}
-		v, err := strconv.ParseFloat(strings.TrimSuffix(f, "m"), 64)
-		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
-			return nil, fmt.Errorf("-cpus: bad CPU limit %q", f)
-		}
-		if strings.HasSuffix(f, "m") {
-			v /= 1000
-		}
-		if err := checkMillicores(v); err != nil {
-			return nil, fmt.Errorf("-cpus: %q: %w", f, err)
-		}
-		out = append(out, v)
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("-cpus: no CPU limit in %q", s)
-	}
-	return out, nil
-}
-
-func checkMillicores(v float64) error {
-	if !(v >= 0.01) || math.IsInf(v, 0) {
-		return errors.New("a CPU limit must be at least 0.01 (10m)")
-	}
-	if m := v * 1000; math.Abs(m-math.Round(m)) > 1e-6 {
-		return errors.New("Kubernetes CPU limits are whole millicores")
-	}
-	return nil
-}
-
-// ParseBytes parses a size as Kubernetes quantities are written: a byte
-// count, or a number with a suffix Ki, Mi, Gi, Ti (powers of 1024, optionally
-// followed by B) or k, K, M, G, T (powers of 1000).
-func ParseBytes(s string) (int64, error) {
-	s = strings.TrimSpace(s)
-	mult, num := 1.0, s
-	for _, u := range []struct {
-		suffix string
-		mult   float64
-	}{
-		{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40},
-		{"Ki", 1 << 10}, {"Mi", 1 << 20}, {"Gi", 1 << 30}, {"Ti", 1 << 40},
-		{"k", 1e3}, {"K", 1e3}, {"M", 1e6}, {"G", 1e9}, {"T", 1e12}, {"B", 1},
-	} {
-		if n, ok := strings.CutSuffix(s, u.suffix); ok {
-			num, mult = n, u.mult
-			break
-		}
-	}
-	v, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
-	b := v * mult
-	if err != nil || !(v > 0) || b >= math.MaxInt64 || b != math.Trunc(b) {
-		return 0, fmt.Errorf("bad size %q (want e.g. 256Mi, 1Gi or a whole byte count)", s)
-	}
-	return int64(b), nil
-}
-
-// parseSizes parses a comma-separated list of memory limits.
-func parseSizes(s string) ([]int64, error) {
-	var out []int64
-	for _, f := range strings.Split(s, ",") {
-		if strings.TrimSpace(f) == "" {
-			continue
-		}
-		v, err := ParseBytes(f)
-		if err != nil {
-			return nil, fmt.Errorf("-memory: %w", err)
-		}
-		if v < 32<<20 {
-			return nil, fmt.Errorf("-memory: %q is too small for the workload (at least 32Mi)", f)
-		}
-		out = append(out, v)
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("-memory: no memory limit in %q", s)
-	}
-	return out, nil
 }
 
 func validLabel(s string) bool {

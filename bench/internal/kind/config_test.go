@@ -84,16 +84,8 @@ func TestParseFlagsErrors(t *testing.T) {
 		_, err := ParseFlags(args, &bytes.Buffer{})
 		assert.Error(t, err, "%q", args)
 	}
-}
-
-func TestParseBytes(t *testing.T) {
-	for in, want := range map[string]int64{"256Mi": 256 << 20, "256MiB": 256 << 20, "1Gi": 1 << 30, "1.5Gi": 3 << 29, "1000": 1000, "1k": 1000, "2M": 2e6, "64B": 64} {
-		got, err := ParseBytes(in)
-		require.NoError(t, err, in)
-		assert.Equal(t, want, got, in)
-	}
-	for _, in := range []string{"", "-1Mi", "0", "1.5", "Mi", "1e30Gi"} {
-		_, err := ParseBytes(in)
-		assert.Error(t, err, in)
-	}
+	_, err := ParseFlags([]string{"-scenario=cpu,nested"}, &bytes.Buffer{})
+	require.ErrorIs(t, err, errNested, "nested is the local runner's, with the reason")
+	_, err = ParseFlags([]string{"-scenario=cpu,bogus"}, &bytes.Buffer{})
+	require.EqualError(t, err, `unknown scenario "bogus" (cpu, memory, all, or resize)`)
 }

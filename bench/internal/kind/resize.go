@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/fitgo/fitgo/bench/internal/results"
+	"github.com/fitgo/fitgo/bench/internal/settings"
 	"github.com/fitgo/fitgo/bench/internal/variant"
 )
 
@@ -249,7 +250,7 @@ func (p podStatusObject) limitsApplied(cpus float64, mem int64) bool {
 	if err != nil || math.Abs(got-cpus) > 1e-3 {
 		return false
 	}
-	m, err := ParseBytes(c.Resources.Limits["memory"])
+	m, err := settings.ParseBytes(c.Resources.Limits["memory"])
 	return err == nil && m == mem
 }
 

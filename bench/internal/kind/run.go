@@ -15,6 +15,7 @@ import (
 
 	"github.com/fitgo/fitgo/bench/internal/report"
 	"github.com/fitgo/fitgo/bench/internal/results"
+	"github.com/fitgo/fitgo/bench/internal/settings"
 	"github.com/fitgo/fitgo/bench/internal/variant"
 )
 
@@ -217,7 +218,7 @@ func (r *Runner) inspectCluster(ctx context.Context) error {
 	r.info.runtime = n.Status.NodeInfo.ContainerRuntimeVersion
 	r.info.osImage = n.Status.NodeInfo.OSImage
 	r.info.allocCPU, _ = parseCPUQuantity(n.Status.Allocatable["cpu"])
-	r.info.allocMemory, _ = ParseBytes(n.Status.Allocatable["memory"])
+	r.info.allocMemory, _ = settings.ParseBytes(n.Status.Allocatable["memory"])
 	if !r.cfg.Resize() {
 		for _, st := range r.cfg.Settings() {
 			if r.info.allocCPU > 0 && st.CPUs > r.info.allocCPU {

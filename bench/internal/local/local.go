@@ -167,15 +167,8 @@ Flags:
 	if o.Scenarios, err = settings.ParseScenarios(scenario, scenarios, scenarios, "cpu, nested, memory or all"); err != nil {
 		return o, err
 	}
-	if cpus != "" {
-		if o.CPUs, err = settings.ParseCPUs(cpus, true); err != nil {
-			return o, fmt.Errorf("-cpus: %w", err)
-		}
-	}
-	if memory != "" {
-		if o.Memory, err = settings.ParseSizes(memory); err != nil {
-			return o, fmt.Errorf("-memory: %w", err)
-		}
+	if o.CPUs, o.Memory, err = settings.ParseLimits(cpus, memory, true); err != nil {
+		return o, err
 	}
 	if o.Variants, err = variant.Parse(variantsFlag); err != nil {
 		return o, err

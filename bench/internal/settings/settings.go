@@ -1,7 +1,7 @@
 // Package settings parses the scenario settings the local and the kind runner
 // share: lists of scenarios, CPU limits and memory limits, written as
 // Kubernetes writes resources (cores or millicores, byte quantities). Each
-// runner keeps its own flags and defaults and names the flag in its errors.
+// runner keeps its own scenarios, flags and defaults.
 package settings
 
 import (
@@ -103,6 +103,28 @@ func ParseCPUs(s string, allowNone bool) ([]float64, error) {
 		return nil, fmt.Errorf("no CPU limit in %q", s)
 	}
 	return out, nil
+}
+
+// ParseLimits parses the runners' -cpus and -memory flags with ParseCPUs and
+// ParseSizes; an empty flag gives a nil list (the scenarios' defaults). Its
+// errors name the flag.
+func ParseLimits(cpus, memory string, allowNone bool) ([]float64, []int64, error) {
+	var (
+		c   []float64
+		m   []int64
+		err error
+	)
+	if cpus != "" {
+		if c, err = ParseCPUs(cpus, allowNone); err != nil {
+			return nil, nil, fmt.Errorf("-cpus: %w", err)
+		}
+	}
+	if memory != "" {
+		if m, err = ParseSizes(memory); err != nil {
+			return nil, nil, fmt.Errorf("-memory: %w", err)
+		}
+	}
+	return c, m, nil
 }
 
 // CheckCPU reports whether v cores is a CPU limit both runners can set: at

@@ -48,14 +48,21 @@ func TestParseSizes(t *testing.T) {
 		{in: ",", err: "no memory limit"},
 	} {
 		got, err := ParseSizes(tc.in)
-		if tc.err != "" {
-			assert.ErrorContains(t, err, tc.err, "%q", tc.in)
-			assert.Nil(t, got, "%q", tc.in)
-			continue
-		}
-		require.NoError(t, err, "%q", tc.in)
-		assert.Equal(t, tc.want, got, "%q", tc.in)
+		checkList(t, tc.in, got, err, tc.want, tc.err)
 	}
+}
+
+// checkList checks what a list parser returned for in: an error containing
+// wantErr and no list when wantErr is set, else want.
+func checkList[T any](t *testing.T, in string, got []T, err error, want []T, wantErr string) {
+	t.Helper()
+	if wantErr != "" {
+		assert.ErrorContains(t, err, wantErr, "%q", in)
+		assert.Nil(t, got, "%q", in)
+		return
+	}
+	require.NoError(t, err, "%q", in)
+	assert.Equal(t, want, got, "%q", in)
 }
 
 func TestParseCPUs(t *testing.T) {
@@ -83,13 +90,7 @@ func TestParseCPUs(t *testing.T) {
 		{in: ",", allowNone: true, err: "no CPU limit"},
 	} {
 		got, err := ParseCPUs(tc.in, tc.allowNone)
-		if tc.err != "" {
-			assert.ErrorContains(t, err, tc.err, "%q", tc.in)
-			assert.Nil(t, got, "%q", tc.in)
-			continue
-		}
-		require.NoError(t, err, "%q", tc.in)
-		assert.Equal(t, tc.want, got, "%q", tc.in)
+		checkList(t, tc.in, got, err, tc.want, tc.err)
 	}
 }
 
@@ -157,4 +158,34 @@ func TestParseScenarios(t *testing.T) {
 	got, _ := ParseScenarios("all", all, all, "")
 	got[0] = "changed"
 	assert.Equal(t, []string{"cpu"}, all, "the result is the caller's own")
+}
+
+func TestParseLimits(t *testing.T) {
+	for _, tc := range []struct {
+		cpus, memory string
+		allowNone    bool
+		wantCPUs     []float64
+		wantMemory   []int64
+		err          string
+	}{
+		{},
+		{cpus: "none,1", allowNone: true, wantCPUs: []float64{0, 1}},
+		{memory: "256Mi,1Gi", wantMemory: []int64{256 << 20, 1 << 30}},
+		{cpus: "500m", memory: "300Mi", wantCPUs: []float64{0.5}, wantMemory: []int64{300 << 20}},
+		{cpus: "none", err: `-cpus: bad CPU limit "none"`},
+		{cpus: ",", err: `-cpus: no CPU limit in ","`},
+		{cpus: "1", memory: "10Mi", err: `-memory: memory limit "10Mi" is too small`},
+		{memory: "1.5", err: `-memory: bad size "1.5"`},
+	} {
+		cpus, memory, err := ParseLimits(tc.cpus, tc.memory, tc.allowNone)
+		if tc.err != "" {
+			assert.ErrorContains(t, err, tc.err, "%+v", tc)
+			assert.Nil(t, cpus)
+			assert.Nil(t, memory)
+			continue
+		}
+		require.NoError(t, err, "%+v", tc)
+		assert.Equal(t, tc.wantCPUs, cpus, "%+v", tc)
+		assert.Equal(t, tc.wantMemory, memory, "%+v", tc)
+	}
 }
