@@ -329,12 +329,14 @@ func (l *Loop) interval() time.Duration {
 }
 
 // stopIfIdle ends the run when no subscriber is left, and releases the
-// Source. It reports whether the goroutine must exit.
-func (l *Loop) stopIfIdle(done chan struct{}) bool {
+// Source. It reports whether the goroutine must exit and, when it need not,
+// the subscribers' shortest interval, read under the same lock: read apart,
+// the last subscriber could leave in between and the interval would be 0.
+func (l *Loop) stopIfIdle(done chan struct{}) (next time.Duration, exit bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if len(l.subs) > 0 {
-		return false
+		return l.interval(), false
 	}
 	l.running = false
 	l.done = nil
@@ -346,7 +348,7 @@ func (l *Loop) stopIfIdle(done chan struct{}) bool {
 	default:
 	}
 	close(done)
-	return true
+	return 0, true
 }
 
 func (l *Loop) run(done chan struct{}) {
@@ -361,19 +363,17 @@ func (l *Loop) run(done chan struct{}) {
 	for {
 		select {
 		case <-l.kick:
-			if l.stopIfIdle(done) {
+			next, exit := l.stopIfIdle(done)
+			if exit {
 				return
 			}
-			l.mu.Lock()
-			next := l.interval()
-			l.mu.Unlock()
 			if next != iv {
 				iv = next
 				t.Reset(iv)
 			}
 		case now := <-t.C:
 			l.tick(now)
-			if l.stopIfIdle(done) {
+			if _, exit := l.stopIfIdle(done); exit {
 				return
 			}
 		}

@@ -534,3 +534,37 @@ func TestSubscribeNoCgroup(t *testing.T) {
 	running, _ := l.Running()
 	assert.False(t, running)
 }
+
+// TestChurnNeverStopsTheGoroutineWrongly subscribes and cancels from several
+// goroutines at once. The loop's goroutine once read "is anyone left?" and
+// "at what interval?" under two separate locks: when the last subscriber
+// left in between, it reset its ticker to 0 and panicked, taking the
+// program down.
+func TestChurnNeverStopsTheGoroutineWrongly(t *testing.T) {
+	src := &fakeSource{lim: cgroup.Limits{CPU: cgroup.CPU{Quota: 5}}}
+	l, _ := newFakeLoop(src)
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 3000; i++ {
+				sub, _, err := l.Subscribe(context.Background(), &recorder{}, MinInterval, MaxProcs)
+				if !assert.NoError(t, err) {
+					return
+				}
+				sub.Cancel()
+			}
+		}()
+	}
+	wg.Wait()
+	waitStopped(t, l)
+
+	// The loop still works after the churn.
+	rec := &recorder{}
+	sub, _, err := l.Subscribe(context.Background(), rec, MinInterval, MaxProcs)
+	require.NoError(t, err)
+	eventually(t, "a tick after the churn", func() bool { return rec.ticks.Load() >= 1 })
+	sub.Cancel()
+	waitStopped(t, l)
+}
