@@ -98,3 +98,20 @@ func BenchmarkFindMount(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkFindMounts measures the mountinfo scan of Read on a hybrid host's
+// table (testdata/hybrid: 11 mounts, most of them cgroup hierarchies).
+func BenchmarkFindMounts(b *testing.B) {
+	data, err := os.ReadFile(filepath.Join("testdata", "hybrid", "proc", "self", "mountinfo"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		qs := [2]mountQuery{{version: V1, ctrl: "cpu", path: "/"}, {version: V1, ctrl: "memory", path: "/"}}
+		findMounts(data, qs[:])
+		if !qs[0].found || !qs[1].found {
+			b.Fatal("no mount found")
+		}
+	}
+}
