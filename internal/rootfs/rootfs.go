@@ -7,8 +7,9 @@
 // every file that supports poll (sysfs and cgroupfs files do) with the
 // runtime's network poller and unregisters it on close: eight system calls to
 // read a one-line cgroup file. FS uses plain openat, read, pread and close:
-// three system calls to read a file whole with ReadFileInto (which allocates
-// at most the NUL-terminated path), and a single pread to read a file kept
+// three system calls to read a file whole with ReadFileInto (which does not
+// allocate unless the path is longer than 255 bytes or the file outgrows the
+// caller's buffer), and a single pread to read a file kept
 // open again (its files implement io.ReaderAt, which cgroup.Watcher uses).
 // On the machines fitgo targets (VMs where a system call costs one to two
 // microseconds) that halves the cost of reading the limits.
@@ -48,6 +49,17 @@ type ReadFileIntoFS interface {
 	// fs.ErrNotExist when the file does not exist, and ErrTooLarge when it
 	// holds more than MaxFileSize bytes.
 	ReadFileInto(name string, buf []byte, shortReadEnds bool) ([]byte, error)
+}
+
+// ReadLinkFS is a file system that reads symbolic links: the method of Go
+// 1.25's fs.ReadLinkFS, declared here so that fitgo builds with older Go
+// (os.DirFS has it from Go 1.25 on, and so has FS on Linux).
+type ReadLinkFS interface {
+	fs.FS
+
+	// ReadLink returns the destination of the named symbolic link. Errors
+	// are *fs.PathError values naming name.
+	ReadLink(name string) (string, error)
 }
 
 // MaxFileSize bounds what ReadFileInto reads of one file: far more than any

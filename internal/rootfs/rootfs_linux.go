@@ -11,7 +11,10 @@ import (
 	"unsafe"
 )
 
-var root ReadFileIntoFS = linuxFS{}
+var root interface {
+	ReadFileIntoFS
+	ReadLinkFS
+} = linuxFS{}
 
 type linuxFS struct{}
 
@@ -55,23 +58,40 @@ func (linuxFS) ReadFileInto(name string, buf []byte, shortReadEnds bool) ([]byte
 	}
 }
 
+// ReadLink returns the destination of the symbolic link "/"+name with one
+// readlinkat system call.
+func (linuxFS) ReadLink(name string) (string, error) {
+	var pathBuf [pathBufSize]byte
+	path, err := rootPath(pathBuf[:0], "readlink", name)
+	if err != nil {
+		return "", err
+	}
+	var buf [256]byte
+	for {
+		n, _, errno := syscall.Syscall6(syscall.SYS_READLINKAT, uintptr(atFDCWD), uintptr(unsafe.Pointer(&path[0])),
+			uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)), 0, 0)
+		switch {
+		case errno == syscall.EINTR:
+			continue
+		case errno != 0:
+			return "", &fs.PathError{Op: "readlink", Path: name, Err: errno}
+		case int(n) == len(buf):
+			// Possibly cut short; the links read here are far shorter.
+			return "", &fs.PathError{Op: "readlink", Path: name, Err: ErrTooLarge}
+		}
+		return string(buf[:n]), nil
+	}
+}
+
 // openRoot opens "/"+name read-only with one openat system call. It builds
-// the NUL-terminated path in one allocation, as syscall.Open(abs) would,
-// where syscall.Open("/"+name) would take two.
+// the NUL-terminated path on the stack, where syscall.Open("/"+name) would
+// allocate twice.
 func openRoot(op, name string) (int, error) {
-	if !fs.ValidPath(name) {
-		return -1, &fs.PathError{Op: op, Path: name, Err: fs.ErrInvalid}
+	var pathBuf [pathBufSize]byte
+	path, err := rootPath(pathBuf[:0], op, name)
+	if err != nil {
+		return -1, err
 	}
-	if strings.IndexByte(name, 0) >= 0 {
-		// The kernel would read the path only up to the NUL.
-		return -1, &fs.PathError{Op: op, Path: name, Err: syscall.EINVAL}
-	}
-	path := make([]byte, 0, len(name)+2)
-	path = append(path, '/')
-	if name != "." {
-		path = append(path, name...)
-	}
-	path = append(path, 0)
 	dirfd := atFDCWD
 	for {
 		// syscall.Syscall6 keeps path alive during the call
@@ -86,6 +106,29 @@ func openRoot(op, name string) (int, error) {
 		}
 		return -1, &fs.PathError{Op: op, Path: name, Err: errno}
 	}
+}
+
+// pathBufSize is the size of the buffer on the stack that holds a path for a
+// system call: cgroup paths are rarely longer, and a longer one costs an
+// allocation.
+const pathBufSize = 256
+
+// rootPath appends "/"+name, NUL-terminated for a system call, to buf (which
+// the callers give from an array on their stack, so that a path that fits
+// costs no allocation).
+func rootPath(buf []byte, op, name string) ([]byte, error) {
+	if !fs.ValidPath(name) {
+		return nil, &fs.PathError{Op: op, Path: name, Err: fs.ErrInvalid}
+	}
+	if strings.IndexByte(name, 0) >= 0 {
+		// The kernel would read the path only up to the NUL.
+		return nil, &fs.PathError{Op: op, Path: name, Err: syscall.EINVAL}
+	}
+	path := append(buf, '/')
+	if name != "." {
+		path = append(path, name...)
+	}
+	return append(path, 0), nil
 }
 
 // atFDCWD is AT_FDCWD: openat resolves a relative path from the working
