@@ -149,11 +149,12 @@ func parseCPUAcctUsage(data []byte) (time.Duration, error) {
 func ReadCPUStatFS(fsys fs.FS) (CPUStat, error) {
 	r := fsReader{fsys: fsys, buf: make([]byte, 0, 4096)}
 	var lim Limits
-	if err := discover(&r, &lim); err != nil {
+	w, err := discover(&r, &lim)
+	if err != nil {
 		return CPUStat{}, err
 	}
 	c := &lim.CPU
-	evalCPU(&r, c)
+	evalCPU(&r, c, w.cpuSkipsTop)
 	if c.Err != nil {
 		return CPUStat{}, c.Err
 	}

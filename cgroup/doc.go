@@ -32,13 +32,23 @@
 // that is not visible; MaxSource is then the process's own directory, whose
 // memory.stat reported it.
 //
-// A missing limit file means no limit at that level (the root cgroup has no
-// cpu.max or memory.max; v2 cgroups without the controller enabled have no
-// files). "max", a v1 quota of -1, and memory values of 2^62 bytes or more
-// (v1 shows "no limit" as the page-aligned MaxInt64, 9223372036854771712)
-// mean no limit. Anything else that is not a valid number is an error: a
-// [*ParseError] naming the absolute file path and the line, never a panic and
-// never a made-up number.
+// The root cgroup of a whole hierarchy cannot carry a limit: cgroup v2 has no
+// cpu.max, memory.max or memory.high there, and v1 refuses a quota or a
+// memory limit written to it. So when the mount shows the hierarchy from its
+// top (mount root "/") and the process is in the initial cgroup namespace
+// (/proc/self/ns/cgroup, read through the file system's ReadLink method,
+// names it), the walk stops below the mount point and saves a file or two
+// per controller. In any other cgroup namespace the mount point shows the
+// namespace's root, a container's own cgroup, and it is read like any level;
+// so it is when the namespace cannot be told (a file system without
+// ReadLink, such as os.DirFS before Go 1.25, or an error).
+//
+// A missing limit file means no limit at that level (v2 cgroups without the
+// controller enabled have no files). "max", a v1 quota of -1, and memory
+// values of 2^62 bytes or more (v1 shows "no limit" as the page-aligned
+// MaxInt64, 9223372036854771712) mean no limit. Anything else that is not a
+// valid number is an error: a [*ParseError] naming the absolute file path and
+// the line, never a panic and never a made-up number.
 //
 // # Finding the cgroup
 //

@@ -7,10 +7,11 @@ import (
 )
 
 // evalCPU sets c's Quota, Period and Source to the tightest CPU bandwidth
-// limit between c.Dir and c.Mount, reading the files from src. On failure it
-// sets c.Err and leaves no limit: a level that cannot be read might have been
-// the tightest.
-func evalCPU(src fileSource, c *CPU) {
+// limit between c.Dir and c.Mount (c.Mount excluded when skipTop is set: see
+// showsWholeHierarchy), reading the files from src. On failure it sets c.Err
+// and leaves no limit: a level that cannot be read might have been the
+// tightest.
+func evalCPU(src fileSource, c *CPU, skipTop bool) {
 	c.Quota, c.Period, c.Source = 0, 0, ""
 	if c.Err != nil || c.Version == 0 {
 		return
@@ -20,6 +21,10 @@ func evalCPU(src fileSource, c *CPU) {
 		bestDir      string
 	)
 	for level, dir := 0, c.Dir; ; level, dir = level+1, parentDir(dir) {
+		top := isTop(dir, c.Mount)
+		if top && skipTop {
+			break
+		}
 		q, p, limited, err := readCPULevel(src, c.Version, level, dir)
 		if err != nil {
 			c.Err = err
@@ -28,7 +33,7 @@ func evalCPU(src fileSource, c *CPU) {
 		if limited && (bestDir == "" || lessRatio(q, p, bestQ, bestP)) {
 			bestQ, bestP, bestDir = q, p, dir
 		}
-		if dir == c.Mount || dir == "/" {
+		if top {
 			break
 		}
 	}
@@ -38,6 +43,9 @@ func evalCPU(src fileSource, c *CPU) {
 		c.Source = bestDir
 	}
 }
+
+// isTop reports whether dir is the last directory of a walk up to mount.
+func isTop(dir, mount string) bool { return dir == mount || dir == "/" }
 
 // readCPULevel reads the CPU bandwidth limit of one cgroup directory.
 func readCPULevel(src fileSource, v Version, level int, dir string) (quota, period int64, limited bool, err error) {
@@ -79,9 +87,9 @@ func lessRatio(q1, p1, q2, p2 int64) bool {
 }
 
 // evalMemory sets m's Max, High and their sources to the tightest limits
-// between m.Dir and m.Mount, reading the files from src. On failure it sets
-// m.Err and leaves no limit.
-func evalMemory(src fileSource, m *Memory) {
+// between m.Dir and m.Mount (m.Mount excluded when skipTop is set), reading
+// the files from src. On failure it sets m.Err and leaves no limit.
+func evalMemory(src fileSource, m *Memory, skipTop bool) {
 	m.Max, m.MaxSource, m.High, m.HighSource = 0, "", 0, ""
 	if m.Err != nil || m.Version == 0 {
 		return
@@ -96,6 +104,10 @@ func evalMemory(src fileSource, m *Memory) {
 		}
 	}
 	for level, dir := 0, m.Dir; ; level, dir = level+1, parentDir(dir) {
+		top := isTop(dir, m.Mount)
+		if top && skipTop {
+			break
+		}
 		if m.Version == V2 {
 			v, limited, err := readMemoryFile(src, level, dir, fileMemoryMax)
 			if err != nil {
@@ -117,7 +129,7 @@ func evalMemory(src fileSource, m *Memory) {
 			}
 			tighten(v, limited, dir, &max, &maxDir)
 		}
-		if dir == m.Mount || dir == "/" {
+		if top {
 			break
 		}
 	}

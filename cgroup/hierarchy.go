@@ -11,14 +11,21 @@ import (
 	"github.com/fitgo/fitgo/internal/rootfs"
 )
 
+// walks says, for each controller, which directories hold limits: from the
+// process's cgroup directory up to the mount point, less the mount point
+// itself when it is the root of the whole hierarchy (see rootUnlimited).
+type walks struct {
+	cpuSkipsTop, memSkipsTop bool
+}
+
 // discover fills the Hierarchy of lim.CPU and lim.Memory from
 // /proc/self/cgroup and /proc/self/mountinfo, and their Err when that fails
 // for a controller. It returns an error wrapping ErrNoCgroup when
 // /proc/self/cgroup cannot be read.
-func discover(r *fsReader, lim *Limits) error {
+func discover(r *fsReader, lim *Limits) (walks, error) {
 	data, err := r.read(procSelfCgroup, true)
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrNoCgroup, err)
+		return walks{}, fmt.Errorf("%w: %w", ErrNoCgroup, err)
 	}
 	cpu := parseProcCgroup(data, "cpu")
 	mem := parseProcCgroup(data, "memory")
@@ -41,8 +48,51 @@ func discover(r *fsReader, lim *Limits) error {
 	}
 	lim.CPU.Hierarchy, lim.CPU.Err = locate(cpu, &qs[0])
 	lim.Memory.Hierarchy, lim.Memory.Err = locate(mem, &qs[1])
-	return nil
+
+	var w walks
+	if showsWholeHierarchy(lim.CPU.Hierarchy, lim.CPU.Err) || showsWholeHierarchy(lim.Memory.Hierarchy, lim.Memory.Err) {
+		initial := r.initialCgroupNamespace()
+		w.cpuSkipsTop = initial && showsWholeHierarchy(lim.CPU.Hierarchy, lim.CPU.Err)
+		w.memSkipsTop = initial && showsWholeHierarchy(lim.Memory.Hierarchy, lim.Memory.Err)
+	}
+	return w, nil
 }
+
+// showsWholeHierarchy reports whether h's mount shows its hierarchy from the
+// top of the process's cgroup namespace (mount root "/"). In the initial
+// cgroup namespace that top is the root cgroup of the whole hierarchy, which
+// cannot carry a limit: cgroup v2 has no cpu.max, memory.max or memory.high
+// there, and v1 rejects a cpu.cfs_quota_us or memory.limit_in_bytes written
+// to it (EINVAL), so it always reads "no limit". Reading it would cost a file
+// or two per controller for nothing, so the walk stops below it. In any
+// other cgroup namespace the top is the namespace's root, a container's own
+// cgroup, often the very one with the limits, and it is read.
+func showsWholeHierarchy(h Hierarchy, err error) bool {
+	return err == nil && h.Version != 0 && h.MountRoot == "/"
+}
+
+// initialCgroupNS is what /proc/self/ns/cgroup links to in the initial
+// cgroup namespace: its inode number is fixed by the kernel
+// (CGROUP_NS_INIT_INO, 0xEFFFFFFB, part of the user-space API since Linux
+// 6.18 and the same number since cgroup namespaces came in Linux 4.6).
+const initialCgroupNS = "cgroup:[4026531835]"
+
+// initialCgroupNamespace reports whether the process is known to be in the
+// initial cgroup namespace: proc/self/ns/cgroup can be read as a link (the
+// file system has a ReadLink method, as rootfs.FS and, from Go 1.25,
+// os.DirFS have) and names it. Anything else, including an error, gives
+// false, and the walk then reads every level, which is always right.
+func (r *fsReader) initialCgroupNamespace() bool {
+	rl, ok := r.fsys.(rootfs.ReadLinkFS)
+	if !ok {
+		return false
+	}
+	target, err := rl.ReadLink(procSelfNSCgroup[1:])
+	return err == nil && target == initialCgroupNS
+}
+
+// procSelfNSCgroup is the link to the process's cgroup namespace.
+const procSelfNSCgroup = "/proc/self/ns/cgroup"
 
 // query returns the mount query for the process's cgroup e of controller
 // ctrl, or one that is skipped (version 0) when the cgroup cannot be seen.

@@ -51,7 +51,9 @@ type Hierarchy struct {
 	// the container's own cgroup path for a v1 Docker container.
 	MountRoot string
 	// Dir is the process's cgroup directory: Mount joined with Path less MountRoot.
-	// Limits are read from Dir up to Mount.
+	// Limits are read from Dir up to Mount (up to the level below Mount when
+	// Mount shows the root cgroup of the whole hierarchy, which cannot carry a
+	// limit: see the package documentation).
 	Dir string
 }
 

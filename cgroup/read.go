@@ -18,10 +18,11 @@ import "io/fs"
 func ReadFS(fsys fs.FS) (Limits, error) {
 	r := fsReader{fsys: fsys, buf: make([]byte, 0, 4096)}
 	var lim Limits
-	if err := discover(&r, &lim); err != nil {
+	w, err := discover(&r, &lim)
+	if err != nil {
 		return Limits{}, err
 	}
-	evalCPU(&r, &lim.CPU)
-	evalMemory(&r, &lim.Memory)
+	evalCPU(&r, &lim.CPU, w.cpuSkipsTop)
+	evalMemory(&r, &lim.Memory, w.memSkipsTop)
 	return lim, joinErrs(lim.CPU.Err, lim.Memory.Err)
 }

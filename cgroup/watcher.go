@@ -13,7 +13,8 @@ import (
 // container) by polling.
 //
 // NewWatcher finds the cgroup directories once, like ReadFS, and opens the
-// limit files of every level from the process's cgroup up to the mount point.
+// limit files of every level that ReadFS reads, from the process's cgroup up
+// to the mount point.
 // Each Read then reads those same files again: a file that did not exist when
 // the Watcher was made is taken as "no limit at that level" for the
 // Watcher's life, and if the process moves to another cgroup the Watcher
@@ -24,6 +25,7 @@ import (
 type Watcher struct {
 	fsys    fs.FS
 	lim     Limits // hierarchy, plus errors found while discovering or opening
+	walks   walks
 	cpu     []watchLevel
 	mem     []watchLevel
 	memStat watchFile // v1: memory.stat of Memory.Dir
@@ -58,7 +60,8 @@ type watchFile struct {
 func NewWatcher(fsys fs.FS) (*Watcher, error) {
 	r := fsReader{fsys: fsys, buf: make([]byte, 0, 4096)}
 	w := &Watcher{fsys: fsys}
-	if err := discover(&r, &w.lim); err != nil {
+	var err error
+	if w.walks, err = discover(&r, &w.lim); err != nil {
 		return nil, err
 	}
 	if c := &w.lim.CPU; c.Err == nil && c.Version != 0 {
@@ -66,14 +69,14 @@ func NewWatcher(fsys fs.FS) (*Watcher, error) {
 		if c.Version == V1 {
 			names = [2]string{fileCFSQuota, fileCFSPeriod}
 		}
-		w.cpu, c.Err = w.openLevels(c.Dir, c.Mount, names)
+		w.cpu, c.Err = w.openLevels(c.Dir, c.Mount, w.walks.cpuSkipsTop, names)
 	}
 	if m := &w.lim.Memory; m.Err == nil && m.Version != 0 {
 		names := [2]string{fileMemoryMax, fileMemoryHigh}
 		if m.Version == V1 {
 			names = [2]string{fileMemoryLimit}
 		}
-		w.mem, m.Err = w.openLevels(m.Dir, m.Mount, names)
+		w.mem, m.Err = w.openLevels(m.Dir, m.Mount, w.walks.memSkipsTop, names)
 		if m.Err == nil && m.Version == V1 && m.MountRoot != "/" {
 			w.memStat, m.Err = w.open(m.Dir, fileMemoryStat)
 		}
@@ -85,9 +88,15 @@ func NewWatcher(fsys fs.FS) (*Watcher, error) {
 	return w, nil
 }
 
-func (w *Watcher) openLevels(dir, mount string, names [2]string) ([]watchLevel, error) {
+// openLevels opens the files of every level that evalCPU or evalMemory reads
+// with the same skipTop.
+func (w *Watcher) openLevels(dir, mount string, skipTop bool, names [2]string) ([]watchLevel, error) {
 	var levels []watchLevel
 	for ; ; dir = parentDir(dir) {
+		top := isTop(dir, mount)
+		if top && skipTop {
+			return levels, nil
+		}
 		var l watchLevel
 		for i, name := range names {
 			if name == "" {
@@ -99,7 +108,7 @@ func (w *Watcher) openLevels(dir, mount string, names [2]string) ([]watchLevel, 
 			}
 		}
 		levels = append(levels, l)
-		if dir == mount || dir == "/" {
+		if top {
 			return levels, nil
 		}
 	}
@@ -131,8 +140,8 @@ func (w *Watcher) Read() (Limits, error) {
 		return Limits{}, errWatcherClosed
 	}
 	lim := w.lim
-	evalCPU(w, &lim.CPU)
-	evalMemory(w, &lim.Memory)
+	evalCPU(w, &lim.CPU, w.walks.cpuSkipsTop)
+	evalMemory(w, &lim.Memory, w.walks.memSkipsTop)
 	return lim, joinErrs(lim.CPU.Err, lim.Memory.Err)
 }
 
