@@ -84,15 +84,18 @@ func Fitgo() Side {
 	}
 }
 
-// References are not contenders: they time the cgroup discovery alone,
-// the floor under any Apply, to explain the sides' numbers. "cgroup.Read"
-// reads the limits once with plain open/read/close; "cgroup.NewWatcher"
+// References are not contenders: they time parts of the work alone, to
+// explain the sides' numbers. "cgroup.Read" reads the limits once with plain
+// open/read/close, the floor under fitgo's pair; "cgroup.NewWatcher"
 // discovers the hierarchy and opens the limit files to keep, as fitgo's
-// shared loop does on first use, reads them once and closes them.
+// shared loop does on first use, reads them once and closes them;
+// "runtime.GOMAXPROCS" changes GOMAXPROCS from the runtime's default to 1
+// (a stop-the-world), which both sides do in this cgroup.
 func References() []Side {
 	noUndo := func() {}
 	return []Side{
 		{Name: "ref:cgroup.Read", Apply: func() error { _, err := cgroup.Read(); return err }, Undo: noUndo},
+		{Name: "ref:runtime.GOMAXPROCS", Apply: func() error { runtime.GOMAXPROCS(1); return nil }, Undo: noUndo},
 		{Name: "ref:cgroup.NewWatcher", Apply: func() error {
 			w, err := cgroup.NewWatcher(rootfs.FS())
 			if err != nil {
