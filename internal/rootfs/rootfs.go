@@ -62,6 +62,18 @@ type ReadLinkFS interface {
 	ReadLink(name string) (string, error)
 }
 
+// MagicFS is a file system that also tells which kind of file system holds
+// a file: cgroup's readers use it, when their fs.FS has it, to prove where a
+// cgroup hierarchy is mounted without reading /proc/self/mountinfo.
+type MagicFS interface {
+	fs.FS
+
+	// ReadFileIntoMagic is ReadFileInto that also returns the magic number
+	// of the file system holding the file (statfs(2)'s f_type, such as
+	// 0x63677270 for cgroup2).
+	ReadFileIntoMagic(name string, buf []byte, shortReadEnds bool) (data []byte, magic int64, err error)
+}
+
 // MaxFileSize bounds what ReadFileInto reads of one file: far more than any
 // proc or cgroup file holds, and a guard against an endless one.
 const MaxFileSize = 64 << 20

@@ -14,6 +14,7 @@ import (
 var root interface {
 	ReadFileIntoFS
 	ReadLinkFS
+	MagicFS
 } = linuxFS{}
 
 type linuxFS struct{}
@@ -35,6 +36,35 @@ func (linuxFS) ReadFileInto(name string, buf []byte, shortReadEnds bool) ([]byte
 		return nil, err
 	}
 	defer syscall.Close(fd)
+	return readInto(fd, name, buf, shortReadEnds)
+}
+
+// ReadFileIntoMagic is ReadFileInto with one fstatfs system call more; see
+// MagicFS.
+func (linuxFS) ReadFileIntoMagic(name string, buf []byte, shortReadEnds bool) ([]byte, int64, error) {
+	fd, err := openRoot("open", name)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer syscall.Close(fd)
+	var st syscall.Statfs_t
+	for {
+		err := syscall.Fstatfs(fd, &st)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, 0, &fs.PathError{Op: "fstatfs", Path: name, Err: err}
+		}
+		break
+	}
+	data, err := readInto(fd, name, buf, shortReadEnds)
+	return data, int64(st.Type), err
+}
+
+// readInto reads the open file fd (named name, for errors) into buf from
+// buf[:0]; see ReadFileIntoFS.
+func readInto(fd int, name string, buf []byte, shortReadEnds bool) ([]byte, error) {
 	b := buf[:0]
 	if cap(b) == 0 {
 		b = make([]byte, 0, 512)
