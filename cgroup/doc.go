@@ -52,9 +52,9 @@
 //
 // # Finding the cgroup
 //
-// Nothing is at a hard-coded path. /proc/self/cgroup gives, per hierarchy,
-// the process's cgroup path relative to its cgroup namespace, and
-// /proc/self/mountinfo where each hierarchy is mounted. For each controller
+// /proc/self/cgroup gives, per hierarchy, the process's cgroup path relative
+// to its cgroup namespace, and /proc/self/mountinfo where each hierarchy is
+// mounted. For each controller
 // (cpu, memory), a cgroup v1 hierarchy that carries it wins, as the kernel
 // attaches a controller to one hierarchy only: on hybrid hosts (v1
 // controllers plus cgroup2 at /sys/fs/cgroup/unified) the v1 files count.
@@ -62,12 +62,30 @@
 //
 // Of the mounts of the right hierarchy, only those whose root (field 4 of
 // mountinfo) is the process's cgroup path or one of its ancestors can show
-// the process's cgroup. The one with the longest root wins, the closest view
-// of the process's cgroup; of equally long roots the last listed, which is
-// the one on top when mounts are stacked. The cgroup directory, Dir, is the
-// mount point joined with the cgroup path less the mount root: for a Docker
-// container on v1 the mount root is the container's own path, so Dir is the
-// mount point itself.
+// the process's cgroup. The conventional mount wins when it shows the whole
+// hierarchy (or cgroup namespace), that is when its root is "/": cgroup2 at
+// /sys/fs/cgroup, a v1 hierarchy at /sys/fs/cgroup/<its controller list as
+// /proc/self/cgroup names it>, such as /sys/fs/cgroup/cpu,cpuacct, where
+// systemd, Docker, containerd and Kubernetes put them; it shows every
+// ancestor of the process's cgroup. Otherwise the mount with the longest root
+// wins, the closest view of the process's cgroup; of equally long roots the
+// last listed, which is the one on top when mounts are stacked. The cgroup
+// directory, Dir, is the mount point joined with the cgroup path less the
+// mount root: for a Docker container on v1 the mount root is the container's
+// own path, so Dir is the mount point itself.
+//
+// The conventional mount is found without reading mountinfo, which costs
+// the kernel a formatted line per mount (most of the time of a [Read]), when
+// the file system can prove it ([Read]'s can; an fs.FS given to [ReadFS]
+// needs a ReadFileIntoMagic method like fitgo's internal reader): the
+// directory at the conventional mount point joined with the cgroup path is on
+// a cgroup file system of the right version (statfs), its cgroup.procs lists
+// the process, and on v1 it holds the controller's limit file. A process is
+// in one cgroup per hierarchy, so that directory is its cgroup and the mount
+// there has root "/", the mount that mountinfo would have given. Anything
+// else, such as a Docker container on v1 (mount root = its own path) or a
+// process in the root cgroup of the initial namespace (whose cgroup.procs
+// lists every process in no other cgroup), falls back to mountinfo.
 //
 // mountinfo is parsed as proc(5) describes it: any number of optional
 // fields, octal escapes such as \040 for a space in the mount point and

@@ -293,6 +293,30 @@ func FuzzReadFS(f *testing.F) {
 		if lim != wl {
 			t.Fatalf("ReadFS %+v\nWatcher %+v", lim, wl)
 		}
+
+		// The same files where the conventional mounts can be proven
+		// without mountinfo: the same checks hold.
+		for _, dir := range []string{"sys/fs/cgroup", "sys/fs/cgroup/app", "sys/fs/cgroup/cpu,cpuacct/app", "sys/fs/cgroup/memory/app"} {
+			files[dir+"/cgroup.procs"] = self
+		}
+		mfs := &magicFS{nsFS: &nsFS{MapFS: mapFS(files), link: initialCgroupNS}, magics: map[string]int64{
+			"sys/fs/cgroup/": cgroup2SuperMagic, "sys/fs/cgroup/cpu,cpuacct/": cgroupSuperMagic, "sys/fs/cgroup/memory/": cgroupSuperMagic,
+		}}
+		lim, err = ReadFS(mfs)
+		checkLimits(t, lim)
+		w2, werr := NewWatcher(mfs)
+		if werr != nil {
+			t.Fatalf("NewWatcher: %v", werr)
+		}
+		defer w2.Close()
+		wl, wErr = w2.Read()
+		if (err == nil) != (wErr == nil) || (err != nil && err.Error() != wErr.Error()) {
+			t.Fatalf("ReadFS error %v, Watcher error %v", err, wErr)
+		}
+		lim.CPU.Err, lim.Memory.Err, wl.CPU.Err, wl.Memory.Err = nil, nil, nil, nil
+		if lim != wl {
+			t.Fatalf("ReadFS %+v\nWatcher %+v", lim, wl)
+		}
 	})
 }
 
@@ -328,4 +352,22 @@ func checkLimits(t *testing.T, l Limits) {
 	if l.Memory.Err != nil && (l.Memory.MaxSource != "" || l.Memory.HighSource != "") {
 		t.Fatalf("memory limit with an error: %+v", l.Memory)
 	}
+}
+
+func FuzzListsPID(f *testing.F) {
+	f.Add("1\n42\n", 42)
+	f.Add("421\n", 42)
+	f.Add("42", 42)
+	f.Add("\n\n", 0)
+	f.Fuzz(func(t *testing.T, data string, pid int) {
+		want := false
+		for _, line := range strings.Split(data, "\n") {
+			if line == strconv.Itoa(pid) {
+				want = true
+			}
+		}
+		if got := listsPID([]byte(data), pid); got != want {
+			t.Fatalf("listsPID(%q, %d) = %v, want %v", data, pid, got, want)
+		}
+	})
 }

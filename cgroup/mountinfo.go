@@ -122,23 +122,29 @@ type mountQuery struct {
 	version Version // V1: a "cgroup" mount carrying ctrl; V2: a "cgroup2" mount; 0: skip
 	ctrl    string
 	path    string // the process's cgroup path, clean and inside the namespace
+	conv    string // the conventional mount point of the hierarchy, or ""
 
 	found     bool
 	point     string // mount point, unescaped and cleaned
 	root      string // mount root, unescaped
+	dir       string // the process's cgroup directory, when already known
 	bestPoint []byte // escaped, while scanning
 	bestRoot  []byte
-	bestLen   int // length of the unescaped bestRoot
+	bestLen   int  // length of the unescaped bestRoot
+	convSeen  bool // a mount at conv with root "/" is listed
 }
 
 // findMounts finds, in one pass over mountinfo, the mount of the hierarchy
 // that holds each query's cgroup path: for V1 a "cgroup" mount whose super
 // options name the controller, for V2 a "cgroup2" mount. Only mounts whose
-// root is the path or one of its ancestors can show the process's cgroup;
-// among those the one with the longest root wins (the closest view of the
-// process's cgroup), and of equally long roots the last one listed, which is
-// the one on top when mounts are stacked. Lines that are not well formed are
-// skipped.
+// root is the path or one of its ancestors can show the process's cgroup.
+// Among those, a mount at the query's conventional mount point (conv) with
+// root "/" wins: it shows the whole hierarchy (or cgroup namespace), and it
+// is the mount that discover's conventional proves without mountinfo, so
+// that both ways give the same answer. Otherwise the one with the longest
+// root wins (the closest view of the process's cgroup), and of equally long
+// roots the last one listed, which is the one on top when mounts are
+// stacked. Lines that are not well formed are skipped.
 //
 // To stay cheap on hosts with hundreds of mounts, only lines that contain
 // " - cgroup" are parsed at all.
@@ -183,17 +189,24 @@ func findMounts(mountinfo []byte, qs []mountQuery) {
 		}
 		for j := range qs {
 			q := &qs[j]
-			if q.version != v || len(r) < q.bestLen || (v == V1 && !hasController(m.superOpts, q.ctrl)) ||
-				!isAncestorOrSelf(r, q.path) {
+			if q.version != v || (v == V1 && !hasController(m.superOpts, q.ctrl)) || !isAncestorOrSelf(r, q.path) {
 				continue
 			}
-			q.bestPoint, q.bestRoot, q.bestLen = m.point, m.root, len(r)
+			if q.conv != "" && len(r) == 1 && string(m.point) == q.conv {
+				q.convSeen = true
+			}
+			if len(r) >= q.bestLen {
+				q.bestPoint, q.bestRoot, q.bestLen = m.point, m.root, len(r)
+			}
 		}
 	}
 	for i := range qs {
 		q := &qs[i]
-		if q.found = q.bestLen >= 0; q.found {
-			q.point, q.root = path.Clean(unescape(q.bestPoint)), unescape(q.bestRoot)
+		switch {
+		case q.convSeen:
+			q.found, q.point, q.root = true, q.conv, "/"
+		case q.bestLen >= 0:
+			q.found, q.point, q.root = true, path.Clean(unescape(q.bestPoint)), unescape(q.bestRoot)
 		}
 		q.bestPoint, q.bestRoot = nil, nil
 	}

@@ -8,6 +8,7 @@ const procSelfCgroup = "/proc/self/cgroup"
 // procEntry is what /proc/self/cgroup says about one controller.
 type procEntry struct {
 	version Version // V1, V2, or 0 when the controller is in no listed hierarchy
+	ctrls   string  // V1: the hierarchy's controller list, e.g. "cpu,cpuacct"
 	path    string  // cgroup path relative to the cgroup namespace, e.g. "/kubepods/pod1/c1"
 	err     error   // a *ParseError (File empty) when the controller's line is unusable
 }
@@ -40,7 +41,7 @@ func parseProcCgroup(data []byte, ctrl string) procEntry {
 		}
 		switch {
 		case hasController(ctrls, ctrl):
-			return procEntry{version: V1, path: string(p), err: checkCgroupPath(n, p)}
+			return procEntry{version: V1, ctrls: string(ctrls), path: string(p), err: checkCgroupPath(n, p)}
 		case len(ctrls) == 0 && len(id) == 1 && id[0] == '0' && v2.version == 0:
 			v2 = procEntry{version: V2, path: string(p), err: checkCgroupPath(n, p)}
 		}
