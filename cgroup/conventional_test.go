@@ -46,12 +46,12 @@ var self = strconv.Itoa(os.Getpid()) + "\n"
 // v2Container is a Kubernetes container on cgroup v2 with its own cgroup
 // namespace: everything at /sys/fs/cgroup, the container's cgroup.
 var v2Container = map[string]string{
-	"proc/self/cgroup":               "0::/\n",
-	"proc/self/mountinfo":            "1 0 8:1 / / rw - overlay overlay rw\n" + v2Mounts,
-	"sys/fs/cgroup/cgroup.procs":     "1\n" + self,
-	"sys/fs/cgroup/cpu.max":          "150000 100000\n",
-	"sys/fs/cgroup/memory.max":       "536870912\n",
-	"sys/fs/cgroup/memory.high":      "max\n",
+	"proc/self/cgroup":           "0::/\n",
+	"proc/self/mountinfo":        "1 0 8:1 / / rw - overlay overlay rw\n" + v2Mounts,
+	"sys/fs/cgroup/cgroup.procs": "1\n" + self,
+	"sys/fs/cgroup/cpu.max":      "150000 100000\n",
+	"sys/fs/cgroup/memory.max":   "536870912\n",
+	"sys/fs/cgroup/memory.high":  "max\n",
 }
 
 // v1Host is v1Base with the process listed in its cgroups.
