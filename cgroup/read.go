@@ -5,8 +5,9 @@ import "io/fs"
 // ReadFS returns the effective limits of the calling process, reading
 // proc/self/cgroup, proc/self/mountinfo and the cgroup files they lead to
 // from fsys, which is rooted at "/" (Read reads the real root, as
-// os.DirFS("/") would). Tests and tools can pass an fstest.MapFS or a
-// directory tree holding a copy of those files.
+// os.DirFS("/") would, and proves the conventional mounts without
+// mountinfo: see the package documentation). Tests and tools can pass an
+// fstest.MapFS or a directory tree holding a copy of those files.
 //
 // The error wraps ErrNoCgroup when proc/self/cgroup cannot be read; the
 // Limits are then zero. Otherwise it is the errors.Join of CPU.Err and

@@ -6,12 +6,15 @@ import "github.com/fitgo/fitgo/internal/rootfs"
 
 // Read returns the effective limits of the calling process: ReadFS of the
 // real file system, the same as ReadFS(os.DirFS("/")), only cheaper. It
-// reads each file with open, read and close system calls and no other, into
-// one reused buffer: os.Open would register every file with the runtime's
-// poller (an epoll_ctl call, which fails for these files), and reading to the
-// end would take one read more than these files need. On a machine where a
-// system call costs a microsecond or two, that is a good part of the cost of
-// ReadFS. See ReadFS for the errors.
+// reads each file with open, read and close system calls and no other (plus
+// one fstatfs per cgroup.procs that proves a conventional mount, and one
+// readlink of /proc/self/ns/cgroup), into one reused buffer: os.Open would
+// register every file with the runtime's poller (an epoll_ctl call, which
+// fails for these files), and reading to the end would take one read more
+// than these files need. Where the cgroups are mounted at the conventional
+// place, it does not read /proc/self/mountinfo at all (see the package
+// documentation). On a machine where a system call costs a microsecond or
+// two, that is most of the cost of ReadFS. See ReadFS for the errors.
 func Read() (Limits, error) {
 	return ReadFS(rootfs.FS())
 }
