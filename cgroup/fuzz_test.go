@@ -3,6 +3,7 @@ package cgroup
 import (
 	"bytes"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -275,49 +276,42 @@ func FuzzReadFS(f *testing.F) {
 			"sys/fs/cgroup/cpu,cpuacct/cpu.cfs_period_us":     "50000\n",
 		}
 		fsys := mapFS(files)
-		lim, err := ReadFS(fsys)
+		_, err := ReadFS(fsys)
 		if errors.Is(err, ErrNoCgroup) {
 			t.Fatalf("proc/self/cgroup exists: %v", err)
 		}
-		checkLimits(t, lim)
-		w, werr := NewWatcher(fsys)
-		if werr != nil {
-			t.Fatalf("NewWatcher: %v", werr)
-		}
-		defer w.Close()
-		wl, wErr := w.Read()
-		if (err == nil) != (wErr == nil) || (err != nil && err.Error() != wErr.Error()) {
-			t.Fatalf("ReadFS error %v, Watcher error %v", err, wErr)
-		}
-		lim.CPU.Err, lim.Memory.Err, wl.CPU.Err, wl.Memory.Err = nil, nil, nil, nil
-		if lim != wl {
-			t.Fatalf("ReadFS %+v\nWatcher %+v", lim, wl)
-		}
+		readAndWatchAgree(t, fsys)
 
 		// The same files where the conventional mounts can be proven
 		// without mountinfo: the same checks hold.
 		for _, dir := range []string{"sys/fs/cgroup", "sys/fs/cgroup/app", "sys/fs/cgroup/cpu,cpuacct/app", "sys/fs/cgroup/memory/app"} {
 			files[dir+"/cgroup.procs"] = self
 		}
-		mfs := &magicFS{nsFS: &nsFS{MapFS: mapFS(files), link: initialCgroupNS}, magics: map[string]int64{
+		readAndWatchAgree(t, &magicFS{nsFS: &nsFS{MapFS: mapFS(files), link: initialCgroupNS}, magics: map[string]int64{
 			"sys/fs/cgroup/": cgroup2SuperMagic, "sys/fs/cgroup/cpu,cpuacct/": cgroupSuperMagic, "sys/fs/cgroup/memory/": cgroupSuperMagic,
-		}}
-		lim, err = ReadFS(mfs)
-		checkLimits(t, lim)
-		w2, werr := NewWatcher(mfs)
-		if werr != nil {
-			t.Fatalf("NewWatcher: %v", werr)
-		}
-		defer w2.Close()
-		wl, wErr = w2.Read()
-		if (err == nil) != (wErr == nil) || (err != nil && err.Error() != wErr.Error()) {
-			t.Fatalf("ReadFS error %v, Watcher error %v", err, wErr)
-		}
-		lim.CPU.Err, lim.Memory.Err, wl.CPU.Err, wl.Memory.Err = nil, nil, nil, nil
-		if lim != wl {
-			t.Fatalf("ReadFS %+v\nWatcher %+v", lim, wl)
-		}
+		}})
 	})
+}
+
+// readAndWatchAgree checks the Limits that ReadFS gives for fsys, and that a
+// Watcher on fsys gives the same Limits and error.
+func readAndWatchAgree(t *testing.T, fsys fs.FS) {
+	t.Helper()
+	lim, err := ReadFS(fsys)
+	checkLimits(t, lim)
+	w, werr := NewWatcher(fsys)
+	if werr != nil {
+		t.Fatalf("NewWatcher: %v", werr)
+	}
+	defer w.Close()
+	wl, wErr := w.Read()
+	if (err == nil) != (wErr == nil) || (err != nil && err.Error() != wErr.Error()) {
+		t.Fatalf("ReadFS error %v, Watcher error %v", err, wErr)
+	}
+	lim.CPU.Err, lim.Memory.Err, wl.CPU.Err, wl.Memory.Err = nil, nil, nil, nil
+	if lim != wl {
+		t.Fatalf("ReadFS %+v\nWatcher %+v", lim, wl)
+	}
 }
 
 // checkLimits checks what must hold of any Limits.
