@@ -75,7 +75,7 @@
 // own path, so Dir is the mount point itself.
 //
 // The conventional mount is found without reading mountinfo, which costs
-// the kernel a formatted line per mount (most of the time of a [Read]), when
+// the kernel a formatted line per mount (a third of the time of a [Read]), when
 // the file system can prove it ([Read]'s can; an fs.FS given to [ReadFS]
 // needs a ReadFileIntoMagic method like fitgo's internal reader): the
 // directory at the conventional mount point joined with the cgroup path is on

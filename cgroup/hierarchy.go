@@ -28,7 +28,7 @@ const conventionalMount = "/sys/fs/cgroup"
 // conventional locates the hierarchy of every query (those with a version)
 // at its conventional mount point without reading /proc/self/mountinfo,
 // which costs the kernel a formatted line per mount of the namespace (about
-// 15 µs for 20 mounts on a small VM, most of a Read). It returns false, and
+// 15 µs for 20 mounts on a small VM, a third of a Read). It returns false, and
 // leaves the queries untouched, when it cannot prove that for every query;
 // discover then searches mountinfo.
 //
