@@ -75,9 +75,9 @@
 // own path, so Dir is the mount point itself.
 //
 // The conventional mount is found without reading mountinfo, which costs
-// the kernel a formatted line per mount (a third of the time of a [Read]), when
-// the file system can prove it ([Read]'s can; an fs.FS given to [ReadFS]
-// needs a ReadFileIntoMagic method like fitgo's internal reader): the
+// the kernel a formatted line per mount (a third of the time of a [Read]),
+// when the file system can prove it (the real root that [Read] uses can;
+// other fs.FS values given to [ReadFS] are searched through mountinfo): the
 // directory at the conventional mount point joined with the cgroup path is on
 // a cgroup file system of the right version (statfs), its cgroup.procs lists
 // the process, and on v1 it holds the controller's limit file. A process is
