@@ -155,7 +155,7 @@ func (r *fsReader) keep(i int, abs string) bool {
 
 // walks says, for each controller, which directories hold limits: from the
 // process's cgroup directory up to the mount point, less the mount point
-// itself when it is the root of the whole hierarchy (see rootUnlimited).
+// itself when it is the root of the whole hierarchy (see showsWholeHierarchy).
 type walks struct {
 	cpuSkipsTop, memSkipsTop bool
 }
@@ -215,8 +215,8 @@ func showsWholeHierarchy(h Hierarchy, err error) bool {
 
 // initialCgroupNS is what /proc/self/ns/cgroup links to in the initial
 // cgroup namespace: its inode number is fixed by the kernel
-// (CGROUP_NS_INIT_INO, 0xEFFFFFFB, part of the user-space API since Linux
-// 6.18 and the same number since cgroup namespaces came in Linux 4.6).
+// (PROC_CGROUP_INIT_INO, 0xEFFFFFFB, the same number since cgroup
+// namespaces came in Linux 4.6).
 const initialCgroupNS = "cgroup:[4026531835]"
 
 // initialCgroupNamespace reports whether the process is known to be in the
