@@ -49,23 +49,17 @@ func Bench(b *testing.B, s Side) {
 // from call to call, and the median hides a rare one-off (a map growing).
 const allocRuns = 7
 
-// CountAllocs calls s.Apply n times from the reset state and returns the
+// CountAllocs measures n calls of s.Apply with MeasureCold and returns the
 // median number of heap allocations and bytes of one call, read from
 // runtime.MemStats around each call (the same counters testing.B uses).
 func CountAllocs(s Side, n int) (allocs, bytes float64, err error) {
 	as, bs := make([]float64, n), make([]float64, n)
 	for i := range n {
-		Reset()
-		var m0, m1 runtime.MemStats
-		runtime.ReadMemStats(&m0)
-		err := s.Apply()
-		runtime.ReadMemStats(&m1)
-		s.Undo()
-		Reset()
+		c, err := MeasureCold(s)
 		if err != nil {
-			return 0, 0, fmt.Errorf("%s: %w", s.Name, err)
+			return 0, 0, err
 		}
-		as[i], bs[i] = float64(m1.Mallocs-m0.Mallocs), float64(m1.TotalAlloc-m0.TotalAlloc)
+		as[i], bs[i] = c.Allocs, c.Bytes
 	}
 	return Median(as), Median(bs), nil
 }
