@@ -305,13 +305,7 @@ func readAndWatchAgree(t *testing.T, fsys fs.FS) {
 	}
 	defer w.Close()
 	wl, wErr := w.Read()
-	if (err == nil) != (wErr == nil) || (err != nil && err.Error() != wErr.Error()) {
-		t.Fatalf("ReadFS error %v, Watcher error %v", err, wErr)
-	}
-	lim.CPU.Err, lim.Memory.Err, wl.CPU.Err, wl.Memory.Err = nil, nil, nil, nil
-	if lim != wl {
-		t.Fatalf("ReadFS %+v\nWatcher %+v", lim, wl)
-	}
+	sameResult(t, lim, err, wl, wErr)
 }
 
 // checkLimits checks what must hold of any Limits.
