@@ -36,6 +36,7 @@
 //	memlimit=off        leave GOMEMLIMIT alone
 //	refresh=off         apply at start-up only; do not follow changes
 //	refresh=<duration>  follow changes at this interval (e.g. refresh=250ms)
+//	rounding=<rule>     GOMAXPROCS rounding: floor, ceil or nearest (maxprocs.Rounding)
 //
 // A field that is not understood is skipped and reported in
 // Report.SettingErr; the rest still applies.

@@ -81,6 +81,11 @@ func start(d deps) (rep Report) {
 
 	if cfg.MaxProcs {
 		opts := []maxprocs.Option{maxprocs.WithLogger(logger), maxprocs.WithKeepExisting()}
+		for _, r := range []maxprocs.Rounding{maxprocs.Floor, maxprocs.Ceil, maxprocs.Nearest} {
+			if r.String() == cfg.Rounding {
+				opts = append(opts, maxprocs.WithRounding(r))
+			}
+		}
 		if cfg.Refresh {
 			opts = append(opts, maxprocs.WithRefresh(context.Background(), cfg.Interval))
 		}

@@ -325,6 +325,39 @@ func TestRealKernelV1HandOver(t *testing.T) {
 	}
 }
 
+// TestRealKernelV1Rounding: FITGO=rounding=... picks the blank import's
+// rounding rule. The parent has 1.25 CPUs, where the three rules differ from
+// floor's 1 only for ceil, and 1.5, where nearest joins ceil.
+func TestRealKernelV1Rounding(t *testing.T) {
+	requireV1(t)
+	if runtime.NumCPU() < 2 {
+		t.Skip("needs at least 2 CPUs: with one, every rule gives 1")
+	}
+	prog := buildProgram(t, "./internal/testprog/blank")
+	for _, tc := range []struct {
+		quota   int // µs per 100 ms period
+		setting string
+		want    int
+	}{
+		{125000, "rounding=floor", 1},
+		{125000, "rounding=nearest", 1},
+		{125000, "rounding=ceil", 2},
+		{150000, "rounding=floor", 1},
+		{150000, "rounding=nearest", 2},
+		{150000, "rounding=ceil", 2},
+	} {
+		t.Run(fmt.Sprintf("%d/%s", tc.quota, tc.setting), func(t *testing.T) {
+			cg := newCgroupPair(t)
+			cg.setParentCPU(t, tc.quota)
+			c := cg.startIn(t, prog, "FITGO="+tc.setting)
+			first, ok := c.next(t, 10*time.Second)
+			require.True(t, ok, "stderr: %s", c.stderr)
+			assert.Equal(t, tc.want, first.GOMAXPROCS, first.MaxProcs)
+			assert.Contains(t, first.MaxProcs, "policy "+strings.TrimPrefix(tc.setting, "rounding=")+", min 1")
+		})
+	}
+}
+
 // TestRealKernelV1Disabled: FITGO=off leaves everything alone, silently.
 func TestRealKernelV1Disabled(t *testing.T) {
 	requireV1(t)

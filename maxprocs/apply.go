@@ -48,11 +48,11 @@ type config struct {
 // fields.
 func WithPolicy(p Policy) Option { return func(c *config) { c.policy = p } }
 
-// WithRounding chooses Floor (the default) or Ceil.
+// WithRounding chooses the rounding rule (the zero Rounding is the default).
 func WithRounding(r Rounding) Option { return func(c *config) { c.policy.Rounding = r } }
 
-// WithMin sets the smallest GOMAXPROCS to set (default: 1 for Floor, 2 for
-// Ceil). It is still capped at the CPU count.
+// WithMin sets the smallest GOMAXPROCS to set (default 1; the Go runtime's
+// own rule is Ceil with a minimum of 2). It is still capped at the CPU count.
 func WithMin(n int) Option { return func(c *config) { c.policy.Min = n } }
 
 // WithMax sets the largest GOMAXPROCS to set; 0 means no maximum.

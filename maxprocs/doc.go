@@ -27,13 +27,12 @@
 // is capped at the number of CPUs the process may run on (runtime.NumCPU, the
 // CPU affinity at start-up), then the Policy turns it into a whole number:
 //
-//   - Rounding: Floor (default) rounds down with a minimum of 1; Ceil rounds up
-//     with a minimum of 2, the Go runtime's own rule. Floor is the default
-//     because a GOMAXPROCS above the quota lets the scheduler burn the quota
-//     early in each CFS period and then sit throttled: on a 2-core machine at
-//     a 1-CPU quota, a GC-heavy service's p99 latency doubles with 2 Ps (the
-//     runtime's choice there) against 1.
-//   - Min and Max bound the result (Min 0 means the rounding's minimum).
+//   - Rounding: Floor (default) rounds down, Ceil rounds up, Nearest rounds
+//     halves up; each has a minimum of 1. The Go runtime's own rule is Ceil
+//     with a minimum of 2. A GOMAXPROCS above the quota lets the scheduler
+//     burn the quota early in each CFS period and then sit throttled; one
+//     below it leaves the fraction unused.
+//   - Min and Max bound the result (Min 0 means 1).
 //   - Reserve subtracts cores before rounding, for sidecars that share the limit.
 //
 // The result never exceeds the CPU count. Policy.Procs is the pure function;

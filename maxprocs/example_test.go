@@ -7,26 +7,34 @@ import (
 	"github.com/fitgo/fitgo/maxprocs"
 )
 
-// The default policy rounds a fractional CPU limit down; Ceil is the Go
-// runtime's own rule.
+// The rounding rules side by side; the Go runtime's own rule is Ceil with a
+// minimum of 2.
 func ExamplePolicy_Procs() {
 	ncpu := 8
-	for _, quota := range []float64{0.5, 1, 1.5, 2.5, 12} {
-		floor := maxprocs.Policy{}.Procs(quota, ncpu)
-		ceil := maxprocs.Policy{Rounding: maxprocs.Ceil}.Procs(quota, ncpu)
-		fmt.Printf("limit %4.1f CPUs on %d: floor %d, ceil %d\n", quota, ncpu, floor, ceil)
+	for _, quota := range []float64{0.5, 1, 1.25, 1.5, 2.5, 12} {
+		fmt.Printf("limit %5.2f CPUs on %d:", quota, ncpu)
+		for _, p := range []maxprocs.Policy{
+			{Rounding: maxprocs.Floor},
+			{Rounding: maxprocs.Ceil},
+			{Rounding: maxprocs.Nearest},
+			{Rounding: maxprocs.Ceil, Min: 2},
+		} {
+			fmt.Printf(" %s %d;", p, p.Procs(quota, ncpu))
+		}
+		fmt.Println()
 	}
 	// Output:
-	// limit  0.5 CPUs on 8: floor 1, ceil 2
-	// limit  1.0 CPUs on 8: floor 1, ceil 2
-	// limit  1.5 CPUs on 8: floor 1, ceil 2
-	// limit  2.5 CPUs on 8: floor 2, ceil 3
-	// limit 12.0 CPUs on 8: floor 8, ceil 8
+	// limit  0.50 CPUs on 8: floor, min 1 1; ceil, min 1 1; nearest, min 1 1; ceil, min 2 2;
+	// limit  1.00 CPUs on 8: floor, min 1 1; ceil, min 1 1; nearest, min 1 1; ceil, min 2 2;
+	// limit  1.25 CPUs on 8: floor, min 1 1; ceil, min 1 2; nearest, min 1 1; ceil, min 2 2;
+	// limit  1.50 CPUs on 8: floor, min 1 1; ceil, min 1 2; nearest, min 1 2; ceil, min 2 2;
+	// limit  2.50 CPUs on 8: floor, min 1 2; ceil, min 1 3; nearest, min 1 3; ceil, min 2 3;
+	// limit 12.00 CPUs on 8: floor, min 1 8; ceil, min 1 8; nearest, min 1 8; ceil, min 2 8;
 }
 
 // A reserve leaves room for a sidecar that shares the pod's CPU limit.
 func ExamplePolicy_Procs_reserve() {
-	p := maxprocs.Policy{Reserve: 0.5, Max: 4}
+	p := maxprocs.Policy{Rounding: maxprocs.Floor, Reserve: 0.5, Max: 4}
 	fmt.Println(p)
 	for _, quota := range []float64{1, 2, 2.5, 8} {
 		fmt.Printf("limit %.1f: GOMAXPROCS %d\n", quota, p.Procs(quota, 16))
@@ -47,7 +55,7 @@ func ExamplePlan() {
 		fmt.Println("cannot read the CPU limit:", err)
 		return
 	}
-	fmt.Println(res) // e.g. "GOMAXPROCS 8 -> 2; CPU limit 1.5 cores from /sys/fs/cgroup/kubepods.slice/...; policy ceil, min 2"
+	fmt.Println(res) // e.g. "GOMAXPROCS 8 -> 2; CPU limit 1.5 cores from /sys/fs/cgroup/kubepods.slice/...; policy ceil, min 1"
 }
 
 // Apply in main, following resizes until the program ends.

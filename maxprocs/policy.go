@@ -8,41 +8,45 @@ import (
 	"strings"
 )
 
-// Rounding is how a fractional CPU limit becomes a whole GOMAXPROCS.
+// Rounding is how a fractional CPU limit becomes a whole GOMAXPROCS. Every
+// rule has a minimum of 1; the Go runtime's own rule is Ceil with a minimum
+// of 2 (WithMin(2)).
 type Rounding uint8
 
 const (
-	// Floor rounds down, with a minimum of 1: a limit of 1.5 CPUs gives 1,
-	// 0.5 gives 1, 2.7 gives 2. This is fitgo's default and automaxprocs'.
-	// With fewer Ps than the quota, the Go scheduler cannot burn the quota
-	// faster than it is refilled, so the process is throttled less: on a
-	// 2-core machine with a 1-CPU quota, GOMAXPROCS 1 halves the p99 latency
-	// of a GC-heavy service compared with 2 (see the README).
+	// Floor rounds down: 0.5 gives 1, 1.5 gives 1, 2.7 gives 2. It is
+	// automaxprocs' rule.
 	Floor Rounding = iota
-	// Ceil rounds up, with a minimum of 2: 1.5 gives 2, 0.5 gives 2, 2.7
-	// gives 3. This is the rule of the Go runtime's own container support
-	// (Go 1.25 and later), which favours using every fraction of the quota
-	// over throttling.
+	// Ceil rounds up: 0.5 gives 1, 1.2 gives 2, 2.7 gives 3. It uses every
+	// fraction of the quota.
 	Ceil
+	// Nearest rounds to the nearest whole number, halves up: 0.5 gives 1,
+	// 1.49 gives 1, 1.5 gives 2.
+	Nearest
 )
 
-// String returns "floor" or "ceil".
+// String returns "floor", "ceil" or "nearest".
 func (r Rounding) String() string {
 	switch r {
 	case Floor:
 		return "floor"
 	case Ceil:
 		return "ceil"
+	case Nearest:
+		return "nearest"
 	}
 	return "Rounding(" + strconv.Itoa(int(r)) + ")"
 }
 
-// minimum is the rounding's own minimum.
-func (r Rounding) minimum() int {
-	if r == Ceil {
-		return 2
+// round rounds q, which is not negative, by r.
+func (r Rounding) round(q float64) int {
+	switch r {
+	case Ceil:
+		return int(math.Ceil(q - epsilon))
+	case Nearest:
+		return int(math.Floor(q + 0.5 + epsilon))
 	}
-	return 1
+	return int(math.Floor(q + epsilon))
 }
 
 // epsilon absorbs floating-point error in quota arithmetic (2.3-0.3 is
@@ -59,10 +63,9 @@ const epsilon = 1e-6
 // at the CPU count, so that GOMAXPROCS never exceeds the CPUs the process can
 // use.
 type Policy struct {
-	// Rounding is Floor (the default) or Ceil.
+	// Rounding is the rounding rule; the zero value is the default.
 	Rounding Rounding
-	// Min is the smallest value to set; 0 means the rounding's own minimum,
-	// 1 for Floor and 2 for Ceil.
+	// Min is the smallest value to set; 0 means 1.
 	Min int
 	// Max is the largest value to set; 0 means no maximum.
 	Max int
@@ -82,26 +85,15 @@ func (p Policy) Procs(quota float64, ncpu int) int {
 	if !(q > 0) { // also NaN
 		q = 0
 	}
-	var n int
-	if p.Rounding == Ceil {
-		n = int(math.Ceil(q - epsilon))
-	} else {
-		n = int(math.Floor(q + epsilon))
-	}
-	n = max(n, p.minimum())
+	n := max(p.Rounding.round(q), p.minimum())
 	if p.Max > 0 {
 		n = min(n, p.Max)
 	}
 	return min(n, ncpu)
 }
 
-// minimum is Min, or the rounding's own minimum when Min is 0.
-func (p Policy) minimum() int {
-	if p.Min > 0 {
-		return p.Min
-	}
-	return p.Rounding.minimum()
-}
+// minimum is Min, or 1 when Min is 0.
+func (p Policy) minimum() int { return max(p.Min, 1) }
 
 // resolved returns p with Min set to the minimum it stands for.
 func (p Policy) resolved() Policy {
@@ -112,7 +104,7 @@ func (p Policy) resolved() Policy {
 // Validate reports whether the Policy can be applied.
 func (p Policy) Validate() error {
 	var errs []error
-	if p.Rounding != Floor && p.Rounding != Ceil {
+	if p.Rounding > Nearest {
 		errs = append(errs, fmt.Errorf("unknown rounding %d", p.Rounding))
 	}
 	if p.Min < 0 {

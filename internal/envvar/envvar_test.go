@@ -3,6 +3,7 @@ package envvar
 import (
 	"math"
 	"math/bits"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -235,6 +236,15 @@ func TestFITGO(t *testing.T) {
 		{"of", def, `"of": want off or key=value`},
 		{"OFF", def, `"OFF"`},
 		{"bogus,memlimit=off", Fitgo{MaxProcs: true, Refresh: true}, `"bogus"`},
+		{"rounding=floor", Fitgo{MaxProcs: true, MemLimit: true, Refresh: true, Rounding: "floor"}, ""},
+		{"rounding=ceil", Fitgo{MaxProcs: true, MemLimit: true, Refresh: true, Rounding: "ceil"}, ""},
+		{" rounding = nearest ", Fitgo{MaxProcs: true, MemLimit: true, Refresh: true, Rounding: "nearest"}, ""},
+		{"rounding=ceil,rounding=floor", Fitgo{MaxProcs: true, MemLimit: true, Refresh: true, Rounding: "floor"}, ""},
+		{"rounding=ceil,rounding=up", Fitgo{MaxProcs: true, MemLimit: true, Refresh: true, Rounding: "ceil"}, `"rounding=up": want floor, ceil or nearest`},
+		{"rounding=Ceil", def, `"rounding=Ceil"`},
+		{"rounding=", def, `"rounding="`},
+		{"rounding=on", def, `"rounding=on"`},
+		{"maxprocs=off,rounding=ceil", Fitgo{MemLimit: true, Refresh: true, Rounding: "ceil"}, ""},
 	} {
 		t.Run(tc.in, func(t *testing.T) {
 			got, err := FITGO(tc.in)
@@ -383,13 +393,16 @@ func FuzzGODEBUG(f *testing.F) {
 }
 
 func FuzzFITGO(f *testing.F) {
-	for _, s := range []string{"", "off", "maxprocs=off", "memlimit=off,refresh=250ms", "refresh=off", "x", "refresh=-1s", " off , maxprocs=on "} {
+	for _, s := range []string{"", "off", "maxprocs=off", "memlimit=off,refresh=250ms", "refresh=off", "x", "refresh=-1s", " off , maxprocs=on ", "rounding=nearest", "rounding=ceil,rounding=x"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		got, err := FITGO(s)
 		if got.Interval < 0 || !got.Refresh && got.Interval != 0 {
 			t.Fatalf("FITGO(%q) = %+v", s, got)
+		}
+		if !slices.Contains([]string{"", "floor", "ceil", "nearest"}, got.Rounding) {
+			t.Fatalf("FITGO(%q): rounding %q", s, got.Rounding)
 		}
 		if err == nil && strings.TrimSpace(strings.ReplaceAll(s, ",", "")) == "" && got != (Fitgo{MaxProcs: true, MemLimit: true, Refresh: true}) {
 			t.Fatalf("FITGO(%q) = %+v; want the defaults", s, got)

@@ -13,6 +13,7 @@ type Fitgo struct {
 	MemLimit bool          // set GOMEMLIMIT (memlimit=off turns it off)
 	Refresh  bool          // follow limit changes (refresh=off turns it off)
 	Interval time.Duration // refresh interval; 0 means the default
+	Rounding string        // GOMAXPROCS rounding: "" (the default), "floor", "ceil" or "nearest"
 }
 
 // FITGO parses the value of the FITGO environment variable: a comma-separated
@@ -23,6 +24,7 @@ type Fitgo struct {
 //	memlimit=off|on     leave GOMEMLIMIT alone, or manage it (default on)
 //	refresh=off|on      apply once at start-up only, or follow changes (default on)
 //	refresh=<duration>  follow changes at this interval, e.g. refresh=250ms
+//	rounding=<rule>     round the CPU limit for GOMAXPROCS by floor, ceil or nearest
 //
 // Spaces around fields are ignored, later fields override earlier ones, and
 // empty fields are skipped. A field that cannot be understood is skipped and
@@ -50,8 +52,16 @@ func FITGO(s string) (f Fitgo, err error) {
 		}
 		switch key {
 		case "maxprocs", "memlimit", "refresh":
+		case "rounding":
+			switch value {
+			case "floor", "ceil", "nearest":
+				f.Rounding = value
+			default:
+				errs = append(errs, fmt.Errorf("FITGO: %q: want floor, ceil or nearest", field))
+			}
+			continue
 		default:
-			errs = append(errs, fmt.Errorf("FITGO: %q: unknown setting %q (want maxprocs, memlimit or refresh)", field, key))
+			errs = append(errs, fmt.Errorf("FITGO: %q: unknown setting %q (want maxprocs, memlimit, refresh or rounding)", field, key))
 			continue
 		}
 		switch value {

@@ -56,7 +56,7 @@ func TestCgroupV2(t *testing.T) {
 		assert.Empty(t, ceil.MaxProcs.Err)
 		assert.Equal(t, 2, ceil.MaxProcs.After)
 		assert.Equal(t, 2, ceil.Runtime.GOMAXPROCS)
-		assert.Equal(t, "ceil, min 2", ceil.MaxProcs.Policy)
+		assert.Equal(t, "ceil, min 1", ceil.MaxProcs.Policy)
 
 		// The blank import with GODEBUG=containermaxprocs=1,updatemaxprocs=1:
 		// the runtime chose 2 before fitgo set 1.
