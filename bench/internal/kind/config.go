@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -159,7 +160,7 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 	if c.CPUs, c.Memory, err = settings.ParseLimits(cpus, mem, false); err != nil {
 		return c, err
 	}
-	if c.Variants, err = variant.Parse(variants); err != nil {
+	if c.Variants, err = variant.Parse(variants, runtime.NumCPU()); err != nil {
 		return c, err
 	}
 	if c.Resize() {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"strconv"
+	"strings"
 )
 
 // The manifests the runner creates, as the subset of the Kubernetes API they
@@ -137,6 +138,8 @@ type Workload struct {
 	// DownwardEnv sets GOMAXPROCS and GOMEMLIMIT from the container's limits
 	// through the downward API: the "env" variant.
 	DownwardEnv bool
+	// Env is more of the container's environment, as NAME=value.
+	Env []string
 	// Resizable makes the container resizable in place without a restart, and
 	// requests a small fixed amount instead of the limits, so that a resize to
 	// larger limits is never infeasible on a small node.
@@ -223,6 +226,10 @@ func (w Workload) podSpec(restart string) podSpec {
 	}
 	if w.DownwardEnv {
 		c.Env = DownwardEnv(ContainerName)
+	}
+	for _, kv := range w.Env {
+		name, value, _ := strings.Cut(kv, "=")
+		c.Env = append(c.Env, envVar{Name: name, Value: value})
 	}
 	if w.Resizable {
 		c.ResizePolicy = []resizePolicy{

@@ -325,6 +325,7 @@ func (r *Runner) workload(name string, v variant.Variant, cpus float64, mem int6
 		CPUs:            cpus,
 		MemoryBytes:     mem,
 		DownwardEnv:     v.DownwardAPI,
+		Env:             v.Env,
 		DeadlineSeconds: int64((r.cfg.Timeout + time.Minute).Seconds()),
 	}
 }
@@ -589,7 +590,7 @@ func (r *Runner) writeReport(start time.Time, runs []results.Run) error {
 		return err
 	}
 	if r.cfg.Out != "" {
-		if err := report.Write(r.cfg.Out, meta, runs); err != nil {
+		if _, err := report.Write(r.cfg.Out, meta, runs); err != nil {
 			return err
 		}
 		r.logf("wrote %s", r.cfg.Out)

@@ -83,11 +83,15 @@ func build(ctx context.Context, src, dir string, vs []variant.Variant, log io.Wr
 	}
 	args := []string{"build", "-o", dir + string(os.PathSeparator)}
 	bins := map[string]string{}
+	n := 0
 	for _, v := range want {
-		args = append(args, "./"+v.Cmd)
+		if !slices.Contains(args, "./"+v.Cmd) { // variants may share a binary
+			args = append(args, "./"+v.Cmd)
+			n++
+		}
 		bins[v.Name] = filepath.Join(dir, v.Binary())
 	}
-	fmt.Fprintf(log, "building %d workload binaries in %s ...\n", len(want), mod)
+	fmt.Fprintf(log, "building %d workload binaries in %s ...\n", n, mod)
 	cmd := exec.CommandContext(ctx, goTool(), args...)
 	cmd.Dir = mod
 	cmd.Env = append(cleanEnv(os.Environ()), "CGO_ENABLED=0")

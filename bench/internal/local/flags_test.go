@@ -5,6 +5,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -52,6 +54,27 @@ func TestFlagsAndSettings(t *testing.T) {
 		{scenario: "cpu", cpus: 2, heapMiB: 200},
 	}, sets)
 
+	o, err = parseFlags([]string{"-scenario", "sweep"}, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, variant.Sweep(runtime.NumCPU()), o.Variants, "the sweep's variants by default")
+	sets, err = o.settings()
+	require.NoError(t, err)
+	require.Len(t, sets, 12, "6 quotas × 2 loads")
+	assert.Equal(t, setting{scenario: "sweep", cpus: 0.5, heapMiB: 100, load: 0.1}, sets[0])
+	assert.Equal(t, setting{scenario: "sweep", cpus: 1.95, heapMiB: 100, load: 0.1}, sets[5])
+	assert.Equal(t, setting{scenario: "sweep", cpus: 1.25, heapMiB: 100, load: 0.7}, sets[8])
+
+	o, err = parseFlags([]string{"-scenario", "sweep,memory", "-cpus", "1,2", "-load", "0.5", "-variants", "fitgo,static"}, io.Discard)
+	require.NoError(t, err)
+	assert.Len(t, o.Variants, 1+runtime.NumCPU())
+	sets, err = o.settings()
+	require.NoError(t, err)
+	assert.Equal(t, []setting{
+		{scenario: "sweep", cpus: 1, heapMiB: 100, load: 0.5},
+		{scenario: "sweep", cpus: 2, heapMiB: 100, load: 0.5},
+		{scenario: "memory", memory: 256 << 20, heapMiB: 154, load: 0.5},
+	}, sets)
+
 	o, err = parseFlags([]string{"-cpus", "none, 250m"}, io.Discard)
 	require.NoError(t, err)
 	assert.Equal(t, []float64{0, 0.25}, o.CPUs, "none is no quota, a baseline")
@@ -60,10 +83,54 @@ func TestFlagsAndSettings(t *testing.T) {
 		{"-scenario", "disk"}, {"-runs", "0"}, {"-duration", "1ms"}, {"-variants", "nope"},
 		{"-cpus", "x"}, {"-memory", "1"}, {"-period", "2s"}, {"extra"}, {"-rate", "0"}, {"-ticker", "bell"},
 		{"-cpus", "1.2345"}, {"-memory", "268435456.5"}, // whole millicores, whole bytes
+		{"-load", "0"}, {"-load", "1.5"}, {"-load", "x"}, {"-load", ","}, {"-load", "NaN"},
 	} {
 		_, err := parseFlags(bad, io.Discard)
 		assert.Error(t, err, "%q", bad)
 	}
+}
+
+// TestWorkIters: a load scales the request's CPU work to that fraction of the
+// quota (the host's CPUs without one); without a load it is the fixed -work.
+func TestWorkIters(t *testing.T) {
+	o := Options{Work: 75 * time.Microsecond, Rate: 1000}
+	for _, tc := range []struct {
+		st    setting
+		iters int
+		work  time.Duration
+	}{
+		{setting{cpus: 1}, 7500, 75 * time.Microsecond},
+		{setting{cpus: 1, load: 0.7}, 70000, 700 * time.Microsecond},
+		{setting{cpus: 0.5, load: 0.1}, 5000, 50 * time.Microsecond},
+		{setting{cpus: 1.95, load: 0.7}, 136500, 1365 * time.Microsecond},
+		{setting{load: 0.5}, 200000, 2 * time.Millisecond}, // no quota: 4 host CPUs
+		{setting{cpus: 0.01, load: 0.0001}, 1, 1 * time.Nanosecond},
+	} {
+		iters, work := o.workIters(tc.st, 7500, 4)
+		assert.Equal(t, tc.iters, iters, "%+v", tc.st)
+		assert.Equal(t, tc.work, work, "%+v", tc.st)
+	}
+}
+
+// TestOutDir: without -out, each run writes to a fresh directory under the
+// bench module's git-ignored out/.
+func TestOutDir(t *testing.T) {
+	dir, err := outDir(Options{Out: "/x/y"}, time.Now())
+	require.NoError(t, err)
+	assert.Equal(t, "/x/y", dir)
+
+	src := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(src, "go.mod"), []byte("module "+modulePath+"\n"), 0o644))
+	at := time.Date(2026, 12, 1, 12, 30, 0, 0, time.UTC)
+	o := Options{Src: src, Scenarios: []string{"sweep"}}
+	a, err := outDir(o, at)
+	require.NoError(t, err)
+	b, err := outDir(o, at)
+	require.NoError(t, err)
+	assert.NotEqual(t, a, b, "fresh each time")
+	assert.Equal(t, filepath.Join(src, "out"), filepath.Dir(a))
+	assert.True(t, strings.HasPrefix(filepath.Base(a), "20261201-123000-sweep-"), a)
+	assert.DirExists(t, a)
 }
 
 func TestMainUsage(t *testing.T) {
@@ -93,7 +160,7 @@ func TestLineWriter(t *testing.T) {
 
 func TestPrebuilt(t *testing.T) {
 	dir := t.TempDir()
-	vs, err := variant.Parse("fitgo")
+	vs, err := variant.Parse("fitgo", 2)
 	require.NoError(t, err)
 	_, err = prebuilt(dir, vs, true)
 	require.ErrorContains(t, err, "the fitgo variant's binary")

@@ -15,6 +15,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -34,6 +35,7 @@ const (
 	ScenarioCPU     = "cpu"      // a CPU quota sweep
 	ScenarioNested  = "nested"   // the quota on a parent cgroup only
 	ScenarioMemory  = "memory"   // a memory limit below the untuned heap's peak
+	ScenarioSweep   = "sweep"    // CPU quotas × load levels, with the static oracles
 	ScenarioInPlace = "in-place" // -in-place: the current cgroup's limits
 )
 
@@ -44,6 +46,9 @@ const (
 	DefaultCPUs       = "0.5,1,1.5"
 	DefaultNestedCPUs = "1"
 	DefaultMemory     = "256Mi"
+	// The sweep's quotas and loads (fractions of the quota).
+	DefaultSweepCPUs  = "0.5,1,1.25,1.5,1.75,1.95"
+	DefaultSweepLoads = "0.1,0.7"
 	DefaultRuns       = 3
 	DefaultDuration   = 10 * time.Second
 	// MemoryHeapFraction is the live heap of the memory scenario, as a fraction
@@ -59,12 +64,16 @@ type Options struct {
 	// memory limits of the memory scenario.
 	CPUs   []float64
 	Memory []int64
+	// Loads are request work levels as fractions of the CPU quota (e.g. 0.7:
+	// requests take 0.7 × quota CPU-seconds per second); empty means the fixed
+	// Work per request. The sweep defaults to DefaultSweepLoads.
+	Loads []float64
 	// Duration is each run's measured window.
 	Duration time.Duration
 	Runs     int
 	Variants []variant.Variant
-	// Out is the directory for results.json, report.md, chart.png and
-	// bench.txt; empty for none.
+	// Out is the directory for results.json, report.md, the charts and
+	// bench.txt; empty for a fresh directory under the bench module's out/.
 	Out     string
 	InPlace bool
 	// CgroupParent is the v2 directory to create run cgroups in.
@@ -94,10 +103,11 @@ type setting struct {
 	cpus     float64
 	memory   int64
 	heapMiB  float64
+	load     float64 // fraction of the quota; 0: the fixed work per request
 }
 
 func (s setting) String() string {
-	return report.SettingTitle(results.Setting{Scenario: s.scenario, CPUs: s.cpus, MemoryBytes: s.memory})
+	return report.SettingTitle(results.Setting{Scenario: s.scenario, CPUs: s.cpus, MemoryBytes: s.memory, Load: s.load})
 }
 
 // Main runs the local subcommand with args (flags) and returns the exit code:
@@ -121,14 +131,16 @@ func parseFlags(args []string, stderr io.Writer) (Options, error) {
 	var (
 		o                                    Options
 		scenario, cpus, memory, variantsFlag string
+		loads                                string
 	)
-	fs.StringVar(&scenario, "scenario", ScenarioCPU, "scenarios, comma-separated: cpu (quota sweep), nested (quota on a parent cgroup only), memory (memory limit below the untuned heap peak), or all")
-	fs.StringVar(&cpus, "cpus", "", "CPU quotas of the cpu and nested scenarios in cores or millicores (e.g. 0.5 or 500m), comma-separated; none for no quota (default "+DefaultCPUs+" for cpu, "+DefaultNestedCPUs+" for nested)")
+	fs.StringVar(&scenario, "scenario", ScenarioCPU, "scenarios, comma-separated: cpu (quotas), nested (quota on a parent cgroup only), memory (memory limit below the untuned heap peak), sweep (quotas × loads, with static GOMAXPROCS oracles), or all (cpu, nested, memory)")
+	fs.StringVar(&cpus, "cpus", "", "CPU quotas of the cpu, nested and sweep scenarios in cores or millicores (e.g. 0.5 or 500m), comma-separated; none for no quota (default "+DefaultCPUs+" for cpu, "+DefaultNestedCPUs+" for nested, "+DefaultSweepCPUs+" for sweep)")
+	fs.StringVar(&loads, "load", "", "request work as fractions of the CPU quota, comma-separated (0.7: requests take 0.7 × quota CPU-seconds per second; the host's CPUs without a quota); default: the fixed -work per request, or "+DefaultSweepLoads+" for sweep")
 	fs.StringVar(&memory, "memory", "", "memory limits of the memory scenario, comma-separated (default "+DefaultMemory+")")
 	fs.DurationVar(&o.Duration, "duration", DefaultDuration, "measured window of each run (after the live heap is built)")
 	fs.IntVar(&o.Runs, "runs", DefaultRuns, "rounds: each variant runs this many times per setting, interleaved (A B C A B C ...)")
-	fs.StringVar(&variantsFlag, "variants", "all", "variants, comma-separated: "+strings.Join(variant.Names(), ", "))
-	fs.StringVar(&o.Out, "out", "", "directory to write results.json, runs.json, report.md, chart.png and bench.txt to")
+	fs.StringVar(&variantsFlag, "variants", "", "variants, comma-separated: "+strings.Join(variant.Names(), ", ")+", GOMAXPROCS=n (a static value), static (GOMAXPROCS=1 to the CPU count), sweep (all of these); default all but the sweep's extra rules and statics, or sweep for the sweep scenario")
+	fs.StringVar(&o.Out, "out", "", "directory to write results.json, runs.json, report.md, the charts and bench.txt to (default: a fresh directory under bench/out/)")
 	fs.BoolVar(&o.InPlace, "in-place", false, "run in the current cgroup with its limits instead of creating cgroups (e.g. inside a pod)")
 	fs.StringVar(&o.CgroupParent, "cgroup-parent", "", "cgroup v2 directory to create run cgroups in (default: the unified hierarchy's root, or the runner's own delegated cgroup)")
 	fs.Float64Var(&o.HeapMiB, "heap-mib", 0, fmt.Sprintf("live heap, MiB (default %d, or %.0f%% of the limit in the memory scenario)", workload.DefaultHeapMiB, MemoryHeapFraction*100))
@@ -164,13 +176,21 @@ Flags:
 	}
 	scenarios := []string{ScenarioCPU, ScenarioNested, ScenarioMemory}
 	var err error
-	if o.Scenarios, err = settings.ParseScenarios(scenario, scenarios, scenarios, "cpu, nested, memory or all"); err != nil {
+	if o.Scenarios, err = settings.ParseScenarios(scenario, append(scenarios, ScenarioSweep), scenarios, "cpu, nested, memory, sweep or all"); err != nil {
 		return o, err
 	}
 	if o.CPUs, o.Memory, err = settings.ParseLimits(cpus, memory, true); err != nil {
 		return o, err
 	}
-	if o.Variants, err = variant.Parse(variantsFlag); err != nil {
+	if loads != "" {
+		if o.Loads, err = parseLoads(loads); err != nil {
+			return o, fmt.Errorf("-load: %w", err)
+		}
+	}
+	if variantsFlag == "" && slices.Contains(o.Scenarios, ScenarioSweep) {
+		variantsFlag = "sweep"
+	}
+	if o.Variants, err = variant.Parse(variantsFlag, runtime.NumCPU()); err != nil {
 		return o, err
 	}
 	switch {
@@ -194,21 +214,26 @@ func (o Options) settings() ([]setting, error) {
 	var out []setting
 	for _, sc := range o.Scenarios {
 		switch sc {
-		case ScenarioCPU, ScenarioNested:
-			cpus := o.CPUs
+		case ScenarioCPU, ScenarioNested, ScenarioSweep:
+			cpus, loads := o.CPUs, o.Loads
+			def := map[string]string{ScenarioCPU: DefaultCPUs, ScenarioNested: DefaultNestedCPUs, ScenarioSweep: DefaultSweepCPUs}[sc]
 			if len(cpus) == 0 {
-				def := DefaultCPUs
-				if sc == ScenarioNested {
-					def = DefaultNestedCPUs
-				}
 				cpus, _ = settings.ParseCPUs(def, true)
+			}
+			if len(loads) == 0 {
+				loads = []float64{0}
+				if sc == ScenarioSweep {
+					loads, _ = parseLoads(DefaultSweepLoads)
+				}
 			}
 			heap := o.HeapMiB
 			if heap == 0 {
 				heap = workload.DefaultHeapMiB
 			}
-			for _, c := range cpus {
-				out = append(out, setting{scenario: sc, cpus: c, heapMiB: heap})
+			for _, l := range loads {
+				for _, c := range cpus {
+					out = append(out, setting{scenario: sc, cpus: c, heapMiB: heap, load: l})
+				}
 			}
 		case ScenarioMemory:
 			ms := o.Memory
@@ -220,7 +245,13 @@ func (o Options) settings() ([]setting, error) {
 				if heap == 0 {
 					heap = math.Round(MemoryHeapFraction * float64(m) / (1 << 20))
 				}
-				out = append(out, setting{scenario: sc, memory: m, heapMiB: heap})
+				loads := o.Loads
+				if len(loads) == 0 {
+					loads = []float64{0}
+				}
+				for _, l := range loads {
+					out = append(out, setting{scenario: sc, memory: m, heapMiB: heap, load: l})
+				}
 			}
 		}
 	}
@@ -228,6 +259,43 @@ func (o Options) settings() ([]setting, error) {
 		return nil, errors.New("no scenario to run")
 	}
 	return out, nil
+}
+
+// parseLoads parses a comma-separated list of loads: fractions of the CPU
+// quota above 0 and at most 1.
+func parseLoads(s string) ([]float64, error) {
+	var out []float64
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		v, err := strconv.ParseFloat(f, 64)
+		if err != nil || !(v > 0 && v <= 1) {
+			return nil, fmt.Errorf("bad load %q (want a fraction of the quota above 0 and at most 1, e.g. 0.7)", f)
+		}
+		if !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no load in %q", s)
+	}
+	return out, nil
+}
+
+// workIters returns the work-loop iterations of a request in setting st, given
+// iters for the fixed -work: with a load, the request's CPU time is
+// load × quota / rate (the host's CPUs without a quota).
+func (o Options) workIters(st setting, iters, hostCPU int) (int, time.Duration) {
+	if st.load <= 0 {
+		return iters, o.Work
+	}
+	cpus := st.cpus
+	if cpus <= 0 {
+		cpus = float64(hostCPU)
+	}
+	work := time.Duration(st.load * cpus / o.Rate * float64(time.Second))
+	return max(int(math.Round(float64(iters)*float64(work)/float64(o.Work))), 1), work
 }
 
 // Run runs the benchmark described by opts and returns the exit code.
@@ -263,13 +331,20 @@ func Run(ctx context.Context, opts Options, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "local: %v\n", err)
 		return 1
 	}
-	if opts.Out != "" {
-		if err := report.Write(opts.Out, r.meta, runs); err != nil {
-			fmt.Fprintf(stderr, "local: writing %s: %v\n", opts.Out, err)
-			return 1
+	out, err := outDir(opts, r.meta.Started)
+	if err == nil {
+		var files []string
+		files, err = report.Write(out, r.meta, runs)
+		if err == nil {
+			fmt.Fprintf(stdout, "\nwrote:\n")
+			for _, f := range files {
+				fmt.Fprintf(stdout, "  %s\n", f)
+			}
 		}
-		fmt.Fprintf(stderr, "wrote %s/{%s,%s,%s,%s,%s}\n", opts.Out,
-			report.ResultsFile, report.RunsFile, report.ReportFile, report.ChartFile, report.BenchFile)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "local: writing the report: %v\n", err)
+		return 1
 	}
 	failed := 0
 	for _, run := range runs {
@@ -282,6 +357,23 @@ func Run(ctx context.Context, opts Options, stdout, stderr io.Writer) int {
 		code = max(code, 1)
 	}
 	return code
+}
+
+// outDir returns opts.Out, or a fresh directory named after the start time and
+// the scenarios under the bench module's out/ (git-ignored), or under the
+// system's temporary directory when the module is not at hand.
+func outDir(opts Options, started time.Time) (string, error) {
+	if opts.Out != "" {
+		return opts.Out, nil
+	}
+	base := os.TempDir()
+	if mod, err := findModule(opts.Src); err == nil {
+		base = filepath.Join(mod, "out")
+	}
+	if err := os.MkdirAll(base, 0o755); err != nil {
+		return "", err
+	}
+	return os.MkdirTemp(base, started.UTC().Format("20060102-150405")+"-"+strings.Join(opts.Scenarios, "-")+"-")
 }
 
 type runner struct {
@@ -387,8 +479,7 @@ func (r *runner) run(ctx context.Context) ([]results.Run, error) {
 				runs = append(runs, run)
 				eta := time.Duration(float64(time.Since(started)) / float64(i) * float64(total-i)).Round(time.Second)
 				busy := ""
-				// The workload itself adds about one to the load average.
-				if run.HostLoad > float64(r.hostCPU) {
+				if run.Busy {
 					busy = fmt.Sprintf(" · busy host (load %.1f)", run.HostLoad)
 				}
 				r.logf("[%*d/%d] %s · %-25s round %d/%d: %s%s · ETA %v", len(strconv.Itoa(total)), i, total,

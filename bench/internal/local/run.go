@@ -21,19 +21,20 @@ import (
 
 // runOne runs variant v once in setting st.
 func (r *runner) runOne(ctx context.Context, st setting, v variant.Variant, round int) results.Run {
-	run := results.Run{Scenario: st.scenario, Variant: v.Name, CPUs: st.cpus, MemoryBytes: st.memory, Round: round}
+	run := results.Run{Scenario: st.scenario, Variant: v.Name, CPUs: st.cpus, MemoryBytes: st.memory, Load: st.load, Round: round}
 	fail := func(err error) results.Run {
 		run.Err = err.Error()
 		return run
 	}
 	o := r.opts
+	iters, work := o.workIters(st, r.iters, r.hostCPU)
 	args := []string{
 		"-duration", o.Duration.String(),
 		"-heap-mib", strconv.FormatFloat(st.heapMiB, 'f', -1, 64),
 		"-alloc-mib", strconv.FormatFloat(o.AllocMiB, 'f', -1, 64),
 		"-rate", strconv.FormatFloat(o.Rate, 'f', -1, 64),
-		"-work", o.Work.String(),
-		"-work-iters", strconv.Itoa(r.iters),
+		"-work", work.String(),
+		"-work-iters", strconv.Itoa(iters),
 		"-report-every", "1s",
 	}
 	if o.Ticker != "" {
@@ -43,6 +44,7 @@ func (r *runner) runOne(ctx context.Context, st setting, v variant.Variant, roun
 	if v.DownwardAPI {
 		env = append(env, variant.DownwardEnv(st.cpus, st.memory, r.hostCPU, r.hostMem)...)
 	}
+	env = append(env, v.Env...)
 	bin := r.bins[v.Name]
 
 	// A generous bound: the heap build under a small quota, the window, the drain.
@@ -138,6 +140,7 @@ func (r *runner) runOne(ctx context.Context, st setting, v variant.Variant, roun
 			killedBySIGKILL = ws.Signal() == syscall.SIGKILL
 		}
 	}
+	run.Busy = othersLoad(run) > float64(r.hostCPU)/2
 	ourKill := ctx.Err() != nil
 	if st.memory > 0 && !ourKill {
 		n, err := oomKills(group, killedBySIGKILL)
@@ -162,6 +165,16 @@ func (r *runner) runOne(ctx context.Context, st setting, v variant.Variant, roun
 		return fail(fmt.Errorf("%v%s", perr, tail(errTail)))
 	}
 	return run
+}
+
+// othersLoad estimates the load of other processes during run: the host's
+// load average at its end less the run's own CPU use per wall second.
+func othersLoad(run results.Run) float64 {
+	own := 0.0
+	if run.WallSeconds > 0 {
+		own = run.CPUSeconds / run.WallSeconds
+	}
+	return run.HostLoad - own
 }
 
 // oomKills returns the OOM kills in the run's memory cgroup; without a

@@ -5,6 +5,7 @@ import (
 	"image/color"
 	"math"
 	"os"
+	"slices"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
@@ -129,10 +130,45 @@ func latencyPlot(st results.Setting, group []results.Summary) (*plot.Plot, error
 		p.Add(b)
 		p.Legend.Add(se.name, b)
 	}
+	// A variant killed in every run has no latency: say so where its bars
+	// would be, rather than show it as fast.
+	var killed plotter.XYLabels
+	for j, s := range group {
+		if slices.Contains(killedLabels(group), s.Variant) {
+			killed.XYs = append(killed.XYs, plotter.XY{X: float64(j)})
+			killed.Labels = append(killed.Labels, "OOM-killed")
+		}
+	}
+	if len(killed.XYs) > 0 {
+		l, err := plotter.NewLabels(killed)
+		if err != nil {
+			return nil, err
+		}
+		for i := range l.TextStyle {
+			l.TextStyle[i].Color = palette[2]
+			l.TextStyle[i].Rotation = math.Pi / 2
+			l.TextStyle[i].XAlign = draw.XLeft
+			l.TextStyle[i].YAlign = draw.YCenter
+		}
+		l.Offset = vg.Point{Y: vg.Points(4)}
+		p.Add(l)
+	}
 	p.Legend.Top = true
 	p.Legend.TextStyle.Font.Size = font.Length(9)
 	fitAxes(p, len(group), 1.2) // headroom for the legend
 	return p, nil
+}
+
+// killedLabels returns the variants of group that were OOM-killed in every
+// run, which the latency chart labels instead of drawing bars.
+func killedLabels(group []results.Summary) []string {
+	var out []string
+	for _, s := range group {
+		if s.CompletedRuns == 0 && s.OOMKills > 0 {
+			out = append(out, s.Variant)
+		}
+	}
+	return out
 }
 
 func sidePlot(st results.Setting, group []results.Summary) (*plot.Plot, error) {

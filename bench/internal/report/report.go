@@ -29,6 +29,7 @@ const (
 	RunsFile    = "runs.json"
 	ReportFile  = "report.md"
 	ChartFile   = "chart.png"
+	SweepFile   = "sweep.png"
 	BenchFile   = "bench.txt"
 )
 
@@ -47,6 +48,9 @@ type Meta struct {
 	Machine  string
 	CPUModel string
 	Kernel   string
+	// CPUs is the number of CPUs the workload could run on (for the rounding
+	// rules' table).
+	CPUs int
 	// Cgroup describes the cgroup setup, e.g. "v1 (cpu: /sys/fs/cgroup/cpu, memory: /sys/fs/cgroup/memory)".
 	Cgroup string
 	// GoVersion is the Go version the variants were built with.
@@ -66,7 +70,8 @@ func HostMeta() Meta {
 	if kb := memTotalKiB(); kb > 0 {
 		mem = fmt.Sprintf(", %.1f GiB RAM", float64(kb)/(1<<20))
 	}
-	m.Machine = fmt.Sprintf("%s/%s, %d CPUs%s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), mem)
+	m.CPUs = runtime.NumCPU()
+	m.Machine = fmt.Sprintf("%s/%s, %d CPUs%s", runtime.GOOS, runtime.GOARCH, m.CPUs, mem)
 	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
 		m.Kernel = strings.TrimSpace(string(b))
 	}
@@ -103,36 +108,52 @@ func memTotalKiB() int64 {
 	return 0
 }
 
-// Write writes results.json, runs.json, report.md, chart.png and bench.txt for
-// runs into dir, creating dir if needed.
-func Write(dir string, meta Meta, runs []results.Run) error {
+// Write writes results.json, runs.json, report.md, chart.png, sweep.png
+// (where a scenario has several CPU quotas) and bench.txt for runs into dir,
+// creating dir if needed, and returns the paths it wrote.
+func Write(dir string, meta Meta, runs []results.Run) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
+		return nil, err
+	}
+	var files []string
+	path := func(name string) string {
+		p := filepath.Join(dir, name)
+		files = append(files, p)
+		return p
 	}
 	sums := results.Summarize(runs)
-	if err := writeJSON(filepath.Join(dir, ResultsFile), sums); err != nil {
-		return err
+	if err := writeJSON(path(ResultsFile), sums); err != nil {
+		return files, err
 	}
-	if err := writeJSON(filepath.Join(dir, RunsFile), runs); err != nil {
-		return err
+	if err := writeJSON(path(RunsFile), runs); err != nil {
+		return files, err
+	}
+	charts := []string{ChartFile}
+	if len(sweeps(sums)) > 0 {
+		charts = append(charts, SweepFile)
 	}
 	var md bytes.Buffer
 	if err := Markdown(&md, meta, sums); err != nil {
-		return err
+		return files, err
 	}
 	fmt.Fprintf(&md, "\nFiles: `%s` (medians), `%s` (every run), `%s`, `%s` (compare runs with `benchstat`).\n",
-		ResultsFile, RunsFile, ChartFile, BenchFile)
-	if err := os.WriteFile(filepath.Join(dir, ReportFile), md.Bytes(), 0o644); err != nil {
-		return err
+		ResultsFile, RunsFile, strings.Join(charts, "`, `"), BenchFile)
+	if err := os.WriteFile(path(ReportFile), md.Bytes(), 0o644); err != nil {
+		return files, err
 	}
-	if err := WriteChart(filepath.Join(dir, ChartFile), sums); err != nil {
-		return fmt.Errorf("chart: %w", err)
+	if err := WriteChart(path(ChartFile), sums); err != nil {
+		return files, fmt.Errorf("chart: %w", err)
+	}
+	if len(charts) > 1 {
+		if err := WriteSweepChart(path(SweepFile), sums); err != nil {
+			return files, fmt.Errorf("sweep chart: %w", err)
+		}
 	}
 	var bt bytes.Buffer
 	if err := BenchText(&bt, meta, runs); err != nil {
-		return err
+		return files, err
 	}
-	return os.WriteFile(filepath.Join(dir, BenchFile), bt.Bytes(), 0o644)
+	return files, os.WriteFile(path(BenchFile), bt.Bytes(), 0o644)
 }
 
 func writeJSON(path string, v any) error {
@@ -219,6 +240,7 @@ var columns = []column{
 		}
 		return strconv.FormatFloat(float64(s.LatencyP99MS/base.LatencyP99MS), 'f', 2, 64) + "x"
 	}},
+	{"regret", func(s results.Summary, _ *results.Summary) string { return regret(s) }},
 	{"p99.9 ms", func(s results.Summary, _ *results.Summary) string {
 		return withRange(s, "latency_p999_ms", s.LatencyP999MS, ms)
 	}},
@@ -228,6 +250,12 @@ var columns = []column{
 	{"GC CPU", func(s results.Summary, _ *results.Summary) string { return pct(s.GCCPUFraction) }},
 	{"throttled periods", func(s results.Summary, _ *results.Summary) string {
 		return withRange(s, "throttled_periods_ratio", s.ThrottledPeriodsRatio, pct)
+	}},
+	{"CPU s", func(s results.Summary, _ *results.Summary) string {
+		if math.IsNaN(float64(s.CPUSeconds)) {
+			return "–"
+		}
+		return strconv.FormatFloat(float64(s.CPUSeconds), 'f', 1, 64)
 	}},
 	{"requests done", func(s results.Summary, _ *results.Summary) string { return intOrDash(s.Requests) }},
 	{"peak RSS", func(s results.Summary, _ *results.Summary) string { return MiB(float64(s.PeakRSSBytes)) }},
@@ -248,6 +276,9 @@ func SettingTitle(st results.Setting) string {
 	m := "no memory limit"
 	if st.MemoryBytes > 0 {
 		m = "memory limit " + MiB(float64(st.MemoryBytes))
+	}
+	if st.Load > 0 {
+		return fmt.Sprintf("%s: %s, load %s, %s", st.Scenario, q, strconv.FormatFloat(st.Load, 'f', -1, 64), m)
 	}
 	return fmt.Sprintf("%s: %s, %s", st.Scenario, q, m)
 }
@@ -275,13 +306,19 @@ func rows(sums []results.Summary, st results.Setting) (out [][]string) {
 }
 
 func runsLine(sums []results.Summary, st results.Setting) string {
-	n := 0
+	n, busy, load := 0, 0, 0.0
 	for _, s := range sums {
 		if s.Setting() == st {
 			n = max(n, s.Runs)
+			busy += s.BusyRuns
+			load = max(load, s.MaxHostLoad)
 		}
 	}
-	return fmt.Sprintf("medians of %d runs per variant, (min–max) where they differ", n)
+	line := fmt.Sprintf("medians of %d runs per variant, (min–max) where they differ", n)
+	if busy > 0 {
+		line += fmt.Sprintf("; %d runs on a busy host (load average up to %.1f): noisy", busy, load)
+	}
+	return line
 }
 
 // Table writes the summaries as aligned text tables, one per scenario setting.
@@ -332,6 +369,9 @@ func Markdown(w io.Writer, meta Meta, sums []results.Summary) error {
 	for _, n := range meta.Notes {
 		fmt.Fprintf(bw, "\n%s\n", n)
 	}
+	if err := sweepMarkdown(bw, meta, sums); err != nil {
+		return err
+	}
 	for _, st := range results.SortSettings(sums) {
 		fmt.Fprintf(bw, "\n## %s\n\n%s.\n\n", SettingTitle(st), strings.ToUpper(runsLine(sums, st)[:1])+runsLine(sums, st)[1:])
 		heads := make([]string, len(columns))
@@ -356,7 +396,9 @@ const columnNotes = `Latency is measured from each request's scheduled time (ope
 GC pause percentiles come from ` + "`/sched/pauses/total/gc:seconds`" + ` (upper bounds of the histogram buckets).
 GC CPU is ` + "`/cpu/classes/gc/total`" + ` over ` + "`/cpu/classes/total`" + ` (GOMAXPROCS × wall time).
 Throttled periods are nr_throttled / nr_periods of the quota cgroup's cpu.stat over the measured window.
-"p99 vs runtime" is the variant's median p99 over the runtime variant's, in the same run.`
+"p99 vs runtime" is the variant's median p99 over the runtime variant's, in the same run; "regret" is it over the best static variant's (GOMAXPROCS=n), or over the best variant's when the run had no static one (marked *).
+A load is the request work as a fraction of the CPU quota (0.7: requests take 0.7 × quota CPU-seconds per second); without one, each request does the fixed work of the workload line.
+CPU s is the process's user+system CPU time, setup included.`
 
 // BenchText writes the runs in the Go benchmark format, one line per run, named
 // Benchmark<Runner>/scenario=…/cpus=…/mem=…/variant=…, so that runs can be

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fitgo/fitgo/bench/internal/results"
+	"github.com/fitgo/fitgo/maxprocs"
 )
 
 func run(variant string, cpus float64, round, maxprocs int, p99 results.Float, throttled float64) results.Run {
@@ -59,7 +60,12 @@ func TestWrite(t *testing.T) {
 	meta.Cgroup = "v1"
 	meta.Elapsed = 90 * time.Second
 	runs := sampleRuns()
-	require.NoError(t, Write(dir, meta, runs))
+	files, err := Write(dir, meta, runs)
+	require.NoError(t, err)
+	for _, f := range []string{ResultsFile, RunsFile, ReportFile, ChartFile, SweepFile, BenchFile} {
+		assert.Contains(t, files, filepath.Join(dir, f))
+		assert.FileExists(t, filepath.Join(dir, f))
+	}
 
 	var sums []map[string]any
 	b, err := os.ReadFile(filepath.Join(dir, ResultsFile))
@@ -132,4 +138,92 @@ func TestSettingTitle(t *testing.T) {
 		SettingTitle(results.Setting{Scenario: "nested", CPUs: 1}))
 	assert.Equal(t, "memory: no CPU quota, memory limit 256 MiB",
 		SettingTitle(results.Setting{Scenario: "memory", MemoryBytes: 256 << 20}))
+}
+
+func sweepRuns() []results.Run {
+	var runs []results.Run
+	add := func(v string, load, cpus float64, p99s ...results.Float) {
+		for i, p := range p99s {
+			r := run(v, cpus, i+1, 1, p, 0.1)
+			r.Scenario, r.Load = "sweep", load
+			runs = append(runs, r)
+		}
+	}
+	for _, load := range []float64{0.1, 0.7} {
+		add("GOMAXPROCS=1", load, 0.5, 60, 61, 62)
+		add("GOMAXPROCS=2", load, 0.5, 120, 125, 130)
+		add("GOMAXPROCS=1", load, 1, 6, 7, 8)
+		add("GOMAXPROCS=2", load, 1, 20, 21, 22)
+		add("GOMAXPROCS=1", load, 1.5, 7, 7.2, 8)
+		add("GOMAXPROCS=2", load, 1.5, 2.5, 2.8, 3)
+		add("fitgo", load, 0.5, 60, 62, 64)
+		add("fitgo", load, 1, 6, 8, 10)
+		add("fitgo", load, 1.5, 7, 8, 9)
+	}
+	runs = append(runs, results.Run{Scenario: "sweep", Load: 0.7, CPUs: 1, Variant: "killed", OOMKills: 1, Round: 1})
+	return runs
+}
+
+func TestSweepMarkdown(t *testing.T) {
+	var md bytes.Buffer
+	require.NoError(t, Markdown(&md, Meta{Runner: "local", CPUs: 2}, results.Summarize(sweepRuns())))
+	out := md.String()
+	for _, want := range []string{
+		"## Sweep: sweep, load 0.1 of the quota",
+		"## Sweep: sweep, load 0.7 of the quota",
+		"| variant | 0.5 CPU | 1 CPU | 1.5 CPU | worst regret |",
+		"| GOMAXPROCS=1 | 61.0 (1.00x) | 7.00 (1.00x) | 7.20 (2.57x) | 2.57x |",
+		"| fitgo | 62.0 (1.02x) | 8.00 (1.14x) | 8.00 (2.86x) | 2.86x |",
+		"| killed | – | OOM-killed | – | – |",
+		// On 2 CPUs: floor 1, 1, 1; ceil 1, 1, 2; nearest 1, 1, 2; the runtime 2, 2, 2.
+		"| floor | 1 (1.00x) | 1 (1.00x) | 1 (2.57x) | 2.57x |",
+		"| ceil | 1 (1.00x) | 1 (1.00x) | 2 (1.00x) | 1.00x |",
+		"| nearest | 1 (1.00x) | 1 (1.00x) | 2 (1.00x) | 1.00x |",
+		"| runtime (ceil, min 2) | 2 (2.05x) | 2 (3.00x) | 2 (1.00x) | 3.00x |",
+	} {
+		assert.Contains(t, out, want)
+	}
+}
+
+func TestEvalRuleNeedsTheStaticVariant(t *testing.T) {
+	sums := results.Summarize(sweepRuns())
+	sw := sweeps(sums)
+	require.Len(t, sw, 2)
+	// On 4 CPUs the runtime's rule at 1.5 is still 2, but nothing ran GOMAXPROCS=3 or 4.
+	rs := EvalRule(Rule{"max", maxprocs.Policy{Min: 4}}, sums, sw[0].settings, 4)
+	assert.Equal(t, 4, rs[0].Procs)
+	assert.True(t, math.IsNaN(rs[0].Regret))
+	assert.True(t, math.IsNaN(worst(rs)))
+}
+
+func TestSweepChart(t *testing.T) {
+	path := filepath.Join(t.TempDir(), SweepFile)
+	require.NoError(t, WriteSweepChart(path, results.Summarize(sweepRuns())))
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	img, err := png.Decode(f)
+	require.NoError(t, err)
+	assert.Greater(t, img.Bounds().Dx(), 2*img.Bounds().Dy(), "two panels side by side, one per load")
+
+	assert.ErrorContains(t, WriteSweepChart(path, results.Summarize(sampleRuns()[12:])), "no setting has several CPU quotas")
+}
+
+func TestKilledLabels(t *testing.T) {
+	sums := results.Summarize(sampleRuns())
+	var mem []results.Summary
+	for _, s := range sums {
+		if s.Scenario == "memory" {
+			mem = append(mem, s)
+		}
+	}
+	assert.Equal(t, []string{"untuned"}, killedLabels(mem))
+}
+
+func TestRunsLineSaysBusy(t *testing.T) {
+	runs := sampleRuns()
+	runs[0].Busy, runs[0].HostLoad = true, 3.4
+	sums := results.Summarize(runs)
+	assert.Contains(t, runsLine(sums, sums[0].Setting()), "1 runs on a busy host (load average up to 3.4)")
+	assert.NotContains(t, runsLine(sums, sums[2].Setting()), "busy")
 }

@@ -202,6 +202,9 @@ type Run struct {
 	// CPUs is the CPU quota in cores (0: none); MemoryBytes the memory limit (0: none).
 	CPUs        float64 `json:"cpus"`
 	MemoryBytes int64   `json:"memory_bytes"`
+	// Load is the request work as a fraction of the CPU quota (0: the fixed
+	// work per request of the workload's config).
+	Load float64 `json:"load,omitempty"`
 	// Round is the 1-based round of the interleaved schedule.
 	Round int `json:"round"`
 
@@ -229,6 +232,9 @@ type Run struct {
 	// HostLoad is the host's 1-minute load average when the run ended (local
 	// runner; 0 when unknown): runs on a busy host are noisy.
 	HostLoad float64 `json:"host_load,omitempty"`
+	// Busy is true when other processes competed with the run for the CPUs:
+	// the host load less the run's own CPU use was above half the CPUs.
+	Busy bool `json:"busy,omitempty"`
 	// Err describes a failure of the run other than an OOM kill.
 	Err string `json:"error,omitempty"`
 }

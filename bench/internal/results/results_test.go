@@ -125,7 +125,46 @@ func TestFloatJSON(t *testing.T) {
 func TestSortSettings(t *testing.T) {
 	sums := []Summary{
 		{Scenario: "cpu", CPUs: 1.5}, {Scenario: "memory", MemoryBytes: 1}, {Scenario: "cpu", CPUs: 0.5},
-		{Scenario: "cpu", CPUs: 1.5, Variant: "x"},
+		{Scenario: "cpu", CPUs: 1.5, Variant: "x"}, {Scenario: "cpu", CPUs: 0.5, Load: 0.7},
 	}
-	assert.Equal(t, []Setting{{"cpu", 0.5, 0}, {"cpu", 1.5, 0}, {"memory", 0, 1}}, SortSettings(sums))
+	assert.Equal(t, []Setting{{"cpu", 0.5, 0, 0}, {"cpu", 1.5, 0, 0}, {"cpu", 0.5, 0, 0.7}, {"memory", 0, 1, 0}}, SortSettings(sums))
+}
+
+func TestAddRegret(t *testing.T) {
+	p99 := func(variant string, cpus float64, v Float) Summary {
+		return Summary{Scenario: "sweep", Variant: variant, CPUs: cpus, Load: 0.7, LatencyP99MS: v}
+	}
+	sums := []Summary{
+		p99("fitgo", 1, 6), p99("GOMAXPROCS=1", 1, 5), p99("GOMAXPROCS=2", 1, 20), p99("runtime", 1, 21),
+		p99("fitgo", 1.5, 4), p99("runtime", 1.5, 2), // no static variant: the best of all
+		p99("fitgo", 2, Float(math.NaN())), p99("GOMAXPROCS=2", 2, 3),
+	}
+	AddRegret(sums)
+	want := []struct {
+		regret float64
+		base   string
+	}{
+		{1.2, "GOMAXPROCS=1"}, {1, "GOMAXPROCS=1"}, {4, "GOMAXPROCS=1"}, {4.2, "GOMAXPROCS=1"},
+		{2, "runtime"}, {1, "runtime"},
+		{math.NaN(), "GOMAXPROCS=2"}, {1, "GOMAXPROCS=2"},
+	}
+	for i, w := range want {
+		assert.Equal(t, w.base, sums[i].RegretBase, sums[i].Variant)
+		if math.IsNaN(w.regret) {
+			assert.True(t, math.IsNaN(float64(sums[i].Regret)))
+			continue
+		}
+		assert.InDelta(t, w.regret, float64(sums[i].Regret), 1e-9, "%s at %v", sums[i].Variant, sums[i].CPUs)
+	}
+}
+
+func TestSummarizeCountsBusyRuns(t *testing.T) {
+	runs := []Run{
+		{Scenario: "cpu", Variant: "a", CPUs: 1, HostLoad: 0.5},
+		{Scenario: "cpu", Variant: "a", CPUs: 1, HostLoad: 3.1, Busy: true},
+	}
+	s := Summarize(runs)
+	require.Len(t, s, 1)
+	assert.Equal(t, 1, s[0].BusyRuns)
+	assert.Equal(t, 3.1, s[0].MaxHostLoad)
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/fitgo/fitgo/bench/internal/stats"
+	"github.com/fitgo/fitgo/bench/internal/variant"
 )
 
 // Summary is one object of results.json: the runs of one variant in one
@@ -14,8 +15,9 @@ import (
 type Summary struct {
 	Scenario    string  `json:"scenario"`
 	Variant     string  `json:"variant"`
-	CPUs        float64 `json:"cpus"`         // CPU quota in cores, 0 for none
-	MemoryBytes int64   `json:"memory_bytes"` // memory limit, 0 for none
+	CPUs        float64 `json:"cpus"`           // CPU quota in cores, 0 for none
+	MemoryBytes int64   `json:"memory_bytes"`   // memory limit, 0 for none
+	Load        float64 `json:"load,omitempty"` // request work as a fraction of the quota, 0 for the fixed work
 	// Runs is the number of runs; CompletedRuns those that printed a result.
 	Runs          int `json:"runs"`
 	CompletedRuns int `json:"completed_runs"`
@@ -49,6 +51,17 @@ type Summary struct {
 	OOMKills uint64 `json:"oom_kills"`
 	// FailedRuns counts runs that ended without a result for another reason.
 	FailedRuns int `json:"failed_runs"`
+	// MaxHostLoad is the highest host load average at the end of a run;
+	// BusyRuns counts the runs on a busy host (Run.Busy).
+	MaxHostLoad float64 `json:"max_host_load"`
+	BusyRuns    int     `json:"busy_runs"`
+
+	// Regret is LatencyP99MS over the best static variant's (GOMAXPROCS=n)
+	// in the same setting, or over the best variant's when the run had no
+	// static variant; NaN when either is missing. Set by AddRegret.
+	Regret Float `json:"regret"`
+	// RegretBase names the variant Regret compares with.
+	RegretBase string `json:"regret_base,omitempty"`
 
 	// Range holds [min, max] over the runs for each median above, by JSON key.
 	Range map[string][2]Float `json:"range"`
@@ -59,13 +72,14 @@ type Setting struct {
 	Scenario    string
 	CPUs        float64
 	MemoryBytes int64
+	Load        float64
 }
 
 // Setting returns the scenario setting of s.
-func (s Summary) Setting() Setting { return Setting{s.Scenario, s.CPUs, s.MemoryBytes} }
+func (s Summary) Setting() Setting { return Setting{s.Scenario, s.CPUs, s.MemoryBytes, s.Load} }
 
 // Setting returns the scenario setting of r.
-func (r Run) Setting() Setting { return Setting{r.Scenario, r.CPUs, r.MemoryBytes} }
+func (r Run) Setting() Setting { return Setting{r.Scenario, r.CPUs, r.MemoryBytes, r.Load} }
 
 // Summarize groups runs by scenario setting and variant, in order of first
 // appearance, and summarises each group.
@@ -87,7 +101,42 @@ func Summarize(runs []Run) []Summary {
 	for _, k := range order {
 		out = append(out, summarize(groups[k]))
 	}
+	AddRegret(out)
 	return out
+}
+
+// AddRegret sets Regret and RegretBase of each summary: its median p99 over
+// the lowest median p99 of the static variants in its setting, or of all
+// variants where the setting has no static one.
+func AddRegret(sums []Summary) {
+	for _, st := range SortSettings(sums) {
+		best, bestAny := -1, -1
+		for i, s := range sums {
+			p := float64(s.LatencyP99MS)
+			if s.Setting() != st || math.IsNaN(p) || !(p > 0) {
+				continue
+			}
+			if bestAny < 0 || p < float64(sums[bestAny].LatencyP99MS) {
+				bestAny = i
+			}
+			if variant.IsStatic(s.Variant) && (best < 0 || p < float64(sums[best].LatencyP99MS)) {
+				best = i
+			}
+		}
+		if best < 0 {
+			best = bestAny
+		}
+		for i := range sums {
+			if sums[i].Setting() != st {
+				continue
+			}
+			sums[i].Regret = Float(math.NaN())
+			if best >= 0 {
+				sums[i].RegretBase = sums[best].Variant
+				sums[i].Regret = sums[i].LatencyP99MS / sums[best].LatencyP99MS
+			}
+		}
+	}
 }
 
 // metric extracts one measurement from a run; NaN when the run lacks it.
@@ -167,6 +216,7 @@ func summarize(runs []Run) Summary {
 		Variant:     first.Variant,
 		CPUs:        first.CPUs,
 		MemoryBytes: first.MemoryBytes,
+		Load:        first.Load,
 		Runs:        len(runs),
 		Range:       map[string][2]Float{},
 	}
@@ -175,6 +225,10 @@ func summarize(runs []Run) Summary {
 			s.CompletedRuns++
 		}
 		s.OOMKills += r.OOMKills
+		s.MaxHostLoad = max(s.MaxHostLoad, r.HostLoad)
+		if r.Busy {
+			s.BusyRuns++
+		}
 		if r.Workload == nil && !r.Killed() {
 			s.FailedRuns++
 		}
@@ -194,7 +248,7 @@ func summarize(runs []Run) Summary {
 }
 
 // SortSettings returns the distinct settings of the summaries, sorted by
-// scenario, CPUs and memory.
+// scenario, load, CPUs and memory.
 func SortSettings(sums []Summary) []Setting {
 	var out []Setting
 	for _, s := range sums {
@@ -203,7 +257,7 @@ func SortSettings(sums []Summary) []Setting {
 		}
 	}
 	slices.SortStableFunc(out, func(a, b Setting) int {
-		return cmp.Or(cmp.Compare(a.Scenario, b.Scenario), cmp.Compare(a.CPUs, b.CPUs), cmp.Compare(a.MemoryBytes, b.MemoryBytes))
+		return cmp.Or(cmp.Compare(a.Scenario, b.Scenario), cmp.Compare(a.Load, b.Load), cmp.Compare(a.CPUs, b.CPUs), cmp.Compare(a.MemoryBytes, b.MemoryBytes))
 	})
 	return out
 }

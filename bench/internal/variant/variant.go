@@ -5,6 +5,7 @@ package variant
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -21,58 +22,133 @@ type Variant struct {
 	// DownwardAPI is true for the variant that gets GOMAXPROCS and GOMEMLIMIT
 	// from the environment, as Kubernetes' downward API would set them.
 	DownwardAPI bool
+	// Env is added to the workload's environment, e.g. FITGO=rounding=ceil.
+	Env []string
 }
 
 // Binary returns the file name of the variant's binary.
 func (v Variant) Binary() string { return v.Cmd[strings.LastIndexByte(v.Cmd, '/')+1:] }
 
-// All is every variant, in report order.
+// All is the default variants, in report order.
 var All = []Variant{
 	{Name: "untuned", Cmd: "cmd/untuned", Doc: "a go ≤1.24 program: GOMAXPROCS = CPU count, no GOMEMLIMIT"},
 	{Name: "runtime", Cmd: "cmd/runtime", Doc: "the Go ≥1.25 runtime's default: leaf cgroup quota rounded up, at least 2; no GOMEMLIMIT"},
 	{Name: "env", Cmd: "cmd/env", Doc: "downward-API env vars: GOMAXPROCS = ceil(CPU limit), GOMEMLIMIT = memory limit", DownwardAPI: true},
 	{Name: "automaxprocs+automemlimit", Cmd: "cmd/automaxprocs-automemlimit", Doc: "go.uber.org/automaxprocs and KimMachineGun/automemlimit blank-imported"},
 	{Name: "fitgo", Cmd: "cmd/fitgo", Doc: "fitgo blank-imported with its defaults"},
-	{Name: "fitgo-ceil", Cmd: "cmd/fitgo-ceil", Doc: "fitgo with the runtime's rounding (quota rounded up)"},
+	rule("ceil"),
 }
 
-// Names returns the names of All.
-func Names() []string {
-	out := make([]string, len(All))
-	for i, v := range All {
-		out[i] = v.Name
+// Rules are fitgo's blank import with each of its rounding rules
+// (FITGO=rounding=...); All has the one that is not the default.
+var Rules = []Variant{rule("floor"), rule("ceil"), rule("nearest")}
+
+func rule(name string) Variant {
+	return Variant{Name: "fitgo-" + name, Cmd: "cmd/fitgo", Env: []string{"FITGO=rounding=" + name},
+		Doc: "fitgo blank-imported with FITGO=rounding=" + name}
+}
+
+// StaticPrefix starts the names of the static variants, GOMAXPROCS=1 to
+// GOMAXPROCS=<CPU count>: the runtime variant's binary with that value in its
+// environment, the oracles of a sweep.
+const StaticPrefix = "GOMAXPROCS="
+
+// Static returns the static variant GOMAXPROCS=n.
+func Static(n int) Variant {
+	name := StaticPrefix + strconv.Itoa(n)
+	return Variant{Name: name, Cmd: "cmd/runtime", Env: []string{name}, Doc: "a fixed " + name + " in the environment"}
+}
+
+// IsStatic reports whether v is a static variant.
+func (v Variant) IsStatic() bool { return IsStatic(v.Name) }
+
+// IsStatic reports whether name is a static variant's.
+func IsStatic(name string) bool { return strings.HasPrefix(name, StaticPrefix) }
+
+// Statics returns the static variants GOMAXPROCS=1 to GOMAXPROCS=ncpu.
+func Statics(ncpu int) []Variant {
+	var out []Variant
+	for n := 1; n <= ncpu; n++ {
+		out = append(out, Static(n))
 	}
 	return out
 }
 
-// Lookup returns the variant called name.
+// Sweep returns a sweep's variants: All, the rules not in All, and the static
+// oracles up to ncpu.
+func Sweep(ncpu int) []Variant {
+	out := slices.Clone(All)
+	for _, r := range Rules {
+		if !slices.ContainsFunc(out, func(v Variant) bool { return v.Name == r.Name }) {
+			out = append(out, r)
+		}
+	}
+	return append(out, Statics(ncpu)...)
+}
+
+// Names returns the names of All and of the other rules.
+func Names() []string {
+	var out []string
+	for _, v := range append(slices.Clone(All), Rules...) {
+		if !slices.Contains(out, v.Name) {
+			out = append(out, v.Name)
+		}
+	}
+	return out
+}
+
+// Lookup returns the variant called name: one of All or Rules, or
+// GOMAXPROCS=n for n ≥ 1.
 func Lookup(name string) (Variant, bool) {
-	for _, v := range All {
+	for _, v := range append(slices.Clone(All), Rules...) {
 		if v.Name == name {
 			return v, true
+		}
+	}
+	if s, ok := strings.CutPrefix(name, StaticPrefix); ok {
+		if n, err := strconv.Atoi(s); err == nil && n >= 1 && strconv.Itoa(n) == s {
+			return Static(n), true
 		}
 	}
 	return Variant{}, false
 }
 
-// Parse parses a comma-separated list of variant names; "all" or "" means All.
-func Parse(list string) ([]Variant, error) {
+// Parse parses a comma-separated list of variant names; "all" or "" means All,
+// "static" the static variants up to ncpu, "sweep" Sweep(ncpu).
+func Parse(list string, ncpu int) ([]Variant, error) {
 	if list = strings.TrimSpace(list); list == "" || list == "all" {
 		return All, nil
 	}
 	var out []Variant
-	for _, n := range strings.Split(list, ",") {
-		n = strings.TrimSpace(n)
-		v, ok := Lookup(n)
-		if !ok {
-			return nil, fmt.Errorf("unknown variant %q (known: %s)", n, strings.Join(Names(), ", "))
-		}
+	add := func(v Variant) error {
 		for _, o := range out {
-			if o.Name == n {
-				return nil, fmt.Errorf("variant %q listed twice", n)
+			if o.Name == v.Name {
+				return fmt.Errorf("variant %q listed twice", v.Name)
 			}
 		}
 		out = append(out, v)
+		return nil
+	}
+	for _, n := range strings.Split(list, ",") {
+		n = strings.TrimSpace(n)
+		var vs []Variant
+		switch n {
+		case "static":
+			vs = Statics(ncpu)
+		case "sweep":
+			vs = Sweep(ncpu)
+		default:
+			v, ok := Lookup(n)
+			if !ok {
+				return nil, fmt.Errorf("unknown variant %q (known: %s, GOMAXPROCS=n, static, sweep)", n, strings.Join(Names(), ", "))
+			}
+			vs = []Variant{v}
+		}
+		for _, v := range vs {
+			if err := add(v); err != nil {
+				return nil, err
+			}
+		}
 	}
 	return out, nil
 }

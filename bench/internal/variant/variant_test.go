@@ -12,22 +12,54 @@ import (
 )
 
 func TestParse(t *testing.T) {
-	all, err := Parse("")
+	all, err := Parse("", 2)
 	require.NoError(t, err)
 	assert.Equal(t, All, all)
-	vs, err := Parse("fitgo, runtime")
+	vs, err := Parse("fitgo, runtime", 2)
 	require.NoError(t, err)
 	require.Len(t, vs, 2)
 	assert.Equal(t, "fitgo", vs[0].Name)
 	assert.Equal(t, "runtime", vs[1].Name)
-	_, err = Parse("fitgo,nope")
+	_, err = Parse("fitgo,nope", 2)
 	require.ErrorContains(t, err, `unknown variant "nope"`)
-	_, err = Parse("fitgo,fitgo")
+	_, err = Parse("fitgo,fitgo", 2)
 	require.ErrorContains(t, err, "twice")
+
+	vs, err = Parse("GOMAXPROCS=3,fitgo-nearest", 2)
+	require.NoError(t, err)
+	require.Len(t, vs, 2)
+	assert.Equal(t, Variant{Name: "GOMAXPROCS=3", Cmd: "cmd/runtime", Env: []string{"GOMAXPROCS=3"}, Doc: "a fixed GOMAXPROCS=3 in the environment"}, vs[0])
+	assert.True(t, vs[0].IsStatic())
+	assert.Equal(t, []string{"FITGO=rounding=nearest"}, vs[1].Env)
+	assert.Equal(t, "fitgo", vs[1].Binary())
+	assert.False(t, vs[1].IsStatic())
+	for _, bad := range []string{"GOMAXPROCS=0", "GOMAXPROCS=-1", "GOMAXPROCS=01", "GOMAXPROCS=", "GOMAXPROCS=x"} {
+		_, err = Parse(bad, 2)
+		require.ErrorContains(t, err, "unknown variant", bad)
+	}
+
+	vs, err = Parse("static", 3)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"GOMAXPROCS=1", "GOMAXPROCS=2", "GOMAXPROCS=3"}, names(vs))
+	_, err = Parse("static,GOMAXPROCS=2", 2)
+	require.ErrorContains(t, err, `"GOMAXPROCS=2" listed twice`)
+
+	vs, err = Parse("sweep", 2)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"untuned", "runtime", "env", "automaxprocs+automemlimit", "fitgo", "fitgo-ceil",
+		"fitgo-floor", "fitgo-nearest", "GOMAXPROCS=1", "GOMAXPROCS=2"}, names(vs))
+}
+
+func names(vs []Variant) []string {
+	var out []string
+	for _, v := range vs {
+		out = append(out, v.Name)
+	}
+	return out
 }
 
 func TestEveryVariantHasAMainPackage(t *testing.T) {
-	for _, v := range All {
+	for _, v := range append(append(All, Rules...), Static(1)) {
 		_, err := os.Stat(filepath.Join("..", "..", v.Cmd, "main.go"))
 		require.NoError(t, err, v.Name)
 	}

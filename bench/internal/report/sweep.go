@@ -1,0 +1,269 @@
+package report
+
+import (
+	"bufio"
+	"fmt"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+
+	"github.com/fitgo/fitgo/bench/internal/results"
+	"github.com/fitgo/fitgo/bench/internal/variant"
+	"github.com/fitgo/fitgo/maxprocs"
+)
+
+// sweep is the settings of one scenario and load at several CPU quotas: a
+// line of the sweep chart per variant, a panel per load.
+type sweep struct {
+	scenario string
+	load     float64
+	settings []results.Setting // by CPU quota
+}
+
+func (s sweep) title() string {
+	if s.load > 0 {
+		return s.scenario + ", load " + strconv.FormatFloat(s.load, 'f', -1, 64) + " of the quota"
+	}
+	return s.scenario + ", fixed work per request"
+}
+
+// sweeps groups the settings with a CPU quota and no memory limit by scenario
+// and load, keeping the groups with at least two quotas.
+func sweeps(sums []results.Summary) []sweep {
+	var out []sweep
+	for _, st := range results.SortSettings(sums) {
+		if st.CPUs <= 0 || st.MemoryBytes > 0 {
+			continue
+		}
+		i := slices.IndexFunc(out, func(s sweep) bool { return s.scenario == st.Scenario && s.load == st.Load })
+		if i < 0 {
+			out = append(out, sweep{scenario: st.Scenario, load: st.Load})
+			i = len(out) - 1
+		}
+		out[i].settings = append(out[i].settings, st)
+	}
+	return slices.DeleteFunc(out, func(s sweep) bool { return len(s.settings) < 2 })
+}
+
+// find returns the summary of variant v in setting st.
+func find(sums []results.Summary, st results.Setting, v string) (results.Summary, bool) {
+	for _, s := range sums {
+		if s.Setting() == st && s.Variant == v {
+			return s, true
+		}
+	}
+	return results.Summary{}, false
+}
+
+// variantsOf returns the variants of sums in order of first appearance.
+func variantsOf(sums []results.Summary) []string {
+	var out []string
+	for _, s := range sums {
+		if !slices.Contains(out, s.Variant) {
+			out = append(out, s.Variant)
+		}
+	}
+	return out
+}
+
+func regret(s results.Summary) string {
+	if math.IsNaN(float64(s.Regret)) || s.RegretBase == "" {
+		return "–"
+	}
+	r := strconv.FormatFloat(float64(s.Regret), 'f', 2, 64) + "x"
+	if !variant.IsStatic(s.RegretBase) {
+		r += "*"
+	}
+	return r
+}
+
+// Rule is a GOMAXPROCS rounding rule that the sweep evaluates through its
+// static variants.
+type Rule struct {
+	Name   string
+	Policy maxprocs.Policy
+}
+
+// Rules are the candidate rules: fitgo's three and the Go runtime's.
+var Rules = []Rule{
+	{"floor", maxprocs.Policy{Rounding: maxprocs.Floor}},
+	{"ceil", maxprocs.Policy{Rounding: maxprocs.Ceil}},
+	{"nearest", maxprocs.Policy{Rounding: maxprocs.Nearest}},
+	{"runtime (ceil, min 2)", maxprocs.Policy{Rounding: maxprocs.Ceil, Min: 2}},
+}
+
+// RuleRegret is a rule's value and regret in one setting: the p99 of the
+// static variant GOMAXPROCS=Procs over the best static p99.
+type RuleRegret struct {
+	Procs  int
+	Regret float64 // NaN when the static variant or the best is missing
+}
+
+// EvalRule returns the rule's regret in each setting of sw, given the CPUs
+// the workload could use.
+func EvalRule(r Rule, sums []results.Summary, settings []results.Setting, ncpu int) []RuleRegret {
+	out := make([]RuleRegret, len(settings))
+	for i, st := range settings {
+		n := r.Policy.Procs(st.CPUs, ncpu)
+		out[i] = RuleRegret{Procs: n, Regret: math.NaN()}
+		if s, ok := find(sums, st, variant.StaticPrefix+strconv.Itoa(n)); ok && variant.IsStatic(s.RegretBase) {
+			out[i].Regret = float64(s.Regret)
+		}
+	}
+	return out
+}
+
+// worst returns the highest regret, NaN if any is missing.
+func worst(rs []RuleRegret) float64 {
+	w := 0.0
+	for _, r := range rs {
+		if math.IsNaN(r.Regret) {
+			return math.NaN()
+		}
+		w = max(w, r.Regret)
+	}
+	return w
+}
+
+// sweepMarkdown writes, for each sweep, the p99 and regret of every variant
+// at every quota, and the candidate rounding rules' regrets read off the
+// static variants.
+func sweepMarkdown(bw *bufio.Writer, meta Meta, sums []results.Summary) error {
+	for _, sw := range sweeps(sums) {
+		fmt.Fprintf(bw, "\n## Sweep: %s\n\nMedian p99 request latency in ms and, in brackets, the regret: the p99 over the best static GOMAXPROCS's p99 at that quota.\n\n", sw.title())
+		head := []string{"variant"}
+		for _, st := range sw.settings {
+			head = append(head, strconv.FormatFloat(st.CPUs, 'f', -1, 64)+" CPU")
+		}
+		head = append(head, "worst regret")
+		fmt.Fprintf(bw, "| %s |\n|---%s|\n", strings.Join(head, " | "), strings.Repeat("|--:", len(head)-1))
+		for _, v := range variantsOf(sums) {
+			row := []string{v}
+			w, any := 0.0, false
+			for _, st := range sw.settings {
+				s, ok := find(sums, st, v)
+				switch {
+				case !ok:
+					row = append(row, "–")
+					continue
+				case s.CompletedRuns == 0 && s.OOMKills > 0:
+					row = append(row, "OOM-killed")
+					continue
+				}
+				row = append(row, fmt.Sprintf("%s (%s)", ms(s.LatencyP99MS), regret(s)))
+				if r := float64(s.Regret); !math.IsNaN(r) {
+					w, any = max(w, r), true
+				}
+			}
+			if any {
+				row = append(row, strconv.FormatFloat(w, 'f', 2, 64)+"x")
+			} else {
+				row = append(row, "–")
+			}
+			fmt.Fprintf(bw, "| %s |\n", strings.Join(row, " | "))
+		}
+		if meta.CPUs <= 0 || !slices.ContainsFunc(sums, func(s results.Summary) bool { return variant.IsStatic(s.Variant) }) {
+			continue
+		}
+		fmt.Fprintf(bw, "\nThe rounding rules, read off the static variants: the GOMAXPROCS each rule gives on %d CPUs, and the regret of that static variant.\n\n", meta.CPUs)
+		fmt.Fprintf(bw, "| %s |\n|---%s|\n", strings.Join(head, " | "), strings.Repeat("|--:", len(head)-1))
+		for _, r := range Rules {
+			rs := EvalRule(r, sums, sw.settings, meta.CPUs)
+			row := []string{r.Name}
+			for _, x := range rs {
+				row = append(row, fmt.Sprintf("%d (%s)", x.Procs, ratio(x.Regret)))
+			}
+			row = append(row, ratio(worst(rs)))
+			fmt.Fprintf(bw, "| %s |\n", strings.Join(row, " | "))
+		}
+	}
+	return nil
+}
+
+func ratio(v float64) string {
+	if math.IsNaN(v) {
+		return "–"
+	}
+	return strconv.FormatFloat(v, 'f', 2, 64) + "x"
+}
+
+// WriteSweepChart draws, for each sweep, the median p99 latency against the
+// CPU quota, one line per variant (static variants dashed), on a log scale,
+// one panel per load, and writes it as a PNG to path.
+func WriteSweepChart(path string, sums []results.Summary) error {
+	sws := sweeps(sums)
+	if len(sws) == 0 {
+		return fmt.Errorf("no setting has several CPU quotas")
+	}
+	names := variantsOf(sums)
+	plots := make([][]*plot.Plot, 1)
+	for _, sw := range sws {
+		p := plot.New()
+		p.Title.Text = sw.title() + ": p99 request latency"
+		p.X.Label.Text = "CPU quota (cores)"
+		p.Y.Label.Text = "p99 ms (median over runs, log scale)"
+		p.Y.Scale = plot.LogScale{}
+		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+		p.Add(plotter.NewGrid())
+		p.Legend.Top = true
+		p.Legend.Left = true
+		p.Legend.TextStyle.Font.Size = font.Length(8)
+		lo, hi := math.Inf(1), 0.0
+		for i, v := range names {
+			var xys plotter.XYs
+			for _, st := range sw.settings {
+				if s, ok := find(sums, st, v); ok && s.LatencyP99MS > 0 {
+					xys = append(xys, plotter.XY{X: st.CPUs, Y: float64(s.LatencyP99MS)})
+					lo, hi = min(lo, float64(s.LatencyP99MS)), max(hi, float64(s.LatencyP99MS))
+				}
+			}
+			if len(xys) == 0 {
+				continue
+			}
+			l, pts, err := plotter.NewLinePoints(xys)
+			if err != nil {
+				return err
+			}
+			l.Color = plotutil.Color(i)
+			l.Width = vg.Points(1.5)
+			pts.Color = l.Color
+			pts.Shape = plotutil.Shape(i)
+			if variant.IsStatic(v) {
+				l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+				l.Width = vg.Points(2.5)
+			}
+			p.Add(l, pts)
+			p.Legend.Add(v, l, pts)
+		}
+		if hi > 0 {
+			p.Y.Min, p.Y.Max = lo/1.5, hi*4 // room above for the legend
+		}
+		plots[0] = append(plots[0], p)
+	}
+	const panel = 6.5 * vg.Inch
+	img := vgimg.New(panel*vg.Length(len(plots[0])), 5*vg.Inch)
+	tiles := draw.Tiles{Rows: 1, Cols: len(plots[0]), PadX: vg.Inch / 3, PadTop: vg.Inch / 8, PadBottom: vg.Inch / 8, PadLeft: vg.Inch / 8, PadRight: vg.Inch / 4}
+	canvases := plot.Align(plots, tiles, draw.New(img))
+	for j := range plots[0] {
+		plots[0][j].Draw(canvases[0][j])
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
