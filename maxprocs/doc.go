@@ -27,11 +27,12 @@
 // is capped at the number of CPUs the process may run on (runtime.NumCPU, the
 // CPU affinity at start-up), then the Policy turns it into a whole number:
 //
-//   - Rounding: Floor (default) rounds down, Ceil rounds up, Nearest rounds
+//   - Rounding: Ceil (default) rounds up, Floor rounds down, Nearest rounds
 //     halves up; each has a minimum of 1. The Go runtime's own rule is Ceil
 //     with a minimum of 2. A GOMAXPROCS above the quota lets the scheduler
 //     burn the quota early in each CFS period and then sit throttled; one
-//     below it leaves the fraction unused.
+//     below it caps the process below its quota, which under load is far
+//     worse. The README has the sweep of quotas and loads that chose Ceil.
 //   - Min and Max bound the result (Min 0 means 1).
 //   - Reserve subtracts cores before rounding, for sidecars that share the limit.
 //

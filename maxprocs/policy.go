@@ -14,12 +14,13 @@ import (
 type Rounding uint8
 
 const (
+	// Ceil rounds up: 0.5 gives 1, 1.2 gives 2, 2.7 gives 3. It is the
+	// default: it never gives fewer Ps than the quota can keep busy, and at
+	// or below one CPU it gives 1, where the runtime's minimum of 2 throttles.
+	Ceil Rounding = iota
 	// Floor rounds down: 0.5 gives 1, 1.5 gives 1, 2.7 gives 2. It is
 	// automaxprocs' rule.
-	Floor Rounding = iota
-	// Ceil rounds up: 0.5 gives 1, 1.2 gives 2, 2.7 gives 3. It uses every
-	// fraction of the quota.
-	Ceil
+	Floor
 	// Nearest rounds to the nearest whole number, halves up: 0.5 gives 1,
 	// 1.49 gives 1, 1.5 gives 2.
 	Nearest
@@ -41,12 +42,12 @@ func (r Rounding) String() string {
 // round rounds q, which is not negative, by r.
 func (r Rounding) round(q float64) int {
 	switch r {
-	case Ceil:
-		return int(math.Ceil(q - epsilon))
+	case Floor:
+		return int(math.Floor(q + epsilon))
 	case Nearest:
 		return int(math.Floor(q + 0.5 + epsilon))
 	}
-	return int(math.Floor(q + epsilon))
+	return int(math.Ceil(q - epsilon))
 }
 
 // epsilon absorbs floating-point error in quota arithmetic (2.3-0.3 is
@@ -55,7 +56,7 @@ func (r Rounding) round(q float64) int {
 const epsilon = 1e-6
 
 // Policy turns a CPU limit into a GOMAXPROCS value. The zero Policy is
-// fitgo's default: Floor, minimum 1, no maximum, no reserve.
+// fitgo's default: Ceil, minimum 1, no maximum, no reserve.
 //
 // The value is computed as follows: the limit is capped at the number of CPUs
 // the process may run on (its affinity), the Reserve is subtracted, the result

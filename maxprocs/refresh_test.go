@@ -151,8 +151,8 @@ func TestTickCooperatesWithRuntime(t *testing.T) {
 		te := newTestEnv(fk, 8, modernRT, nil)
 		te.src.setQuota(2, app)
 		_, s := applyFollowing(t, te)
-		// 1.5 CPUs: the runtime says 2, floor says 1.
-		assert.True(t, s.Tick(time.Now(), cpuLimits(1.5, app), nil))
+		// 0.5 CPUs: the runtime says 2 (its minimum), fitgo's rule 1.
+		assert.True(t, s.Tick(time.Now(), cpuLimits(0.5, app), nil))
 		value, sets, _ := fk.get()
 		assert.Equal(t, 1, value)
 		assert.Equal(t, 1, sets)
@@ -227,7 +227,7 @@ func TestRefreshFollowsWithinTwoIntervals(t *testing.T) {
 	for _, step := range []struct {
 		cores float64
 		want  int
-	}{{3, 3}, {1.5, 1}, {6.2, 6}} {
+	}{{3, 3}, {1.5, 2}, {6.2, 7}} {
 		te.src.setQuota(step.cores, "/sys/fs/cgroup/app")
 		changed, ticks := time.Now(), te.loop.Ticks()
 		require.Eventually(t, func() bool { v, _, _ := fk.get(); return v == step.want }, 10*time.Second, time.Millisecond)
@@ -244,7 +244,7 @@ func TestRefreshFollowsWithinTwoIntervals(t *testing.T) {
 	te.src.setQuota(2, "/sys/fs/cgroup/app")
 	time.Sleep(3 * interval)
 	value, _, _ := fk.get()
-	assert.Equal(t, 6, value, "no change after stop")
+	assert.Equal(t, 7, value, "no change after stop")
 }
 
 // TestRefreshOverWatcher follows real files through cgroup.Watcher.

@@ -268,9 +268,9 @@ func bytesString(n int64) string {
 }
 
 // policies reports what fitgo's policies would set in this process: its
-// default GOMAXPROCS rounding (floor, at least 1), the Go runtime's rounding
-// (ceil, at least 2) applied to the same effective limit, and its default
-// GOMEMLIMIT ratio. It uses
+// default GOMAXPROCS rounding (ceil, at least 1), floor, and the Go runtime's
+// rule (ceil, at least 2) applied to the same effective limit, and its
+// default GOMEMLIMIT ratio. It uses
 // maxprocs.Plan and memlimit.Plan, which read the same limits and
 // environment as Apply and change nothing.
 func policies() []policy {
@@ -289,8 +289,9 @@ func policies() []policy {
 		name string
 		opts []maxprocs.Option
 	}{
-		{"fitgo GOMAXPROCS (floor)", nil},
-		{"fitgo GOMAXPROCS (ceil)", []maxprocs.Option{maxprocs.WithRounding(maxprocs.Ceil)}},
+		{"fitgo GOMAXPROCS (ceil, the default)", nil},
+		{"fitgo GOMAXPROCS (floor)", []maxprocs.Option{maxprocs.WithRounding(maxprocs.Floor)}},
+		{"the runtime's rule on the effective limit (ceil, min 2)", []maxprocs.Option{maxprocs.WithMin(2)}},
 	} {
 		r, err := maxprocs.Plan(mp.opts...)
 		v := fmt.Sprint(r.After)

@@ -65,14 +65,14 @@ func TestPrintText(t *testing.T) {
 }
 
 // TestInspectHere runs the real inspection on this machine: whatever the
-// machine, it must describe the runtime as it is and report the three
+// machine, it must describe the runtime as it is and report the four
 // policies, in text and as JSON.
 func TestInspectHere(t *testing.T) {
 	r := inspect()
 	assert.Equal(t, runtime.GOMAXPROCS(0), r.GOMAXPROCS)
 	assert.Equal(t, runtime.NumCPU(), r.NumCPU)
 	assert.NotEmpty(t, r.Summary)
-	require.Len(t, r.Policies, 3)
+	require.Len(t, r.Policies, 4)
 	for _, p := range r.Policies {
 		assert.NotEmpty(t, p.Value, p.Name)
 		assert.False(t, strings.HasPrefix(p.Reason, "error:"), "%s: %s", p.Name, p.Reason)

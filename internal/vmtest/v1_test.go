@@ -41,7 +41,7 @@ func TestCgroupV1(t *testing.T) {
 		var b report.Blank
 		one(t, c, "v1/leaf", "report", &b)
 		checkBlank(t, b, wantBlank{
-			procs: 1, before: guestCPUs, cores: 1.5, cpuSource: cpu + "/leaf",
+			procs: 2, before: guestCPUs, cores: 1.5, cpuSource: cpu + "/leaf",
 			mem: 512 * mib, memFrom: "memory.limit_in_bytes", memSource: mem + "/leaf",
 		})
 
@@ -116,7 +116,7 @@ func TestCgroupV1(t *testing.T) {
 		var b report.Blank
 		one(t, c, "hybrid/leaf", "report", &b)
 		checkBlank(t, b, wantBlank{
-			procs: 1, before: guestCPUs, cores: 1.5, cpuSource: cpu + "/leaf",
+			procs: 2, before: guestCPUs, cores: 1.5, cpuSource: cpu + "/leaf",
 			mem: 512 * mib, memFrom: "memory.limit_in_bytes", memSource: mem + "/leaf",
 		})
 	})

@@ -41,11 +41,11 @@ func TestCgroupV2(t *testing.T) {
 			max: 512 * mib, maxSource: cg + "/leaf",
 		})
 
-		// The blank import: floor(1.5) = 1 and 90% of 512 MiB.
+		// The blank import: ceil(1.5) = 2 and 90% of 512 MiB.
 		var b report.Blank
 		one(t, c, "v2/leaf", "report", &b)
 		checkBlank(t, b, wantBlank{
-			procs: 1, before: guestCPUs, cores: 1.5, cpuSource: cg + "/leaf",
+			procs: 2, before: guestCPUs, cores: 1.5, cpuSource: cg + "/leaf",
 			mem: 512 * mib, memFrom: "memory.max", memSource: cg + "/leaf",
 		})
 		assert.False(t, b.Fitgo.MaxProcs.Runtime.ContainerAware, "go 1.23 main module: containermaxprocs=0")
@@ -59,11 +59,12 @@ func TestCgroupV2(t *testing.T) {
 		assert.Equal(t, "ceil, min 1", ceil.MaxProcs.Policy)
 
 		// The blank import with GODEBUG=containermaxprocs=1,updatemaxprocs=1:
-		// the runtime chose 2 before fitgo set 1.
+		// the runtime chose 2, fitgo's value too, so fitgo leaves it (and the
+		// runtime's updates on).
 		var bg report.Blank
 		one(t, c, "v2/leaf-godebug", "report", &bg)
 		checkBlank(t, bg, wantBlank{
-			procs: 1, before: 2, cores: 1.5, cpuSource: cg + "/leaf",
+			procs: 2, before: 2, cores: 1.5, cpuSource: cg + "/leaf",
 			mem: 512 * mib, memFrom: "memory.max", memSource: cg + "/leaf",
 		})
 		assert.True(t, bg.Fitgo.MaxProcs.Runtime.ContainerAware)
@@ -133,7 +134,7 @@ func TestCgroupV2(t *testing.T) {
 		var b report.Blank
 		one(t, c, "v2/cgns-remount", "report", &b)
 		checkBlank(t, b, wantBlank{
-			procs: 2, before: guestCPUs, cores: 2.5, cpuSource: cg,
+			procs: 3, before: guestCPUs, cores: 2.5, cpuSource: cg,
 			mem: 320 * mib, memFrom: "memory.max", memSource: cg,
 		})
 

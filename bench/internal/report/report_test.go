@@ -180,6 +180,9 @@ func TestSweepMarkdown(t *testing.T) {
 		"| ceil | 1 (1.00x) | 1 (1.00x) | 2 (1.00x) | 1.00x |",
 		"| nearest | 1 (1.00x) | 1 (1.00x) | 2 (1.00x) | 1.00x |",
 		"| runtime (ceil, min 2) | 2 (2.05x) | 2 (3.00x) | 2 (1.00x) | 3.00x |",
+		"## Rounding rules over the whole sweep",
+		"| rule | sweep, load 0.1 of the quota | sweep, load 0.7 of the quota | worst |",
+		"| floor | 2.57x | 2.57x | 2.57x |",
 	} {
 		assert.Contains(t, out, want)
 	}

@@ -187,6 +187,34 @@ func sweepMarkdown(bw *bufio.Writer, meta Meta, sums []results.Summary) error {
 			fmt.Fprintf(bw, "| %s |\n", strings.Join(row, " | "))
 		}
 	}
+	return rulesOverall(bw, meta, sums)
+}
+
+// rulesOverall writes each rule's worst regret per sweep and over all of
+// them: the number that chooses the default.
+func rulesOverall(bw *bufio.Writer, meta Meta, sums []results.Summary) error {
+	sws := sweeps(sums)
+	if len(sws) < 2 || meta.CPUs <= 0 || !slices.ContainsFunc(sums, func(s results.Summary) bool { return variant.IsStatic(s.Variant) }) {
+		return nil
+	}
+	fmt.Fprintf(bw, "\n## Rounding rules over the whole sweep\n\nEach rule's worst regret (its GOMAXPROCS's p99 over the best static p99) in each sweep and over all cells.\n\n")
+	head := []string{"rule"}
+	for _, sw := range sws {
+		head = append(head, sw.title())
+	}
+	head = append(head, "worst")
+	fmt.Fprintf(bw, "| %s |\n|---%s|\n", strings.Join(head, " | "), strings.Repeat("|--:", len(head)-1))
+	for _, r := range Rules {
+		row := []string{r.Name}
+		var all []RuleRegret
+		for _, sw := range sws {
+			rs := EvalRule(r, sums, sw.settings, meta.CPUs)
+			all = append(all, rs...)
+			row = append(row, ratio(worst(rs)))
+		}
+		row = append(row, ratio(worst(all)))
+		fmt.Fprintf(bw, "| %s |\n", strings.Join(row, " | "))
+	}
 	return nil
 }
 

@@ -35,8 +35,8 @@ var All = []Variant{
 	{Name: "runtime", Cmd: "cmd/runtime", Doc: "the Go ≥1.25 runtime's default: leaf cgroup quota rounded up, at least 2; no GOMEMLIMIT"},
 	{Name: "env", Cmd: "cmd/env", Doc: "downward-API env vars: GOMAXPROCS = ceil(CPU limit), GOMEMLIMIT = memory limit", DownwardAPI: true},
 	{Name: "automaxprocs+automemlimit", Cmd: "cmd/automaxprocs-automemlimit", Doc: "go.uber.org/automaxprocs and KimMachineGun/automemlimit blank-imported"},
-	{Name: "fitgo", Cmd: "cmd/fitgo", Doc: "fitgo blank-imported with its defaults"},
-	rule("ceil"),
+	{Name: "fitgo", Cmd: "cmd/fitgo", Doc: "fitgo blank-imported with its defaults (GOMAXPROCS: the quota rounded up, at least 1)"},
+	rule("floor"),
 }
 
 // Rules are fitgo's blank import with each of its rounding rules
@@ -113,8 +113,8 @@ func Lookup(name string) (Variant, bool) {
 	return Variant{}, false
 }
 
-// Parse parses a comma-separated list of variant names; "all" or "" means All,
-// "static" the static variants up to ncpu, "sweep" Sweep(ncpu).
+// Parse parses a comma-separated list of variant names; "all" means All,
+// "static" the static variants up to ncpu, "sweep" Sweep(ncpu); "" is All.
 func Parse(list string, ncpu int) ([]Variant, error) {
 	if list = strings.TrimSpace(list); list == "" || list == "all" {
 		return All, nil
@@ -133,6 +133,8 @@ func Parse(list string, ncpu int) ([]Variant, error) {
 		n = strings.TrimSpace(n)
 		var vs []Variant
 		switch n {
+		case "all":
+			vs = All
 		case "static":
 			vs = Statics(ncpu)
 		case "sweep":
@@ -140,7 +142,7 @@ func Parse(list string, ncpu int) ([]Variant, error) {
 		default:
 			v, ok := Lookup(n)
 			if !ok {
-				return nil, fmt.Errorf("unknown variant %q (known: %s, GOMAXPROCS=n, static, sweep)", n, strings.Join(Names(), ", "))
+				return nil, fmt.Errorf("unknown variant %q (known: %s, GOMAXPROCS=n, all, static, sweep)", n, strings.Join(Names(), ", "))
 			}
 			vs = []Variant{v}
 		}

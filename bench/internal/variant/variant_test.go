@@ -46,8 +46,12 @@ func TestParse(t *testing.T) {
 
 	vs, err = Parse("sweep", 2)
 	require.NoError(t, err)
-	assert.Equal(t, []string{"untuned", "runtime", "env", "automaxprocs+automemlimit", "fitgo", "fitgo-ceil",
-		"fitgo-floor", "fitgo-nearest", "GOMAXPROCS=1", "GOMAXPROCS=2"}, names(vs))
+	assert.Equal(t, []string{"untuned", "runtime", "env", "automaxprocs+automemlimit", "fitgo", "fitgo-floor",
+		"fitgo-ceil", "fitgo-nearest", "GOMAXPROCS=1", "GOMAXPROCS=2"}, names(vs))
+
+	vs, err = Parse("all,fitgo-ceil", 2)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"untuned", "runtime", "env", "automaxprocs+automemlimit", "fitgo", "fitgo-floor", "fitgo-ceil"}, names(vs))
 }
 
 func names(vs []Variant) []string {
