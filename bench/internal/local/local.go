@@ -448,8 +448,12 @@ func (r *runner) run(ctx context.Context) ([]results.Run, error) {
 		}
 		r.logf("calibrated: %d iterations of the work loop take %v", r.iters, o.Work)
 	}
-	r.meta.Workload = fmt.Sprintf("live heap %s of 32-byte two-pointer nodes, %g MiB/s allocation, %g requests/s (open loop, generator woken by %s) each %d work-loop iterations (%v CPU, calibrated), %v measured per run, CFS period %v",
-		heapDesc(sets), o.AllocMiB, o.Rate, o.Ticker, r.iters, o.Work, o.Duration, o.Period)
+	work := fmt.Sprintf("each %d work-loop iterations (%v CPU, calibrated)", r.iters, o.Work)
+	if slices.ContainsFunc(sets, func(s setting) bool { return s.load > 0 }) {
+		work += "; with a load L, each request's work is L × the quota / the rate (the host's CPUs without a quota), scaled from the calibration"
+	}
+	r.meta.Workload = fmt.Sprintf("live heap %s of 32-byte two-pointer nodes, %g MiB/s allocation, %g requests/s (open loop, generator woken by %s) %s, %v measured per run, CFS period %v",
+		heapDesc(sets), o.AllocMiB, o.Rate, o.Ticker, work, o.Duration, o.Period)
 	r.meta.Notes = append(r.meta.Notes, variantNotes(o.Variants))
 
 	load0 := loadAvg()
