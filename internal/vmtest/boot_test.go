@@ -79,7 +79,7 @@ func setup(t *testing.T) (Host, string) {
 		t.Skip("boots qemu; skipped with -short (FITGO_VMTEST=require runs it anyway)")
 	}
 	setupOnce.Do(func() {
-		setupHost, setupMiss = LookupHost(".cache")
+		setupHost, setupMiss = LookupHost(CacheDir())
 		if len(setupMiss) > 0 {
 			return
 		}

@@ -17,7 +17,7 @@
 // v2, and pure cgroup v1 then hybrid) run in parallel: about 12 s on an idle
 // two-core machine, 40 s on a heavily loaded one. Other variables:
 //
-//	FITGO_VMTEST_CACHE    absolute path of the kernel cache (default internal/vmtest/.cache)
+//	FITGO_VMTEST_CACHE    absolute path of the kernel cache (default $XDG_CACHE_HOME/fitgo/vmtest or ~/.cache/fitgo/vmtest)
 //	FITGO_VMTEST_KERNEL   a kernel image to boot instead of $FITGO_VMTEST_CACHE/vmlinuz
 //	FITGO_VMTEST_QEMU     the qemu binary (default qemu-system-x86_64 in PATH)
 //	FITGO_VMTEST_BUSYBOX  a static busybox (default busybox in PATH)

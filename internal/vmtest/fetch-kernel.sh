@@ -4,8 +4,8 @@
 #
 # Usage: internal/vmtest/fetch-kernel.sh
 #
-# The cache directory is $FITGO_VMTEST_CACHE, or internal/vmtest/.cache (ignored
-# by git). On success it holds vmlinuz (a symlink to the extracted kernel) and
+# The cache directory is $FITGO_VMTEST_CACHE, or fitgo/vmtest in the user's
+# cache directory ($XDG_CACHE_HOME, or ~/.cache): outside the repository. On success it holds vmlinuz (a symlink to the extracted kernel) and
 # kernel-version. Running the script again when the kernel of the current
 # linux-image-cloud-amd64 candidate is already there does nothing.
 #
@@ -15,8 +15,7 @@
 set -eu
 
 meta=linux-image-cloud-amd64
-here=$(cd "$(dirname "$0")" && pwd)
-cache=${FITGO_VMTEST_CACHE:-$here/.cache}
+cache=${FITGO_VMTEST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/fitgo/vmtest}
 
 if ! apt-cache show "$meta" >/dev/null 2>&1; then
 	apt-get update

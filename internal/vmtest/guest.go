@@ -21,9 +21,20 @@ type Host struct {
 	Busybox string // a statically linked busybox
 }
 
+// CacheDir is the default kernel cache, outside the repository:
+// fitgo/vmtest in the user's cache directory ($XDG_CACHE_HOME or ~/.cache),
+// where fetch-kernel.sh puts the kernel; FITGO_VMTEST_CACHE overrides it.
+func CacheDir() string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		dir = os.TempDir()
+	}
+	return filepath.Join(dir, "fitgo", "vmtest")
+}
+
 // LookupHost finds qemu, the kernel and busybox, honouring the environment
 // variables described in the package documentation. cacheDir is the default
-// kernel cache directory. Each missing piece adds a line to missing that says
+// kernel cache directory (CacheDir). Each missing piece adds a line to missing that says
 // how to get it.
 func LookupHost(cacheDir string) (h Host, missing []string) {
 	if dir := os.Getenv("FITGO_VMTEST_CACHE"); dir != "" {

@@ -53,7 +53,7 @@ func TestVMCgroupV2(t *testing.T) {
 	}
 	mod, err := findModule("")
 	require.NoError(t, err)
-	host, missing := vmtest.LookupHost(filepath.Join(mod, "..", "internal", "vmtest", ".cache"))
+	host, missing := vmtest.LookupHost(vmtest.CacheDir())
 	if len(missing) > 0 {
 		msg := "the vm test needs:\n\t" + strings.Join(missing, "\n\t")
 		if mode == "require" {
