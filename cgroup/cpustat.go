@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
+	"os"
 	"path"
 	"time"
 )
@@ -133,28 +135,31 @@ func parseCPUAcctUsage(data []byte) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
-	v, ok := parseInt(line)
-	if !ok || v < 0 {
+	v, ok := parseUint(line)
+	if !ok || v > math.MaxInt64 {
 		return 0, invalid(1, "cpuacct.usage", line)
 	}
 	return time.Duration(v), nil
 }
 
-// ReadCPUStatFS is ReadCPUStat on fsys rooted at "/". It finds the process's
-// CPU cgroup like ReadFS and reads cpu.stat in the directory whose quota is the
-// effective limit (CPU.Source), which is where throttling happens, or in the
-// process's own cgroup (CPU.Dir) when there is no limit. The error wraps
-// ErrNoCgroup when there is no cgroup information or the CPU controller's
-// cgroup is not visible.
-func ReadCPUStatFS(fsys fs.FS) (CPUStat, error) {
-	r := fsReader{fsys: fsys, buf: make([]byte, 0, 4096)}
-	var lim Limits
-	w, err := discover(&r, &lim)
+// ReadCPUStat reads cpu.stat of the calling process's effective CPU cgroup:
+// the directory whose quota is the effective limit (CPU.Source), which is
+// where throttling happens, or the process's own cgroup (CPU.Dir) when there
+// is no limit. The error wraps ErrNoCgroup when there is no cgroup
+// information or the CPU controller's cgroup is not visible.
+func ReadCPUStat() (CPUStat, error) { return readCPUStatFS(os.DirFS("/")) }
+
+// readCPUStatFS is ReadCPUStat on fsys rooted at "/".
+func readCPUStatFS(fsys fs.FS) (CPUStat, error) {
+	r := fsReader{fsys: fsys}
+	self, err := r.read(procSelfCgroup, maxProcFile)
 	if err != nil {
-		return CPUStat{}, err
+		return CPUStat{}, noCgroup(err)
 	}
+	var lim Limits
+	discover(&r, self, &lim)
 	c := &lim.CPU
-	evalCPU(&r, c, w.cpuSkipsTop)
+	evalCPU(&r, c)
 	if c.Err != nil {
 		return CPUStat{}, c.Err
 	}
@@ -176,12 +181,12 @@ func ReadCPUStatDir(fsys fs.FS, dir string) (CPUStat, error) {
 	if !path.IsAbs(dir) {
 		return CPUStat{}, fmt.Errorf("cgroup: ReadCPUStatDir: %q is not an absolute path", dir)
 	}
-	r := fsReader{fsys: fsys, buf: make([]byte, 0, 1024)}
+	r := fsReader{fsys: fsys}
 	return readCPUStat(&r, path.Clean(dir))
 }
 
 func readCPUStat(r *fsReader, dir string) (CPUStat, error) {
-	data, err := r.read(joinPath(dir, fileCPUStat), true)
+	data, err := r.read(joinPath(dir, fileCPUStat), maxStatFile)
 	if err != nil {
 		return CPUStat{}, err
 	}
@@ -192,7 +197,7 @@ func readCPUStat(r *fsReader, dir string) (CPUStat, error) {
 	if s.HasUsage {
 		return s, nil
 	}
-	data, err = r.read(joinPath(dir, fileCPUAcctUsage), true)
+	data, err = r.read(joinPath(dir, fileCPUAcctUsage), maxLimitFile)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return s, nil
