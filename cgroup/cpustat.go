@@ -49,27 +49,21 @@ type CPUStat struct {
 // usage.
 func (s CPUStat) Sub(prev CPUStat) CPUStat {
 	d := CPUStat{
-		Periods:          subUint(s.Periods, prev.Periods),
-		ThrottledPeriods: subUint(s.ThrottledPeriods, prev.ThrottledPeriods),
-		ThrottledTime:    subDuration(s.ThrottledTime, prev.ThrottledTime),
-		Bursts:           subUint(s.Bursts, prev.Bursts),
-		BurstTime:        subDuration(s.BurstTime, prev.BurstTime),
+		Periods:          sub(s.Periods, prev.Periods),
+		ThrottledPeriods: sub(s.ThrottledPeriods, prev.ThrottledPeriods),
+		ThrottledTime:    sub(s.ThrottledTime, prev.ThrottledTime),
+		Bursts:           sub(s.Bursts, prev.Bursts),
+		BurstTime:        sub(s.BurstTime, prev.BurstTime),
 		HasUsage:         s.HasUsage && prev.HasUsage,
 	}
 	if d.HasUsage {
-		d.Usage = subDuration(s.Usage, prev.Usage)
+		d.Usage = sub(s.Usage, prev.Usage)
 	}
 	return d
 }
 
-func subUint(a, b uint64) uint64 {
-	if a < b {
-		return 0
-	}
-	return a - b
-}
-
-func subDuration(a, b time.Duration) time.Duration {
+// sub returns a - b, or 0 when b is larger.
+func sub[T uint64 | time.Duration](a, b T) T {
 	if a < b {
 		return 0
 	}
@@ -151,26 +145,21 @@ func ReadCPUStat() (CPUStat, error) { return readCPUStatFS(os.DirFS("/")) }
 
 // readCPUStatFS is ReadCPUStat on fsys rooted at "/".
 func readCPUStatFS(fsys fs.FS) (CPUStat, error) {
-	r := fsReader{fsys: fsys}
-	self, err := r.read(procSelfCgroup, maxProcFile)
-	if err != nil {
-		return CPUStat{}, noCgroup(err)
-	}
-	var lim Limits
-	discover(&r, self, &lim)
-	c := &lim.CPU
-	evalCPU(&r, c)
-	if c.Err != nil {
+	lim, err := ReadFS(fsys)
+	c := lim.CPU
+	switch {
+	case errors.Is(err, ErrNoCgroup):
+		return CPUStat{}, err
+	case c.Err != nil:
 		return CPUStat{}, c.Err
-	}
-	if c.Version == 0 {
+	case c.Version == 0:
 		return CPUStat{}, fmt.Errorf("%w: the cpu controller's cgroup of this process is not visible", ErrNoCgroup)
 	}
 	dir := c.Source
 	if dir == "" {
 		dir = c.Dir
 	}
-	return readCPUStat(&r, dir)
+	return readCPUStat(&fsReader{fsys: fsys}, dir)
 }
 
 // ReadCPUStatDir reads cpu.stat in the absolute directory dir of fsys, which

@@ -67,30 +67,23 @@ func parseMountInfoLine(line []byte) (m mountInfo, ok bool) {
 	return m, true
 }
 
-// unescapeAppend appends s to dst, decoding the kernel's octal escapes
-// (backslash and three octal digits, as in "\040" for a space). A backslash
-// that does not start such an escape is kept as it is.
-func unescapeAppend(dst, s []byte) []byte {
+// unescape decodes the kernel's octal escapes (backslash and three octal
+// digits, as in "\040" for a space). A backslash that does not start such an
+// escape is kept as it is.
+func unescape(s []byte) string {
+	b := make([]byte, 0, len(s))
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if c == '\\' && i+3 < len(s) && '0' <= s[i+1] && s[i+1] <= '3' && isOctal(s[i+2]) && isOctal(s[i+3]) {
 			c = (s[i+1]-'0')<<6 | (s[i+2]-'0')<<3 | (s[i+3] - '0')
 			i += 3
 		}
-		dst = append(dst, c)
+		b = append(b, c)
 	}
-	return dst
+	return string(b)
 }
 
 func isOctal(c byte) bool { return '0' <= c && c <= '7' }
-
-// unescape returns s decoded, without copying when it has no backslash.
-func unescape(s []byte) string {
-	if bytes.IndexByte(s, '\\') < 0 {
-		return string(s)
-	}
-	return string(unescapeAppend(make([]byte, 0, len(s)), s))
-}
 
 // isAncestorOrSelf reports whether the cgroup path root is cgPath or one of
 // its ancestors, comparing the paths as they are, "/.." elements included.

@@ -268,14 +268,7 @@ func TestHelperStacked(t *testing.T) {
 	defer w.Close()
 	r.Watch, err = w.Read()
 	r.WatchErr = errString(err)
-	procs, _ := os.ReadFile("/proc/self/cgroup")
-	r.SelfProcs = string(procs)
-	r.Read.CPU.Err, r.Read.Memory.Err, r.Watch.CPU.Err, r.Watch.Memory.Err = nil, nil, nil, nil
-	data, err := json.Marshal(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fmt.Printf("%s%s\n", resultMarker, data)
+	printResult(t, r)
 }
 
 // readLine returns the rest of the next line of the helper's output that
@@ -352,19 +345,25 @@ func TestHelperProcess(t *testing.T) {
 		r.WatchErr = errString(err)
 		r.Stat, err = ReadCPUStat()
 		r.StatErr = errString(err)
-		procs, _ := os.ReadFile("/proc/self/cgroup")
-		r.SelfProcs = string(procs)
-		r.Read.CPU.Err, r.Read.Memory.Err, r.Watch.CPU.Err, r.Watch.Memory.Err = nil, nil, nil, nil
-		data, err := json.Marshal(r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		fmt.Printf("%s%s\n", resultMarker, data)
+		printResult(t, r)
 	}
 	report()
 	for in.Scan() {
 		report()
 	}
+}
+
+// printResult prints r, with the helper's /proc/self/cgroup, as one line for
+// readResult.
+func printResult(t *testing.T, r helperResult) {
+	procs, _ := os.ReadFile("/proc/self/cgroup")
+	r.SelfProcs = string(procs)
+	r.Read.CPU.Err, r.Read.Memory.Err, r.Watch.CPU.Err, r.Watch.Memory.Err = nil, nil, nil, nil
+	data, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Printf("%s%s\n", resultMarker, data)
 }
 
 func errString(err error) string {
