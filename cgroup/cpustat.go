@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
+	"os"
 	"path"
 	"time"
 )
@@ -47,27 +49,21 @@ type CPUStat struct {
 // usage.
 func (s CPUStat) Sub(prev CPUStat) CPUStat {
 	d := CPUStat{
-		Periods:          subUint(s.Periods, prev.Periods),
-		ThrottledPeriods: subUint(s.ThrottledPeriods, prev.ThrottledPeriods),
-		ThrottledTime:    subDuration(s.ThrottledTime, prev.ThrottledTime),
-		Bursts:           subUint(s.Bursts, prev.Bursts),
-		BurstTime:        subDuration(s.BurstTime, prev.BurstTime),
+		Periods:          sub(s.Periods, prev.Periods),
+		ThrottledPeriods: sub(s.ThrottledPeriods, prev.ThrottledPeriods),
+		ThrottledTime:    sub(s.ThrottledTime, prev.ThrottledTime),
+		Bursts:           sub(s.Bursts, prev.Bursts),
+		BurstTime:        sub(s.BurstTime, prev.BurstTime),
 		HasUsage:         s.HasUsage && prev.HasUsage,
 	}
 	if d.HasUsage {
-		d.Usage = subDuration(s.Usage, prev.Usage)
+		d.Usage = sub(s.Usage, prev.Usage)
 	}
 	return d
 }
 
-func subUint(a, b uint64) uint64 {
-	if a < b {
-		return 0
-	}
-	return a - b
-}
-
-func subDuration(a, b time.Duration) time.Duration {
+// sub returns a - b, or 0 when b is larger.
+func sub[T uint64 | time.Duration](a, b T) T {
 	if a < b {
 		return 0
 	}
@@ -133,39 +129,37 @@ func parseCPUAcctUsage(data []byte) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
-	v, ok := parseInt(line)
-	if !ok || v < 0 {
+	v, ok := parseUint(line)
+	if !ok || v > math.MaxInt64 {
 		return 0, invalid(1, "cpuacct.usage", line)
 	}
 	return time.Duration(v), nil
 }
 
-// ReadCPUStatFS is ReadCPUStat on fsys rooted at "/". It finds the process's
-// CPU cgroup like ReadFS and reads cpu.stat in the directory whose quota is the
-// effective limit (CPU.Source), which is where throttling happens, or in the
-// process's own cgroup (CPU.Dir) when there is no limit. The error wraps
-// ErrNoCgroup when there is no cgroup information or the CPU controller's
-// cgroup is not visible.
-func ReadCPUStatFS(fsys fs.FS) (CPUStat, error) {
-	r := fsReader{fsys: fsys, buf: make([]byte, 0, 4096)}
-	var lim Limits
-	w, err := discover(&r, &lim)
-	if err != nil {
+// ReadCPUStat reads cpu.stat of the calling process's effective CPU cgroup:
+// the directory whose quota is the effective limit (CPU.Source), which is
+// where throttling happens, or the process's own cgroup (CPU.Dir) when there
+// is no limit. The error wraps ErrNoCgroup when there is no cgroup
+// information or the CPU controller's cgroup is not visible.
+func ReadCPUStat() (CPUStat, error) { return readCPUStatFS(os.DirFS("/")) }
+
+// readCPUStatFS is ReadCPUStat on fsys rooted at "/".
+func readCPUStatFS(fsys fs.FS) (CPUStat, error) {
+	lim, err := ReadFS(fsys)
+	c := lim.CPU
+	switch {
+	case errors.Is(err, ErrNoCgroup):
 		return CPUStat{}, err
-	}
-	c := &lim.CPU
-	evalCPU(&r, c, w.cpuSkipsTop)
-	if c.Err != nil {
+	case c.Err != nil:
 		return CPUStat{}, c.Err
-	}
-	if c.Version == 0 {
+	case c.Version == 0:
 		return CPUStat{}, fmt.Errorf("%w: the cpu controller's cgroup of this process is not visible", ErrNoCgroup)
 	}
 	dir := c.Source
 	if dir == "" {
 		dir = c.Dir
 	}
-	return readCPUStat(&r, dir)
+	return readCPUStat(&fsReader{fsys: fsys}, dir)
 }
 
 // ReadCPUStatDir reads cpu.stat in the absolute directory dir of fsys, which
@@ -176,12 +170,12 @@ func ReadCPUStatDir(fsys fs.FS, dir string) (CPUStat, error) {
 	if !path.IsAbs(dir) {
 		return CPUStat{}, fmt.Errorf("cgroup: ReadCPUStatDir: %q is not an absolute path", dir)
 	}
-	r := fsReader{fsys: fsys, buf: make([]byte, 0, 1024)}
+	r := fsReader{fsys: fsys}
 	return readCPUStat(&r, path.Clean(dir))
 }
 
 func readCPUStat(r *fsReader, dir string) (CPUStat, error) {
-	data, err := r.read(joinPath(dir, fileCPUStat), true)
+	data, err := r.read(joinPath(dir, fileCPUStat), maxStatFile)
 	if err != nil {
 		return CPUStat{}, err
 	}
@@ -192,7 +186,7 @@ func readCPUStat(r *fsReader, dir string) (CPUStat, error) {
 	if s.HasUsage {
 		return s, nil
 	}
-	data, err = r.read(joinPath(dir, fileCPUAcctUsage), true)
+	data, err = r.read(joinPath(dir, fileCPUAcctUsage), maxLimitFile)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return s, nil

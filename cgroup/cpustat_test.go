@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestReadCPUStatFS(t *testing.T) {
+func TestReadCPUStatFixtures(t *testing.T) {
 	tests := []struct {
 		fixture string
 		want    CPUStat
@@ -33,42 +33,42 @@ func TestReadCPUStatFS(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.fixture, func(t *testing.T) {
-			got, err := ReadCPUStatFS(os.DirFS(filepath.Join("testdata", tc.fixture)))
+			got, err := readCPUStatFS(os.DirFS(filepath.Join("testdata", tc.fixture)))
 			require.NoError(t, err)
 			assert.Equal(t, tc.want, got)
 		})
 	}
 }
 
-func TestReadCPUStatFSErrors(t *testing.T) {
+func TestReadCPUStatErrors(t *testing.T) {
 	t.Run("no cgroup", func(t *testing.T) {
-		_, err := ReadCPUStatFS(fstest.MapFS{})
+		_, err := readCPUStatFS(fstest.MapFS{})
 		assert.ErrorIs(t, err, ErrNoCgroup)
 	})
 	t.Run("outside the namespace", func(t *testing.T) {
-		_, err := ReadCPUStatFS(os.DirFS(filepath.Join("testdata", "outside-ns")))
+		_, err := readCPUStatFS(os.DirFS(filepath.Join("testdata", "outside-ns")))
 		assert.ErrorIs(t, err, ErrNoCgroup)
 	})
 	t.Run("no cpu.stat", func(t *testing.T) {
-		_, err := ReadCPUStatFS(os.DirFS(filepath.Join("testdata", "v1-hierarchical")))
+		_, err := readCPUStatFS(os.DirFS(filepath.Join("testdata", "v1-hierarchical")))
 		assert.ErrorIs(t, err, fs.ErrNotExist)
 		assert.Contains(t, err.Error(), "/sys/fs/cgroup/cpu,cpuacct/cpu.stat")
 	})
 	t.Run("bad cpu.max", func(t *testing.T) {
-		_, err := ReadCPUStatFS(mapFS(with(v2Base, map[string]string{"sys/fs/cgroup/app/cpu.max": "x\n"})))
+		_, err := readCPUStatFS(mapFS(with(v2Base, map[string]string{"sys/fs/cgroup/app/cpu.max": "x\n"})))
 		var pe *ParseError
 		require.ErrorAs(t, err, &pe)
 		assert.Equal(t, "/sys/fs/cgroup/app/cpu.max", pe.File)
 	})
 	t.Run("bad cpu.stat", func(t *testing.T) {
-		_, err := ReadCPUStatFS(mapFS(with(v2Base, map[string]string{"sys/fs/cgroup/app/cpu.stat": "usage_usec 1\nnr_periods x\n"})))
+		_, err := readCPUStatFS(mapFS(with(v2Base, map[string]string{"sys/fs/cgroup/app/cpu.stat": "usage_usec 1\nnr_periods x\n"})))
 		var pe *ParseError
 		require.ErrorAs(t, err, &pe)
 		assert.Equal(t, "/sys/fs/cgroup/app/cpu.stat", pe.File)
 		assert.Equal(t, 2, pe.Line)
 	})
 	t.Run("bad cpuacct.usage", func(t *testing.T) {
-		_, err := ReadCPUStatFS(mapFS(with(v1Base, map[string]string{"sys/fs/cgroup/cpu,cpuacct/app/cpuacct.usage": "-\n"})))
+		_, err := readCPUStatFS(mapFS(with(v1Base, map[string]string{"sys/fs/cgroup/cpu,cpuacct/app/cpuacct.usage": "-\n"})))
 		var pe *ParseError
 		require.ErrorAs(t, err, &pe)
 		assert.Equal(t, "/sys/fs/cgroup/cpu,cpuacct/app/cpuacct.usage", pe.File)

@@ -6,12 +6,20 @@ import (
 	"time"
 )
 
+// fileSource gives the content of the limit files. level counts directories
+// from the process's cgroup directory (0) up towards the mount point, and dir
+// is that directory's absolute path. found is false when the file does not
+// exist, which means no limit at that level. The returned bytes are valid
+// until the next call.
+type fileSource interface {
+	file(level int, dir, name string) (data []byte, found bool, err error)
+}
+
 // evalCPU sets c's Quota, Period and Source to the tightest CPU bandwidth
-// limit between c.Dir and c.Mount (c.Mount excluded when skipTop is set: see
-// showsWholeHierarchy), reading the files from src. On failure it sets c.Err
-// and leaves no limit: a level that cannot be read might have been the
-// tightest.
-func evalCPU(src fileSource, c *CPU, skipTop bool) {
+// limit between c.Dir and c.Mount, reading the files from src. On failure it
+// sets c.Err and leaves no limit: a level that cannot be read might have been
+// the tightest.
+func evalCPU(src fileSource, c *CPU) {
 	c.Quota, c.Period, c.Source = 0, 0, ""
 	if c.Err != nil || c.Version == 0 {
 		return
@@ -21,10 +29,6 @@ func evalCPU(src fileSource, c *CPU, skipTop bool) {
 		bestDir      string
 	)
 	for level, dir := 0, c.Dir; ; level, dir = level+1, parentDir(dir) {
-		top := isTop(dir, c.Mount)
-		if top && skipTop {
-			break
-		}
 		q, p, limited, err := readCPULevel(src, c.Version, level, dir)
 		if err != nil {
 			c.Err = err
@@ -33,7 +37,7 @@ func evalCPU(src fileSource, c *CPU, skipTop bool) {
 		if limited && (bestDir == "" || lessRatio(q, p, bestQ, bestP)) {
 			bestQ, bestP, bestDir = q, p, dir
 		}
-		if top {
+		if isTop(dir, c.Mount) {
 			break
 		}
 	}
@@ -87,49 +91,28 @@ func lessRatio(q1, p1, q2, p2 int64) bool {
 }
 
 // evalMemory sets m's Max, High and their sources to the tightest limits
-// between m.Dir and m.Mount (m.Mount excluded when skipTop is set), reading
-// the files from src. On failure it sets m.Err and leaves no limit.
-func evalMemory(src fileSource, m *Memory, skipTop bool) {
+// between m.Dir and m.Mount, reading the files from src. On failure it sets
+// m.Err and leaves no limit.
+func evalMemory(src fileSource, m *Memory) {
 	m.Max, m.MaxSource, m.High, m.HighSource = 0, "", 0, ""
 	if m.Err != nil || m.Version == 0 {
 		return
 	}
-	var (
-		max, high       int64
-		maxDir, highDir string
-	)
-	tighten := func(v int64, limited bool, dir string, best *int64, bestDir *string) {
-		if limited && (*bestDir == "" || v < *best) {
-			*best, *bestDir = v, dir
-		}
+	var max, high memLimit
+	maxFile := fileMemoryMax
+	if m.Version == V1 {
+		maxFile = fileMemoryLimit
 	}
 	for level, dir := 0, m.Dir; ; level, dir = level+1, parentDir(dir) {
-		top := isTop(dir, m.Mount)
-		if top && skipTop {
-			break
+		if m.Err = max.read(src, level, dir, maxFile); m.Err != nil {
+			return
 		}
 		if m.Version == V2 {
-			v, limited, err := readMemoryFile(src, level, dir, fileMemoryMax)
-			if err != nil {
-				m.Err = err
+			if m.Err = high.read(src, level, dir, fileMemoryHigh); m.Err != nil {
 				return
 			}
-			tighten(v, limited, dir, &max, &maxDir)
-			v, limited, err = readMemoryFile(src, level, dir, fileMemoryHigh)
-			if err != nil {
-				m.Err = err
-				return
-			}
-			tighten(v, limited, dir, &high, &highDir)
-		} else {
-			v, limited, err := readMemoryFile(src, level, dir, fileMemoryLimit)
-			if err != nil {
-				m.Err = err
-				return
-			}
-			tighten(v, limited, dir, &max, &maxDir)
 		}
-		if top {
+		if isTop(dir, m.Mount) {
 			break
 		}
 	}
@@ -137,31 +120,43 @@ func evalMemory(src fileSource, m *Memory, skipTop bool) {
 		// hierarchical_memory_limit covers the ancestors above the mount root.
 		// When it is tighter than every visible level, the limit was set on one
 		// of those invisible ancestors, and Dir is the best place to point to.
-		// With the whole hierarchy mounted, the walk has seen every ancestor
-		// and memory.stat could not lower the result: it is not read, which
-		// saves the costliest file.
+		// With the whole hierarchy mounted, the walk has seen every ancestor:
+		// memory.stat could not lower the result and is not read.
 		data, found, err := src.file(0, m.Dir, fileMemoryStat)
-		if err != nil {
-			m.Err = err
+		if found {
+			var v int64
+			var limited bool
+			v, limited, err = parseMemoryStatLimit(data)
+			err = withFile(err, m.Dir, fileMemoryStat)
+			max.add(v, limited, m.Dir)
+		}
+		if m.Err = err; err != nil {
 			return
 		}
-		if found {
-			v, limited, err := parseMemoryStatLimit(data)
-			if err != nil {
-				m.Err = withFile(err, m.Dir, fileMemoryStat)
-				return
-			}
-			tighten(v, limited, m.Dir, &max, &maxDir)
-		}
 	}
-	m.Max, m.MaxSource, m.High, m.HighSource = max, maxDir, high, highDir
+	m.Max, m.MaxSource, m.High, m.HighSource = max.bytes, max.dir, high.bytes, high.dir
 }
 
-func readMemoryFile(src fileSource, level int, dir, name string) (int64, bool, error) {
+// memLimit is the tightest memory limit found so far; dir, the directory
+// that imposed it, is empty while there is none.
+type memLimit struct {
+	bytes int64
+	dir   string
+}
+
+func (l *memLimit) add(v int64, limited bool, dir string) {
+	if limited && (l.dir == "" || v < l.bytes) {
+		l.bytes, l.dir = v, dir
+	}
+}
+
+// read adds the limit in the file dir/name.
+func (l *memLimit) read(src fileSource, level int, dir, name string) error {
 	data, found, err := src.file(level, dir, name)
 	if err != nil || !found {
-		return 0, false, err
+		return err
 	}
 	v, limited, err := parseMemoryValue(data)
-	return v, limited, withFile(err, dir, name)
+	l.add(v, limited, dir)
+	return withFile(err, dir, name)
 }

@@ -129,25 +129,21 @@ func ExampleWatcher() {
 	// 0 false
 }
 
-// The throttling of the process's effective CPU cgroup between two
-// readings.
+// The throttling of a cgroup between two readings.
 func ExampleCPUStat_Sub() {
 	file := func(s string) *fstest.MapFile { return &fstest.MapFile{Data: []byte(s)} }
 	fsys := fstest.MapFS{
-		"proc/self/cgroup":      file("0::/\n"),
-		"proc/self/mountinfo":   file("30 25 0:26 / /sys/fs/cgroup ro - cgroup2 cgroup2 rw\n"),
-		"sys/fs/cgroup/cpu.max": file("50000 100000\n"),
 		"sys/fs/cgroup/cpu.stat": file("usage_usec 1000000\nuser_usec 900000\nsystem_usec 100000\n" +
 			"nr_periods 100\nnr_throttled 10\nthrottled_usec 200000\n"),
 	}
-	before, err := cgroup.ReadCPUStatFS(fsys)
+	before, err := cgroup.ReadCPUStatDir(fsys, "/sys/fs/cgroup")
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	fsys["sys/fs/cgroup/cpu.stat"] = file("usage_usec 1500000\nuser_usec 1300000\nsystem_usec 200000\n" +
 		"nr_periods 110\nnr_throttled 16\nthrottled_usec 500000\n")
-	after, err := cgroup.ReadCPUStatFS(fsys)
+	after, err := cgroup.ReadCPUStatDir(fsys, "/sys/fs/cgroup")
 	if err != nil {
 		fmt.Println(err)
 		return

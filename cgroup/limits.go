@@ -32,28 +32,25 @@ func (v Version) String() string {
 // ReadFS (for Read, the real root), such as "/sys/fs/cgroup/cpu/kubepods/pod1/c1".
 type Hierarchy struct {
 	// Version is V1 when a cgroup v1 hierarchy carries the controller, V2 when the
-	// unified hierarchy does, and 0 when the controller was not found or the
-	// process's cgroup cannot be seen: not mounted, outside the root of every
-	// mount of its hierarchy, or outside the cgroup namespace. With Version 0
-	// there is no limit, Mount, MountRoot and Dir are empty, and Path still
-	// shows what /proc/self/cgroup said, if anything.
+	// unified hierarchy does, and 0 when the controller was not found or no
+	// mount shows the process's cgroup. With Version 0 there is no limit,
+	// Mount, MountRoot and Dir are empty, and Path still shows what
+	// /proc/self/cgroup said, if anything.
 	Version Version
 	// Path is the process's cgroup path as /proc/self/cgroup shows it, relative to
 	// the process's cgroup namespace, e.g. "/kubepods/pod1/c1" or "/" (or
 	// "/../x" outside the namespace).
 	Path string
 	// Mount is the mount point of the hierarchy, e.g. "/sys/fs/cgroup/cpu". Of
-	// several mounts, the one whose MountRoot is the longest ancestor-or-self of
-	// Path is used (see the package documentation).
+	// several visible mounts that show Path, the one with the longest MountRoot
+	// is used.
 	Mount string
 	// MountRoot is the root of the mount within the hierarchy (field 4 of
 	// mountinfo): "/" when the whole hierarchy (or cgroup namespace) is mounted,
 	// the container's own cgroup path for a v1 Docker container.
 	MountRoot string
-	// Dir is the process's cgroup directory: Mount joined with Path less MountRoot.
-	// Limits are read from Dir up to Mount (up to the level below Mount when
-	// Mount shows the root cgroup of the whole hierarchy, which cannot carry a
-	// limit: see the package documentation).
+	// Dir is the process's cgroup directory: Mount joined with Path less
+	// MountRoot. Limits are read from Dir up to Mount.
 	Dir string
 }
 

@@ -21,6 +21,8 @@ const procSelfMountInfo = "/proc/self/mountinfo"
 // the separator never contain raw spaces; the super options (11) may (WSL and
 // Docker Desktop 9p mounts show Windows paths such as "C:\Program Files" raw).
 type mountInfo struct {
+	id        uint64 // (1)
+	parent    uint64 // (2)
 	root      []byte // (4) root of the mount within the file system
 	point     []byte // (5) mount point
 	fstype    []byte // (9)
@@ -34,7 +36,7 @@ func parseMountInfoLine(line []byte) (m mountInfo, ok bool) {
 	// " - " separates the optional fields from the file system type. No field
 	// before it may contain a raw space or be a lone "-", so its first
 	// occurrence is the separator.
-	pre, post, ok := cutSeparator(line)
+	pre, post, ok := bytes.Cut(line, []byte(" - "))
 	if !ok {
 		return mountInfo{}, false
 	}
@@ -46,10 +48,10 @@ func parseMountInfoLine(line []byte) (m mountInfo, ok bool) {
 			return mountInfo{}, false
 		}
 	}
-	if _, ok := parseUint(f[0]); !ok {
+	if m.id, ok = parseUint(f[0]); !ok {
 		return mountInfo{}, false
 	}
-	if _, ok := parseUint(f[1]); !ok {
+	if m.parent, ok = parseUint(f[1]); !ok {
 		return mountInfo{}, false
 	}
 	if bytes.IndexByte(f[2], ':') < 0 {
@@ -65,115 +67,99 @@ func parseMountInfoLine(line []byte) (m mountInfo, ok bool) {
 	return m, true
 }
 
-// cutSeparator is bytes.Cut(line, []byte(" - ")), faster on mountinfo lines:
-// it looks for the rare '-' and checks the spaces around it, where
-// bytes.Index would stop at every one of the many spaces.
-func cutSeparator(line []byte) (before, after []byte, found bool) {
-	for i := 0; ; {
-		j := bytes.IndexByte(line[i:], '-')
-		if j < 0 {
-			return line, nil, false
-		}
-		i += j
-		if i > 0 && i+1 < len(line) && line[i-1] == ' ' && line[i+1] == ' ' {
-			return line[:i-1], line[i+2:], true
-		}
-		i++
-	}
-}
-
-// unescapeAppend appends s to dst, decoding the kernel's octal escapes
-// (backslash and three octal digits, as in "\040" for a space). A backslash
-// that does not start such an escape is kept as it is.
-func unescapeAppend(dst, s []byte) []byte {
+// unescape decodes the kernel's octal escapes (backslash and three octal
+// digits, as in "\040" for a space). A backslash that does not start such an
+// escape is kept as it is.
+func unescape(s []byte) string {
+	b := make([]byte, 0, len(s))
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if c == '\\' && i+3 < len(s) && '0' <= s[i+1] && s[i+1] <= '3' && isOctal(s[i+2]) && isOctal(s[i+3]) {
 			c = (s[i+1]-'0')<<6 | (s[i+2]-'0')<<3 | (s[i+3] - '0')
 			i += 3
 		}
-		dst = append(dst, c)
+		b = append(b, c)
 	}
-	return dst
+	return string(b)
 }
 
 func isOctal(c byte) bool { return '0' <= c && c <= '7' }
 
-// unescape returns s decoded, without copying when it has no backslash.
-func unescape(s []byte) string {
-	if bytes.IndexByte(s, '\\') < 0 {
-		return string(s)
+// isAncestorOrSelf reports whether the cgroup path root is cgPath or one of
+// its ancestors, comparing the paths as they are, "/.." elements included.
+func isAncestorOrSelf(root, cgPath string) bool {
+	if root == "/" {
+		return strings.HasPrefix(cgPath, "/")
 	}
-	return string(unescapeAppend(make([]byte, 0, len(s)), s))
+	return strings.HasPrefix(cgPath, root) && (len(cgPath) == len(root) || cgPath[len(root)] == '/')
 }
 
-// isAncestorOrSelf reports whether the cgroup path root is cgPath or one of its
-// ancestors. Both are absolute slash-separated paths.
-func isAncestorOrSelf(root []byte, cgPath string) bool {
-	if len(root) == 1 && root[0] == '/' {
-		return len(cgPath) > 0 && cgPath[0] == '/'
+// relPath returns cgPath relative to the mount root root, of which it is a
+// descendant or itself: "" or a path that starts with "/".
+func relPath(root, cgPath string) string {
+	if root == "/" {
+		return cgPath
 	}
-	return len(cgPath) >= len(root) && cgPath[:len(root)] == string(root) &&
-		(len(cgPath) == len(root) || cgPath[len(root)] == '/')
+	return cgPath[len(root):]
+}
+
+// climbsOut reports whether the relative path rel leads above its start:
+// the kernel shows a cgroup outside the process's cgroup namespace with
+// leading "/.." elements, and a mount whose root lies below such a path
+// cannot show that cgroup.
+func climbsOut(rel string) bool {
+	depth := 0
+	for _, elem := range strings.Split(rel, "/") {
+		switch elem {
+		case "", ".":
+		case "..":
+			if depth--; depth < 0 {
+				return true
+			}
+		default:
+			depth++
+		}
+	}
+	return false
+}
+
+// cgroupDir returns the directory of cgroup cgPath in a hierarchy mounted at
+// point with mount root root (which shows cgPath: see findMounts).
+func cgroupDir(point, root, cgPath string) string {
+	return path.Join(point, relPath(root, cgPath))
 }
 
 // mountQuery asks findMounts for the mount of one hierarchy.
 type mountQuery struct {
 	version Version // V1: a "cgroup" mount carrying ctrl; V2: a "cgroup2" mount; 0: skip
 	ctrl    string
-	path    string // the process's cgroup path, clean and inside the namespace
-	conv    string // the conventional mount point of the hierarchy, or ""
+	path    string // the process's cgroup path, as /proc/self/cgroup shows it
 
-	found     bool
-	point     string // mount point, unescaped and cleaned
-	root      string // mount root, unescaped
-	dir       string // the process's cgroup directory, when already known
-	bestPoint []byte // escaped, while scanning
-	bestRoot  []byte
-	bestLen   int  // length of the unescaped bestRoot
-	convSeen  bool // a mount at conv with root "/" is listed
+	found       bool
+	point, root string // unescaped, point cleaned
 }
 
-// findMounts finds, in one pass over mountinfo, the mount of the hierarchy
-// that holds each query's cgroup path: for V1 a "cgroup" mount whose super
-// options name the controller, for V2 a "cgroup2" mount. Only mounts whose
-// root is the path or one of its ancestors can show the process's cgroup.
-// Among those, a mount at the query's conventional mount point (conv) with
-// root "/" wins: it shows the whole hierarchy (or cgroup namespace), and it
-// is the mount that discover's conventional proves without mountinfo, so
-// that both ways give the same answer. Otherwise the one with the longest
-// root wins (the closest view of the process's cgroup), and of equally long
-// roots the last one listed, which is the one on top when mounts are
-// stacked. Lines that are not well formed are skipped.
-//
-// To stay cheap on hosts with hundreds of mounts, only lines that contain
-// " - cgroup" are parsed at all.
+// candidate is a mount that can show the cgroup of query q.
+type candidate struct {
+	q       int
+	id      uint64
+	point   []byte // escaped
+	root    string
+	covered bool
+}
+
+// findMounts finds, for each query, the mount of its hierarchy that shows
+// the process's cgroup: for V1 a "cgroup" mount whose super options name
+// the controller, for V2 a "cgroup2" mount, whose root is the cgroup path or
+// one of its ancestors, and below which the path does not climb out (see
+// climbsOut). A mount covered by another one stacked on the same mount point
+// (whose parent it is) is hidden and left out. Of the others, the one with
+// the longest root wins, the closest view of the process's cgroup; of
+// equally long roots, the last listed. Lines that are not well formed are
+// skipped.
 func findMounts(mountinfo []byte, qs []mountQuery) {
-	for i := range qs {
-		qs[i].bestLen = -1
-	}
-	var scratch [256]byte
-	// The needle leaves out the separator's leading space: spaces are
-	// everywhere in mountinfo and make a poor first byte to search for
-	// (bytes.Index scans for it), while a '-' is rare. The space is checked
-	// by hand.
-	needle := []byte("- cgroup")
-	for data := mountinfo; ; {
-		i := bytes.Index(data, needle)
-		if i < 0 {
-			break
-		}
-		if i == 0 || data[i-1] != ' ' {
-			data = data[i+len(needle):]
-			continue
-		}
-		start := bytes.LastIndexByte(data[:i], '\n') + 1
-		line, rest := nextLine(data[start:])
-		data = rest
-		m, ok := parseMountInfoLine(line)
-		if !ok || len(m.point) == 0 || m.point[0] != '/' {
-			continue
-		}
+	var cands []candidate
+	forEachMount(mountinfo, func(m mountInfo) {
 		var v Version
 		switch string(m.fstype) {
 		case "cgroup":
@@ -181,34 +167,48 @@ func findMounts(mountinfo []byte, qs []mountQuery) {
 		case "cgroup2":
 			v = V2
 		default:
-			continue
+			return
 		}
-		r := m.root
-		if bytes.IndexByte(r, '\\') >= 0 {
-			r = unescapeAppend(scratch[:0], r)
+		root := unescape(m.root)
+		for i, q := range qs {
+			if q.version == v && (v == V2 || hasController(m.superOpts, q.ctrl)) &&
+				isAncestorOrSelf(root, q.path) && !climbsOut(relPath(root, q.path)) {
+				cands = append(cands, candidate{q: i, id: m.id, point: m.point, root: root})
+			}
 		}
-		for j := range qs {
-			q := &qs[j]
-			if q.version != v || (v == V1 && !hasController(m.superOpts, q.ctrl)) || !isAncestorOrSelf(r, q.path) {
-				continue
+	})
+	if len(cands) == 0 {
+		return
+	}
+	forEachMount(mountinfo, func(m mountInfo) {
+		for i := range cands {
+			if c := &cands[i]; m.parent == c.id && m.id != c.id && bytes.Equal(m.point, c.point) {
+				c.covered = true
 			}
-			if q.conv != "" && len(r) == 1 && string(m.point) == q.conv {
-				q.convSeen = true
+		}
+	})
+	for i := range qs {
+		var best *candidate
+		for j := range cands {
+			if c := &cands[j]; c.q == i && !c.covered && (best == nil || len(c.root) >= len(best.root)) {
+				best = c
 			}
-			if len(r) >= q.bestLen {
-				q.bestPoint, q.bestRoot, q.bestLen = m.point, m.root, len(r)
-			}
+		}
+		if best != nil {
+			qs[i].found, qs[i].point, qs[i].root = true, path.Clean(unescape(best.point)), best.root
 		}
 	}
-	for i := range qs {
-		q := &qs[i]
-		switch {
-		case q.convSeen:
-			q.found, q.point, q.root = true, q.conv, "/"
-		case q.bestLen >= 0:
-			q.found, q.point, q.root = true, path.Clean(unescape(q.bestPoint)), unescape(q.bestRoot)
+}
+
+// forEachMount calls fn for every well-formed line of mountinfo whose mount
+// point is absolute.
+func forEachMount(mountinfo []byte, fn func(mountInfo)) {
+	for data := mountinfo; len(data) > 0; {
+		var line []byte
+		line, data = nextLine(data)
+		if m, ok := parseMountInfoLine(line); ok && m.point[0] == '/' {
+			fn(m)
 		}
-		q.bestPoint, q.bestRoot = nil, nil
 	}
 }
 
@@ -217,34 +217,4 @@ func findMount(mountinfo []byte, version Version, ctrl, cgPath string) (point, r
 	qs := [1]mountQuery{{version: version, ctrl: ctrl, path: cgPath}}
 	findMounts(mountinfo, qs[:])
 	return qs[0].point, qs[0].root, qs[0].found
-}
-
-// outsideNamespace reports whether a cgroup path from /proc/self/cgroup lies
-// outside the process's cgroup namespace: the kernel then shows it relative to
-// the namespace root, starting with "/..".
-func outsideNamespace(cgPath string) bool {
-	for p := cgPath; p != ""; {
-		var elem string
-		elem, p, _ = strings.Cut(p, "/")
-		if elem == ".." {
-			return true
-		}
-	}
-	return false
-}
-
-// cgroupDir returns the directory of cgroup cgPath in a hierarchy mounted at
-// point with mount root root (which isAncestorOrSelf of cgPath).
-func cgroupDir(point, root, cgPath string) string {
-	rel := cgPath
-	if root != "/" {
-		rel = cgPath[len(root):]
-	}
-	if rel == "" || rel == "/" {
-		return point
-	}
-	if point == "/" {
-		return rel
-	}
-	return point + rel
 }

@@ -93,28 +93,6 @@ func parseUint(b []byte) (v uint64, ok bool) {
 	return v, true
 }
 
-// parseInt parses an optionally negative decimal int64.
-func parseInt(b []byte) (int64, bool) {
-	neg := len(b) > 0 && b[0] == '-'
-	if neg {
-		b = b[1:]
-	}
-	u, ok := parseUint(b)
-	if !ok {
-		return 0, false
-	}
-	if neg {
-		if u > 1<<63 {
-			return 0, false
-		}
-		return -int64(u), true
-	}
-	if u > math.MaxInt64 {
-		return 0, false
-	}
-	return int64(u), true
-}
-
 // singleLine returns the only line of a one-line file, trimmed. The file may
 // end with a newline and trailing white space; anything else after the first
 // line is an error on line 2.

@@ -11,8 +11,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/fitgo/fitgo/internal/rootfs"
 )
 
 const (
@@ -166,6 +164,38 @@ var fixtureTests = []struct {
 			return Limits{
 				CPU:    CPU{Hierarchy: h, Quota: 100 * time.Millisecond, Period: 100 * time.Millisecond, Source: "/run/my cgroup"},
 				Memory: Memory{Hierarchy: h, Max: 1 * gib, MaxSource: "/run/my cgroup/worker"},
+			}
+		}(),
+	},
+	{
+		// A private mount namespace where the process's own v1 memory cgroup
+		// is bind-mounted over /sys/fs/cgroup/memory, on top of the whole
+		// hierarchy mounted there before: the top mount is the one seen.
+		name: "v1-stacked-bind",
+		want: Limits{
+			CPU: CPU{
+				Hierarchy: Hierarchy{Version: V1, Path: "/fitgo/x", Mount: "/sys/fs/cgroup/cpu,cpuacct", MountRoot: "/",
+					Dir: "/sys/fs/cgroup/cpu,cpuacct/fitgo/x"},
+				Quota: 50 * time.Millisecond, Period: 100 * time.Millisecond, Source: "/sys/fs/cgroup/cpu,cpuacct/fitgo/x",
+			},
+			Memory: Memory{
+				Hierarchy: Hierarchy{Version: V1, Path: "/fitgo/x", Mount: "/sys/fs/cgroup/memory", MountRoot: "/fitgo/x", Dir: "/sys/fs/cgroup/memory"},
+				Max:       256 * mib, MaxSource: "/sys/fs/cgroup/memory",
+			},
+		},
+	},
+	{
+		// A process that entered a container's cgroup namespace (three levels
+		// deep) but kept the host's mounts: its path and the mount root both
+		// climb above the namespace, and the path is below the mount root.
+		name: "v2-nsenter",
+		want: func() Limits {
+			p := "/../../../user.slice/user-0.slice/session-1.scope"
+			h := Hierarchy{Version: V2, Path: p, Mount: "/sys/fs/cgroup", MountRoot: "/../../..",
+				Dir: "/sys/fs/cgroup/user.slice/user-0.slice/session-1.scope"}
+			return Limits{
+				CPU:    CPU{Hierarchy: h, Quota: 150 * time.Millisecond, Period: 100 * time.Millisecond, Source: h.Dir},
+				Memory: Memory{Hierarchy: h, Max: 2 * gib, MaxSource: "/sys/fs/cgroup/user.slice"},
 			}
 		}(),
 	},
@@ -437,6 +467,69 @@ func TestReadFSCases(t *testing.T) {
 			want: want{cpuVersion: V2, memVersion: V2, cores: 3, cpuSource: "/second/c", cpuDir: "/second/c", memDir: "/second/c"},
 		},
 		{
+			name: "the longest root wins over the whole hierarchy",
+			files: map[string]string{
+				"proc/self/cgroup":          "0::/app\n",
+				"proc/self/mountinfo":       v2Mounts + "90 61 0:30 /app /run/app rw - cgroup2 cgroup2 rw\n",
+				"sys/fs/cgroup/app/cpu.max": "100000 100000\n",
+				"run/app/cpu.max":           "200000 100000\n",
+			},
+			want: want{cpuVersion: V2, memVersion: V2, cores: 2, cpuSource: "/run/app", cpuDir: "/run/app", memDir: "/run/app"},
+		},
+		{
+			name: "a mount stacked on the same mount point hides the one below",
+			files: map[string]string{
+				"proc/self/cgroup": "0::/app\n",
+				"proc/self/mountinfo": "35 24 0:30 /app /mnt/cg rw - cgroup2 cgroup2 rw\n" +
+					"36 35 0:30 / /mnt/cg rw - cgroup2 cgroup2 rw\n",
+				"mnt/cg/app/cpu.max": "100000 100000\n",
+				"mnt/cg/cpu.max":     "200000 100000\n",
+			},
+			want: want{cpuVersion: V2, memVersion: V2, cores: 1, cpuSource: "/mnt/cg/app", cpuDir: "/mnt/cg/app", memDir: "/mnt/cg/app"},
+		},
+		{
+			name: "the mount on top wins even when listed first (moved there)",
+			files: map[string]string{
+				"proc/self/cgroup": "0::/app\n",
+				"proc/self/mountinfo": "40 41 0:30 / /mnt/cg rw - cgroup2 cgroup2 rw\n" +
+					"41 24 0:30 /app /mnt/cg rw - cgroup2 cgroup2 rw\n",
+				"mnt/cg/app/cpu.max": "100000 100000\n",
+				"mnt/cg/cpu.max":     "200000 100000\n",
+			},
+			want: want{cpuVersion: V2, memVersion: V2, cores: 1, cpuSource: "/mnt/cg/app", cpuDir: "/mnt/cg/app", memDir: "/mnt/cg/app"},
+		},
+		{
+			name: "a path above the namespace at the mount root",
+			files: map[string]string{
+				"proc/self/cgroup":      "0::/../../..\n",
+				"proc/self/mountinfo":   "25 24 0:23 /../../.. /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n",
+				"sys/fs/cgroup/cpu.max": "100000 100000\n",
+			},
+			want: want{cpuVersion: V2, memVersion: V2, cores: 1, cpuSource: "/sys/fs/cgroup", cpuDir: "/sys/fs/cgroup", memDir: "/sys/fs/cgroup"},
+		},
+		{
+			name: "a path that climbs out of every mount root: no limit",
+			files: map[string]string{
+				"proc/self/cgroup": "0::/../../x\n",
+				"proc/self/mountinfo": "25 24 0:23 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n" +
+					"26 24 0:23 /.. /mnt/up rw - cgroup2 cgroup2 rw\n",
+				"sys/fs/cgroup/cpu.max": "100000 100000\n",
+				"mnt/up/cpu.max":        "100000 100000\n",
+			},
+			want: want{},
+		},
+		{
+			name: "of the mounts that show the path, the one it does not climb out of",
+			files: map[string]string{
+				"proc/self/cgroup": "0::/../../x\n",
+				"proc/self/mountinfo": "25 24 0:23 /../.. /mnt/top rw - cgroup2 cgroup2 rw\n" +
+					"26 24 0:23 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n",
+				"mnt/top/x/cpu.max":     "300000 100000\n",
+				"sys/fs/cgroup/cpu.max": "100000 100000\n",
+			},
+			want: want{cpuVersion: V2, memVersion: V2, cores: 3, cpuSource: "/mnt/top/x", cpuDir: "/mnt/top/x", memDir: "/mnt/top/x"},
+		},
+		{
 			name: "cgroup mounted at the file system root",
 			files: map[string]string{
 				"proc/self/cgroup":    "0::/a\n",
@@ -550,6 +643,39 @@ func TestReadFSCases(t *testing.T) {
 	}
 }
 
+// TestZeroLimits: a memory limit of 0 is a limit of 0 bytes, not "no limit".
+func TestZeroLimits(t *testing.T) {
+	tests := []struct {
+		name      string
+		files     map[string]string
+		max, high bool // MemoryMax and MemoryHigh are (0, true)
+	}{
+		{"v2 memory.max 0", with(v2Base, map[string]string{"sys/fs/cgroup/app/memory.max": "0\n"}), true, false},
+		{"v2 memory.high 0", with(v2Base, map[string]string{"sys/fs/cgroup/app/memory.max": "max\n", "sys/fs/cgroup/app/memory.high": "0\n"}), false, true},
+		{"v1 limit_in_bytes 0", with(v1Base, map[string]string{"sys/fs/cgroup/memory/app/memory.limit_in_bytes": "0\n"}), true, false},
+		{"v1 hierarchical_memory_limit 0", with(v1Container, map[string]string{"sys/fs/cgroup/memory/memory.stat": "hierarchical_memory_limit 0\n"}), true, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			lim, err := ReadFS(mapFS(tc.files))
+			require.NoError(t, err)
+			w, err := NewWatcher(mapFS(tc.files))
+			require.NoError(t, err)
+			defer w.Close()
+			wl, err := w.Read()
+			require.NoError(t, err)
+			for _, l := range []Limits{lim, wl} {
+				max, ok := l.MemoryMax()
+				assert.Equal(t, tc.max, ok, "MemoryMax")
+				assert.Zero(t, max)
+				high, ok := l.MemoryHigh()
+				assert.Equal(t, tc.high, ok, "MemoryHigh")
+				assert.Zero(t, high)
+			}
+		})
+	}
+}
+
 func TestReadFSErrors(t *testing.T) {
 	t.Run("mountinfo missing", func(t *testing.T) {
 		got, err := ReadFS(mapFS(with(v2Base, map[string]string{"proc/self/mountinfo": ""})))
@@ -612,71 +738,4 @@ func TestVersionString(t *testing.T) {
 	assert.Equal(t, "v1", V1.String())
 	assert.Equal(t, "v2", V2.String())
 	assert.Equal(t, "none", Version(0).String())
-}
-
-// intoFS is a file system with ReadFileInto (rootfs.ReadFileIntoFS), which
-// ReadFS then uses instead of Open. It records how each file was read.
-type intoFS struct {
-	fsys  fs.FS
-	opens int
-	short map[string]bool // name -> shortReadEnds of its last ReadFileInto
-}
-
-func (f *intoFS) Open(name string) (fs.File, error) {
-	f.opens++
-	return f.fsys.Open(name)
-}
-
-func (f *intoFS) ReadFileInto(name string, buf []byte, shortReadEnds bool) ([]byte, error) {
-	f.short[name] = shortReadEnds
-	data, err := fs.ReadFile(f.fsys, name)
-	if err != nil {
-		return nil, err
-	}
-	return append(buf[:0], data...), nil
-}
-
-var _ rootfs.ReadFileIntoFS = (*intoFS)(nil)
-
-func TestReadFSUsesReadFileInto(t *testing.T) {
-	for _, tc := range fixtureTests {
-		t.Run(tc.name, func(t *testing.T) {
-			fsys := &intoFS{fsys: os.DirFS(filepath.Join("testdata", tc.name)), short: map[string]bool{}}
-			got, err := ReadFS(fsys)
-			require.NoError(t, err)
-			assert.Equal(t, tc.want, got)
-			assert.Zero(t, fsys.opens, "no Open when the FS has ReadFileInto")
-			require.Contains(t, fsys.short, "proc/self/cgroup")
-			if tc.want.CPU.Version != 0 {
-				require.Contains(t, fsys.short, "proc/self/mountinfo")
-			}
-			for name, short := range fsys.short {
-				// mountinfo comes a page at a time: read to the end.
-				assert.Equal(t, name != "proc/self/mountinfo", short, name)
-			}
-		})
-	}
-	t.Run("errors", func(t *testing.T) {
-		fsys := &intoFS{fsys: mapFS(with(v2Base, map[string]string{"proc/self/mountinfo": ""})), short: map[string]bool{}}
-		got, err := ReadFS(fsys)
-		require.ErrorIs(t, err, fs.ErrNotExist)
-		assert.ErrorIs(t, got.CPU.Err, fs.ErrNotExist)
-		assert.Contains(t, err.Error(), "/proc/self/mountinfo")
-		var pe *fs.PathError
-		require.ErrorAs(t, err, &pe)
-		assert.Equal(t, "/proc/self/mountinfo", pe.Path, "the absolute path, not the fs.FS name")
-
-		_, err = ReadFS(&intoFS{fsys: fstest.MapFS{}, short: map[string]bool{}})
-		require.ErrorIs(t, err, ErrNoCgroup)
-	})
-	t.Run("cpu.stat", func(t *testing.T) {
-		m := mapFS(with(v2Base, map[string]string{"sys/fs/cgroup/app/cpu.stat": "usage_usec 10\nnr_periods 3\nnr_throttled 1\nthrottled_usec 7\n"}))
-		want, werr := ReadCPUStatFS(m)
-		require.NoError(t, werr)
-		fsys := &intoFS{fsys: m, short: map[string]bool{}}
-		got, err := ReadCPUStatFS(fsys)
-		require.NoError(t, err)
-		assert.Equal(t, want, got)
-		assert.Zero(t, fsys.opens)
-	})
 }

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,8 +20,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/fitgo/fitgo/internal/rootfs"
 )
 
 // The real-kernel test runs a copy of the test binary (TestHelperProcess)
@@ -43,32 +40,7 @@ type helperResult struct {
 	WatchErr  string
 	Stat      CPUStat
 	StatErr   string
-	SelfProcs string   // the helper's /proc/self/cgroup
-	ReadFiles []string // what ReadFS of the real root (as Read) read
-}
-
-// recordingRoot is rootfs.FS, with all its methods, recording the names it
-// is asked for.
-type recordingRoot struct{ names []string }
-
-func (r *recordingRoot) Open(name string) (fs.File, error) {
-	r.names = append(r.names, name)
-	return rootfs.FS().Open(name)
-}
-
-func (r *recordingRoot) ReadFileInto(name string, buf []byte, short bool) ([]byte, error) {
-	r.names = append(r.names, name)
-	return rootfs.FS().(rootfs.ReadFileIntoFS).ReadFileInto(name, buf, short)
-}
-
-func (r *recordingRoot) ReadFileIntoMagic(name string, buf []byte, short bool) ([]byte, int64, error) {
-	r.names = append(r.names, name)
-	return rootfs.FS().(rootfs.MagicFS).ReadFileIntoMagic(name, buf, short)
-}
-
-func (r *recordingRoot) ReadLink(name string) (string, error) {
-	r.names = append(r.names, name)
-	return rootfs.FS().(rootfs.ReadLinkFS).ReadLink(name)
+	SelfProcs string // the helper's /proc/self/cgroup
 }
 
 // TestRealKernelV1 creates a parent cgroup limited to 0.5 CPU and 300 MiB
@@ -149,13 +121,7 @@ func TestRealKernelV1(t *testing.T) {
 	require.Empty(t, first.ReadErr)
 	require.Empty(t, first.WatchErr)
 	require.Empty(t, first.StatErr)
-	// Read proved the conventional mounts without mountinfo; the Watcher,
-	// on os.DirFS, found them through mountinfo: the same answer.
 	assert.Equal(t, first.Watch, first.Read)
-	t.Logf("Read read: %q", first.ReadFiles)
-	assert.NotContains(t, first.ReadFiles, "proc/self/mountinfo")
-	assert.Contains(t, first.ReadFiles, strings.TrimPrefix(cpuChild, "/")+"/cgroup.procs")
-	assert.Contains(t, first.ReadFiles, strings.TrimPrefix(memChild, "/")+"/cgroup.procs")
 	for _, lim := range []Limits{first.Read, first.Watch} {
 		assert.Equal(t, V1, lim.CPU.Version)
 		assert.Equal(t, cpuChild, lim.CPU.Dir)
@@ -204,6 +170,105 @@ func TestRealKernelV1(t *testing.T) {
 	assert.Equal(t, int64(200*mib), max)
 	assert.Equal(t, memParent, second.Watch.Memory.MaxSource)
 	assert.Equal(t, second.Read, second.Watch, "the Watcher agrees with Read")
+
+	// The process is moved to another cgroup: the Watcher notices by itself
+	// and reads the new cgroup's limits.
+	moved := filepath.Join(cpuParent, "moved")
+	require.NoError(t, os.Mkdir(moved, 0o755))
+	t.Cleanup(func() { removeCgroup(t, moved) })
+	writeFile(t, filepath.Join(moved, "cpu.cfs_period_us"), "100000")
+	writeFile(t, filepath.Join(moved, "cpu.cfs_quota_us"), "25000")
+	writeFile(t, filepath.Join(moved, "cgroup.procs"), strconv.Itoa(cmd.Process.Pid))
+	_, err = io.WriteString(stdin, "again\n")
+	require.NoError(t, err)
+	third := readResult(t, out)
+	require.Empty(t, third.WatchErr)
+	assert.Equal(t, moved, third.Watch.CPU.Dir)
+	assert.Equal(t, moved, third.Watch.CPU.Source)
+	cores, ok = third.Watch.CPUQuota()
+	assert.True(t, ok)
+	assert.Equal(t, 0.25, cores)
+	assert.Equal(t, third.Read, third.Watch, "the Watcher agrees with Read after the move")
+}
+
+// stackedEnv passes TestHelperStacked the memory cgroup to bind-mount.
+const stackedEnv = "FITGO_CGROUP_HELPER_STACKED"
+
+// TestRealKernelV1StackedBind: in a private mount namespace, the process's
+// own v1 memory cgroup (256 MiB) is bind-mounted over /sys/fs/cgroup/memory,
+// on top of the whole hierarchy mounted there, as a v1 container sees it.
+// Read and the Watcher must find the 256 MiB through the mount on top.
+func TestRealKernelV1StackedBind(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("skipped: creating cgroups and mounts needs root")
+	}
+	self, err := Read()
+	if err != nil || self.Memory.Version != V1 || self.Memory.MountRoot != "/" {
+		t.Skipf("skipped: needs a v1 memory hierarchy mounted whole; this system has %+v (%v)", self.Memory.Hierarchy, err)
+	}
+	name := fmt.Sprintf("fitgo-cgroup-stack-%d-%d", os.Getpid(), time.Now().UnixNano())
+	dir := filepath.Join(self.Memory.Mount, name)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		if errors.Is(err, syscall.EROFS) || errors.Is(err, os.ErrPermission) {
+			t.Skipf("skipped: no writable v1 memory hierarchy: %v", err)
+		}
+		require.NoError(t, err)
+	}
+	t.Cleanup(func() { removeCgroup(t, dir) })
+	writeFile(t, filepath.Join(dir, "memory.limit_in_bytes"), strconv.Itoa(256*mib))
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestHelperStacked$", "-test.count=1")
+	cmd.Env = append(os.Environ(), stackedEnv+"="+dir)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWNS} // and / made private
+	cmd.Stderr = os.Stderr
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	out := bufio.NewScanner(stdout)
+	out.Buffer(nil, 1<<20)
+	r := readResult(t, out)
+	require.NoError(t, cmd.Wait())
+
+	t.Logf("helper's /proc/self/cgroup:\n%s", r.SelfProcs)
+	require.Empty(t, r.ReadErr)
+	require.Empty(t, r.WatchErr)
+	for _, lim := range []Limits{r.Read, r.Watch} {
+		assert.Equal(t, Hierarchy{Version: V1, Path: "/" + name, Mount: self.Memory.Mount, MountRoot: "/" + name, Dir: self.Memory.Mount},
+			lim.Memory.Hierarchy)
+		max, ok := lim.MemoryMax()
+		assert.True(t, ok, "the limit of the mount on top")
+		assert.Equal(t, int64(256*mib), max)
+		assert.Equal(t, self.Memory.Mount, lim.Memory.MaxSource)
+	}
+}
+
+// TestHelperStacked is the process that TestRealKernelV1StackedBind starts
+// in a mount namespace of its own; it does nothing in a normal test run.
+func TestHelperStacked(t *testing.T) {
+	dir := os.Getenv(stackedEnv)
+	if dir == "" {
+		t.Skip("skipped: helper process of TestRealKernelV1StackedBind")
+	}
+	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(os.Getpid())), 0); err != nil {
+		t.Fatalf("joining the cgroup: %v", err)
+	}
+	if err := syscall.Mount(dir, filepath.Dir(dir), "", syscall.MS_BIND, ""); err != nil {
+		t.Fatalf("bind mount: %v", err)
+	}
+	var r helperResult
+	var err error
+	r.Read, err = Read()
+	r.ReadErr = errString(err)
+	w, err := NewWatcher(os.DirFS("/"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	r.Watch, err = w.Read()
+	r.WatchErr = errString(err)
+	printResult(t, r)
 }
 
 // readLine returns the rest of the next line of the helper's output that
@@ -280,24 +345,25 @@ func TestHelperProcess(t *testing.T) {
 		r.WatchErr = errString(err)
 		r.Stat, err = ReadCPUStat()
 		r.StatErr = errString(err)
-		procs, _ := os.ReadFile("/proc/self/cgroup")
-		r.SelfProcs = string(procs)
-		rec := &recordingRoot{}
-		if lim, err := ReadFS(rec); err != nil || lim != r.Read {
-			t.Errorf("ReadFS of the recording root: %v, %+v; Read gave %+v", err, lim, r.Read)
-		}
-		r.ReadFiles = rec.names
-		r.Read.CPU.Err, r.Read.Memory.Err, r.Watch.CPU.Err, r.Watch.Memory.Err = nil, nil, nil, nil
-		data, err := json.Marshal(r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		fmt.Printf("%s%s\n", resultMarker, data)
+		printResult(t, r)
 	}
 	report()
 	for in.Scan() {
 		report()
 	}
+}
+
+// printResult prints r, with the helper's /proc/self/cgroup, as one line for
+// readResult.
+func printResult(t *testing.T, r helperResult) {
+	procs, _ := os.ReadFile("/proc/self/cgroup")
+	r.SelfProcs = string(procs)
+	r.Read.CPU.Err, r.Read.Memory.Err, r.Watch.CPU.Err, r.Watch.Memory.Err = nil, nil, nil, nil
+	data, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Printf("%s%s\n", resultMarker, data)
 }
 
 func errString(err error) string {

@@ -1,10 +1,12 @@
 package cgroup
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"path"
 )
 
 // Watcher keeps the limit files of the process's cgroup hierarchy open and
@@ -12,44 +14,65 @@ import (
 // (Kubernetes in-place pod resize rewrites cpu.max and memory.max of a running
 // container) by polling.
 //
-// NewWatcher finds the cgroup directories once, like ReadFS, and opens the
-// limit files of every level that ReadFS reads, from the process's cgroup up
-// to the mount point.
-// Each Read then reads those same files again: a file that did not exist when
-// the Watcher was made is taken as "no limit at that level" for the
-// Watcher's life, and if the process moves to another cgroup the Watcher
-// keeps reading the old one. Make a new Watcher in those cases.
+// NewWatcher finds the process's cgroups like ReadFS and opens the limit files
+// of every level that ReadFS reads, and proc/self/cgroup. Each Read re-reads
+// proc/self/cgroup first: when the process has moved to another cgroup, the
+// Watcher finds the new hierarchy and opens its files. A limit file that does
+// not exist is no limit at that level until the process moves. A file that
+// could not be opened for another reason (too many open files, permission
+// denied), and a hierarchy that could not be found, are tried again after 1,
+// 2, 4 and so on up to 32 Reads; until then the error is the controller's Err.
 //
 // A Watcher must be used by one goroutine at a time; Close releases its
 // files.
 type Watcher struct {
 	fsys    fs.FS
-	lim     Limits // hierarchy, plus errors found while discovering or opening
-	walks   walks
+	self    watchFile // proc/self/cgroup
+	seen    []byte    // its content when the hierarchy was found
+	lim     Limits    // the hierarchy, with the errors of finding it
 	cpu     []watchLevel
 	mem     []watchLevel
 	memStat watchFile // v1: memory.stat of Memory.Dir
 	buf     []byte
+	reads   int   // counts Reads: the clock of every retry
+	find    retry // of finding the hierarchy, while that fails
 	closed  bool
 }
 
 var errWatcherClosed = fmt.Errorf("cgroup: Watcher.Read after Close: %w", fs.ErrClosed)
 
-// watchLevel holds the open limit files of one directory: for CPU, cpu.max
-// (v2) or cpu.cfs_quota_us and cpu.cfs_period_us (v1); for memory,
-// memory.max and memory.high (v2) or memory.limit_in_bytes (v1).
+// maxBackoff is the longest wait, in Reads, before a failed open is tried
+// again.
+const maxBackoff = 32
+
+// retry schedules the next attempt after a failure: 1, 2, 4, ... maxBackoff
+// Reads later.
+type retry struct {
+	at, backoff int
+}
+
+func (r *retry) failed(now int) {
+	r.backoff = min(max(1, 2*r.backoff), maxBackoff)
+	r.at = now + r.backoff
+}
+
+// watchLevel holds the limit files of one directory: for CPU, cpu.max (v2) or
+// cpu.cfs_quota_us and cpu.cfs_period_us (v1); for memory, memory.max and
+// memory.high (v2) or memory.limit_in_bytes (v1).
 type watchLevel struct {
 	files [2]watchFile
 }
 
-// watchFile is one open file. exists is false when the file did not exist
-// when the Watcher was made.
+// watchFile is one file to re-read. f is nil when the file is missing, and
+// while opening it fails (err says why).
 type watchFile struct {
-	name   string // fs.FS name, to reopen
-	exists bool
-	f      fs.File // nil only while a reopen has failed, or after Close
-	ra     io.ReaderAt
-	sk     io.Seeker
+	abs     string
+	limit   int // the most that is read of it
+	f       fs.File
+	ra      io.ReaderAt // f, when it has ReadAt (*os.File, fstest.MapFS)
+	missing bool
+	err     error
+	retry   retry
 }
 
 // NewWatcher finds the process's cgroups in fsys (rooted at "/") like
@@ -58,95 +81,124 @@ type watchFile struct {
 // other problem shows in the Limits and error of every Read, as it would in
 // ReadFS.
 func NewWatcher(fsys fs.FS) (*Watcher, error) {
-	r := fsReader{fsys: fsys, buf: make([]byte, 0, 4096)}
-	w := &Watcher{fsys: fsys}
-	var err error
-	if w.walks, err = discover(&r, &w.lim); err != nil {
-		return nil, err
+	w := &Watcher{fsys: fsys, buf: make([]byte, 512)}
+	w.self = watchFile{abs: procSelfCgroup, limit: maxProcFile}
+	w.open(&w.self)
+	data, found, err := w.contents(&w.self)
+	if !found {
+		if err == nil {
+			err = w.self.err // does not exist
+		}
+		w.Close()
+		return nil, noCgroup(err)
+	}
+	w.discover(data)
+	// Read once, so that the buffer has the size of the largest file and
+	// later Reads do not allocate.
+	_, _ = w.eval()
+	return w, nil
+}
+
+// discover finds the hierarchy described by self, the content of
+// proc/self/cgroup, and opens its limit files, closing those of the last one.
+func (w *Watcher) discover(self []byte) {
+	w.closeLimitFiles()
+	w.seen = append(w.seen[:0], self...)
+	w.lim = Limits{}
+	discover(&fsReader{fsys: w.fsys}, w.seen, &w.lim)
+	if w.lim.CPU.Err != nil || w.lim.Memory.Err != nil {
+		w.find.failed(w.reads)
+	} else {
+		w.find = retry{}
 	}
 	if c := &w.lim.CPU; c.Err == nil && c.Version != 0 {
 		names := [2]string{fileCPUMax}
 		if c.Version == V1 {
 			names = [2]string{fileCFSQuota, fileCFSPeriod}
 		}
-		w.cpu, c.Err = w.openLevels(c.Dir, c.Mount, w.walks.cpuSkipsTop, names)
+		w.cpu = w.openLevels(c.Dir, c.Mount, names)
 	}
 	if m := &w.lim.Memory; m.Err == nil && m.Version != 0 {
 		names := [2]string{fileMemoryMax, fileMemoryHigh}
 		if m.Version == V1 {
 			names = [2]string{fileMemoryLimit}
 		}
-		w.mem, m.Err = w.openLevels(m.Dir, m.Mount, w.walks.memSkipsTop, names)
-		if m.Err == nil && m.Version == V1 && m.MountRoot != "/" {
-			w.memStat, m.Err = w.open(m.Dir, fileMemoryStat)
+		w.mem = w.openLevels(m.Dir, m.Mount, names)
+		if m.Version == V1 && m.MountRoot != "/" {
+			w.memStat = w.newFile(joinPath(m.Dir, fileMemoryStat))
 		}
 	}
-	// The first Read sizes the buffer for the largest file, so that later ones
-	// do not allocate.
-	w.buf = make([]byte, 512)
-	_, _ = w.Read() // its errors are those of every later Read
-	return w, nil
 }
 
-// openLevels opens the files of every level that evalCPU or evalMemory reads
-// with the same skipTop.
-func (w *Watcher) openLevels(dir, mount string, skipTop bool, names [2]string) ([]watchLevel, error) {
+// openLevels opens the files of every level that evalCPU or evalMemory reads.
+func (w *Watcher) openLevels(dir, mount string, names [2]string) []watchLevel {
 	var levels []watchLevel
-	for ; ; dir = parentDir(dir) {
-		top := isTop(dir, mount)
-		if top && skipTop {
-			return levels, nil
-		}
+	for {
 		var l watchLevel
 		for i, name := range names {
-			if name == "" {
-				continue
-			}
-			var err error
-			if l.files[i], err = w.open(dir, name); err != nil {
-				return append(levels, l), err // Close closes what did open
+			if name != "" {
+				l.files[i] = w.newFile(joinPath(dir, name))
 			}
 		}
 		levels = append(levels, l)
-		if top {
-			return levels, nil
+		if isTop(dir, mount) {
+			return levels
 		}
+		dir = parentDir(dir)
 	}
 }
 
-// open opens dir/name; a missing file gives a watchFile with exists false.
-func (w *Watcher) open(dir, name string) (watchFile, error) {
-	abs := joinPath(dir, name)
-	wf := watchFile{name: fsName(abs)}
-	f, err := w.fsys.Open(wf.name)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return wf, nil
-		}
-		return wf, pathError("open", abs, err)
+func (w *Watcher) newFile(abs string) watchFile {
+	wf := watchFile{abs: abs, limit: sizeLimit(path.Base(abs))}
+	w.open(&wf)
+	return wf
+}
+
+// open opens wf. A missing file stays missing; any other failure is tried
+// again later (see contents).
+func (w *Watcher) open(wf *watchFile) {
+	f, err := openFile(w.fsys, wf.abs)
+	switch {
+	case err == nil:
+		wf.f, wf.err, wf.retry = f, nil, retry{}
+		wf.ra, _ = f.(io.ReaderAt)
+	case errors.Is(err, fs.ErrNotExist):
+		wf.missing, wf.err = true, err
+	default:
+		wf.err = err
+		wf.retry.failed(w.reads)
 	}
-	wf.f, wf.exists = f, true
-	wf.ra, _ = f.(io.ReaderAt)
-	wf.sk, _ = f.(io.Seeker)
-	return wf, nil
 }
 
 // Read re-reads the open files and returns the same Limits and error as
 // ReadFS would for the same files. It does not allocate unless it returns an
-// error (or a file has grown beyond every earlier size). After Close, Read
-// returns an error wrapping fs.ErrClosed.
+// error, the process has moved, or a file has grown beyond every earlier
+// size. After Close, Read returns an error wrapping fs.ErrClosed.
 func (w *Watcher) Read() (Limits, error) {
 	if w.closed {
 		return Limits{}, errWatcherClosed
 	}
+	w.reads++
+	// proc/self/cgroup that cannot be read now does not hide the limits:
+	// the check waits for the next Read.
+	if self, found, err := w.contents(&w.self); err == nil && found {
+		failed := w.lim.CPU.Err != nil || w.lim.Memory.Err != nil
+		if !bytes.Equal(self, w.seen) || (failed && w.reads >= w.find.at) {
+			w.discover(self)
+		}
+	}
+	return w.eval()
+}
+
+func (w *Watcher) eval() (Limits, error) {
 	lim := w.lim
-	evalCPU(w, &lim.CPU, w.walks.cpuSkipsTop)
-	evalMemory(w, &lim.Memory, w.walks.memSkipsTop)
+	evalCPU(w, &lim.CPU)
+	evalMemory(w, &lim.Memory)
 	return lim, joinErrs(lim.CPU.Err, lim.Memory.Err)
 }
 
 // file implements fileSource over the open files.
-func (w *Watcher) file(level int, dir, name string) ([]byte, bool, error) {
+func (w *Watcher) file(level int, _, name string) ([]byte, bool, error) {
 	var wf *watchFile
 	switch name {
 	case fileCPUMax, fileCFSQuota:
@@ -162,70 +214,55 @@ func (w *Watcher) file(level int, dir, name string) ([]byte, bool, error) {
 	default:
 		return nil, false, nil
 	}
-	if !wf.exists {
+	return w.contents(wf)
+}
+
+// contents reads wf from its start. A file whose open failed is opened again
+// when its retry is due.
+func (w *Watcher) contents(wf *watchFile) ([]byte, bool, error) {
+	switch {
+	case wf.f != nil && wf.ra == nil:
+		// No ReadAt: open the file again, to read it from the start (this
+		// allocates).
+		wf.f.Close()
+		wf.f = nil
+		w.open(wf)
+	case wf.f == nil && !wf.missing && w.reads >= wf.retry.at:
+		w.open(wf)
+	}
+	switch {
+	case wf.missing:
 		return nil, false, nil
+	case wf.f == nil:
+		return nil, false, wf.err
+	case wf.ra == nil:
+		data, err := readAll(wf.f, w.buf[:0], wf.limit)
+		w.buf = data[:cap(data)]
+		if err != nil {
+			return nil, false, pathError("read", wf.abs, err)
+		}
+		return data, true, nil
 	}
 	for {
-		n, err := w.readAt0(wf, w.buf)
+		n, err := wf.ra.ReadAt(w.buf, 0)
+		switch {
+		case n < 0 || n > len(w.buf):
+			err = errBadCount
+		case err == io.EOF || err == nil:
+			err = nil
+			if n > wf.limit {
+				err = errTooLarge
+			}
+		}
 		if err != nil {
-			return nil, false, pathError("read", joinPath(dir, name), err)
+			return nil, false, pathError("read", wf.abs, err)
 		}
 		if n < len(w.buf) {
 			return w.buf[:n], true, nil
 		}
-		if len(w.buf) >= maxFileSize {
-			return nil, false, pathError("read", joinPath(dir, name), errTooLarge)
-		}
-		// Full buffer: the file may be longer. Grow and read again.
-		w.buf = make([]byte, 2*len(w.buf))
+		// A full buffer: the file may be longer. Grow and read again.
+		w.buf = make([]byte, min(2*len(w.buf), wf.limit+1))
 	}
-}
-
-// readAt0 reads the file from its start into b: with ReadAt when the file
-// has it (*os.File, fstest.MapFS), else by seeking back to the start, else by
-// opening it again.
-func (w *Watcher) readAt0(wf *watchFile, b []byte) (int, error) {
-	if wf.ra != nil {
-		n, err := wf.ra.ReadAt(b, 0)
-		if err == io.EOF {
-			err = nil
-		}
-		return n, err
-	}
-	if wf.sk != nil {
-		if _, err := wf.sk.Seek(0, io.SeekStart); err != nil {
-			return 0, err
-		}
-	} else {
-		// Neither: open the file again (this allocates). The old one is
-		// closed first; if opening fails, the next Read tries again.
-		if wf.f != nil {
-			wf.f.Close()
-			wf.f = nil
-		}
-		f, err := w.fsys.Open(wf.name)
-		if err != nil {
-			return 0, err
-		}
-		wf.f = f
-	}
-	n, zeros := 0, 0
-	for n < len(b) {
-		m, err := wf.f.Read(b[n:])
-		n += m
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return n, err
-		}
-		if m > 0 {
-			zeros = 0
-		} else if zeros++; zeros >= maxEmptyReads {
-			return n, io.ErrNoProgress
-		}
-	}
-	return n, nil
 }
 
 // Close closes the files. It returns the first error from closing them;
@@ -235,22 +272,37 @@ func (w *Watcher) Close() error {
 		return nil
 	}
 	w.closed = true
-	var first error
-	closeFile := func(wf *watchFile) {
-		if wf.f != nil {
-			if err := wf.f.Close(); err != nil && first == nil {
-				first = err
-			}
-			*wf = watchFile{}
-		}
+	first := w.closeLimitFiles()
+	if err := closeFile(&w.self); first == nil {
+		first = err
 	}
+	return first
+}
+
+// closeLimitFiles closes the limit files and forgets them.
+func (w *Watcher) closeLimitFiles() error {
+	var first error
 	for _, levels := range [][]watchLevel{w.cpu, w.mem} {
 		for i := range levels {
-			closeFile(&levels[i].files[0])
-			closeFile(&levels[i].files[1])
+			for j := range levels[i].files {
+				if err := closeFile(&levels[i].files[j]); first == nil {
+					first = err
+				}
+			}
 		}
 	}
-	closeFile(&w.memStat)
+	if err := closeFile(&w.memStat); first == nil {
+		first = err
+	}
 	w.cpu, w.mem = nil, nil
 	return first
+}
+
+func closeFile(wf *watchFile) error {
+	var err error
+	if wf.f != nil {
+		err = wf.f.Close()
+	}
+	*wf = watchFile{}
+	return err
 }

@@ -214,8 +214,8 @@ func TestWatcherReadDoesNotAllocate(t *testing.T) {
 	}
 }
 
-// fileWrappers hide ReadAt or Seek from the files of a file system, to test
-// each way the Watcher has to read a file again.
+// fileWrappers hide ReadAt or Seek from the files of a file system: the
+// Watcher reads a file again with ReadAt, or else opens it again.
 var fileWrappers = []struct {
 	name string
 	wrap func(fs.File) fs.File

@@ -16,7 +16,6 @@ import (
 	"github.com/fitgo/fitgo/internal/envvar"
 	"github.com/fitgo/fitgo/internal/knob"
 	"github.com/fitgo/fitgo/internal/refresh"
-	"github.com/fitgo/fitgo/internal/rootfs"
 )
 
 // DefaultRefreshInterval is the interval of WithRefresh when none is given:
@@ -122,7 +121,7 @@ func systemEnv() *env {
 	return &env{
 		goos:   runtime.GOOS,
 		getenv: os.Getenv,
-		fsys:   rootfs.FS(),
+		fsys:   os.DirFS("/"),
 		read:   func() (cgroup.Limits, error) { return loop.Read(refresh.MemLimit) },
 		loop:   loop,
 		knob:   processKnob,

@@ -3,6 +3,7 @@ package applycost
 import (
 	"fmt"
 	"math"
+	"os"
 	"runtime"
 	"runtime/debug"
 
@@ -11,7 +12,6 @@ import (
 
 	"github.com/fitgo/fitgo/cgroup"
 	"github.com/fitgo/fitgo/internal/refresh"
-	"github.com/fitgo/fitgo/internal/rootfs"
 	"github.com/fitgo/fitgo/maxprocs"
 	"github.com/fitgo/fitgo/memlimit"
 )
@@ -97,7 +97,7 @@ func References() []Side {
 		{Name: "ref:cgroup.Read", Apply: func() error { _, err := cgroup.Read(); return err }, Undo: noUndo},
 		{Name: "ref:runtime.GOMAXPROCS", Apply: func() error { runtime.GOMAXPROCS(1); return nil }, Undo: noUndo},
 		{Name: "ref:cgroup.NewWatcher", Apply: func() error {
-			w, err := cgroup.NewWatcher(rootfs.FS())
+			w, err := cgroup.NewWatcher(os.DirFS("/"))
 			if err != nil {
 				return err
 			}

@@ -20,12 +20,12 @@ package refresh
 import (
 	"context"
 	"errors"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/fitgo/fitgo/cgroup"
-	"github.com/fitgo/fitgo/internal/rootfs"
 )
 
 // DefaultInterval is the refresh interval when none is given: the cadence at
@@ -130,7 +130,7 @@ func New(open func() (Source, error), idle time.Duration, opts ...Option) *Loop 
 // cgroup.Read, a process Source (OpenProcess over the real file system) for
 // the refresh loop, closed IdleClose after the loop stops.
 func NewDefault() *Loop {
-	return New(func() (Source, error) { return OpenProcess(rootfs.FS()) }, IdleClose, WithOneShot(cgroup.Read))
+	return New(func() (Source, error) { return OpenProcess(os.DirFS("/")) }, IdleClose, WithOneShot(cgroup.Read))
 }
 
 // Default is the Loop over the process's own cgroup files.

@@ -14,7 +14,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fitgo/fitgo/cgroup"
-	"github.com/fitgo/fitgo/internal/rootfs"
 )
 
 // fakeSource returns settable limits and counts reads and closes.
@@ -311,7 +310,7 @@ func BenchmarkTick(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			fsys := os.DirFS(bc.root(b))
 			if bc.name == "live" {
-				fsys = rootfs.FS()
+				fsys = os.DirFS("/")
 			}
 			w, err := OpenProcess(fsys)
 			if err != nil {
@@ -410,7 +409,7 @@ func TestDefaultLive(t *testing.T) {
 	got, err := Default.Read(MaxProcs)
 	assert.Equal(t, werr, err)
 	assert.Equal(t, want, got)
-	src, err := OpenProcess(rootfs.FS())
+	src, err := OpenProcess(os.DirFS("/"))
 	require.NoError(t, err)
 	defer src.Close()
 	assert.Zero(t, testing.AllocsPerRun(100, func() { src.Read() }))
