@@ -154,9 +154,9 @@ type candidate struct {
 // one of its ancestors, and below which the path does not climb out (see
 // climbsOut). A mount covered by another one stacked on the same mount point
 // (whose parent it is) is hidden and left out. Of the others, the one with
-// the longest root wins, the closest view of the process's cgroup; of
-// equally long roots, the last listed. Lines that are not well formed are
-// skipped.
+// the shortest root wins: it shows the most ancestors, so the effective
+// limit is the tightest that can be seen; of equally long roots, the last
+// listed. Lines that are not well formed are skipped.
 func findMounts(mountinfo []byte, qs []mountQuery) {
 	var cands []candidate
 	forEachMount(mountinfo, func(m mountInfo) {
@@ -190,7 +190,7 @@ func findMounts(mountinfo []byte, qs []mountQuery) {
 	for i := range qs {
 		var best *candidate
 		for j := range cands {
-			if c := &cands[j]; c.q == i && !c.covered && (best == nil || len(c.root) >= len(best.root)) {
+			if c := &cands[j]; c.q == i && !c.covered && (best == nil || len(c.root) <= len(best.root)) {
 				best = c
 			}
 		}

@@ -454,27 +454,28 @@ func TestReadFSCases(t *testing.T) {
 			want: want{cpuVersion: V2, memVersion: V2, cores: 2, cpuSource: "/cg/app", cpuDir: "/cg/app", memDir: "/cg/app"},
 		},
 		{
-			name: "the longest mount root wins, then the last of equals",
+			name: "the shortest mount root wins (it shows the most ancestors), then the last of equals",
 			files: map[string]string{
 				"proc/self/cgroup": "0::/a/b/c\n",
-				"proc/self/mountinfo": "1 0 0:30 / /root-view rw - cgroup2 cgroup2 rw\n" +
-					"2 0 0:30 /a/b /first rw - cgroup2 cgroup2 rw\n" +
-					"3 0 0:30 /a /shorter rw - cgroup2 cgroup2 rw\n" +
-					"4 0 0:30 /a/b /second rw - cgroup2 cgroup2 rw\n" +
-					"5 0 0:30 /a/b/c/d /deeper rw - cgroup2 cgroup2 rw\n",
-				"second/c/cpu.max": "300000 100000\n",
+				"proc/self/mountinfo": "1 0 0:30 /a /first rw - cgroup2 cgroup2 rw\n" +
+					"2 0 0:30 /a/b /longer rw - cgroup2 cgroup2 rw\n" +
+					"3 0 0:30 /a /second rw - cgroup2 cgroup2 rw\n" +
+					"4 0 0:30 /a/b/c/d /deeper rw - cgroup2 cgroup2 rw\n" +
+					"5 0 0:30 /x /elsewhere rw - cgroup2 cgroup2 rw\n",
+				"second/b/c/cpu.max": "300000 100000\n",
+				"second/b/cpu.max":   "400000 100000\n",
 			},
-			want: want{cpuVersion: V2, memVersion: V2, cores: 3, cpuSource: "/second/c", cpuDir: "/second/c", memDir: "/second/c"},
+			want: want{cpuVersion: V2, memVersion: V2, cores: 3, cpuSource: "/second/b/c", cpuDir: "/second/b/c", memDir: "/second/b/c"},
 		},
 		{
-			name: "the longest root wins over the whole hierarchy",
+			name: "the whole hierarchy wins over a mount of a subtree: it shows every ancestor",
 			files: map[string]string{
 				"proc/self/cgroup":          "0::/app\n",
 				"proc/self/mountinfo":       v2Mounts + "90 61 0:30 /app /run/app rw - cgroup2 cgroup2 rw\n",
 				"sys/fs/cgroup/app/cpu.max": "100000 100000\n",
 				"run/app/cpu.max":           "200000 100000\n",
 			},
-			want: want{cpuVersion: V2, memVersion: V2, cores: 2, cpuSource: "/run/app", cpuDir: "/run/app", memDir: "/run/app"},
+			want: want{cpuVersion: V2, memVersion: V2, cores: 1, cpuSource: "/sys/fs/cgroup/app", cpuDir: "/sys/fs/cgroup/app", memDir: "/sys/fs/cgroup/app"},
 		},
 		{
 			name: "a mount stacked on the same mount point hides the one below",
