@@ -115,3 +115,41 @@ func (r Runtime) runtimeDefault(lim cgroup.Limits, ncpu int) int {
 	}
 	return min(ncpu, max(2, int(math.Ceil(q))))
 }
+
+// affinity returns the number of CPUs the process may run on now: on Linux
+// from Cpus_allowed_list in /proc/self/status, which follows taskset and
+// cpuset changes (runtime.NumCPU is the count at start-up, its fallback).
+func affinity() int {
+	if data, err := os.ReadFile("/proc/self/status"); err == nil {
+		if n, ok := parseAffinity(data); ok {
+			return n
+		}
+	}
+	return runtime.NumCPU()
+}
+
+// parseAffinity counts the CPUs of the Cpus_allowed_list line of
+// /proc/self/status, such as "Cpus_allowed_list:\t0-3,8,10-11".
+func parseAffinity(status []byte) (int, bool) {
+	for _, line := range strings.Split(string(status), "\n") {
+		list, ok := strings.CutPrefix(line, "Cpus_allowed_list:")
+		if !ok {
+			continue
+		}
+		n := 0
+		for _, r := range strings.Split(strings.TrimSpace(list), ",") {
+			lo, hi, isRange := strings.Cut(r, "-")
+			a, err1 := strconv.ParseUint(lo, 10, 16)
+			b, err2 := a, error(nil)
+			if isRange {
+				b, err2 = strconv.ParseUint(hi, 10, 16)
+			}
+			if err1 != nil || err2 != nil || b < a {
+				return 0, false
+			}
+			n += int(b-a) + 1
+		}
+		return n, n > 0
+	}
+	return 0, false
+}

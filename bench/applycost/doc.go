@@ -4,10 +4,7 @@
 // memlimit.Set.
 //
 // Each side is a [Side]: Apply does the work that is timed, Undo puts the
-// runtime back so that the next call does the full work again (for fitgo this
-// includes installing a fresh shared loop, so that no reading of one call
-// serves the next and every call reads the limits as a process's first Apply
-// does). Between calls
+// runtime back so that the next call does the full work again. Between calls
 // the harness also resets the runtime to the same starting point for both
 // sides (the runtime's default GOMAXPROCS, no memory limit), outside the timer.
 //

@@ -285,25 +285,19 @@ func policies() []policy {
 		}
 		out = append(out, p)
 	}
-	for _, mp := range []struct {
-		name string
-		opts []maxprocs.Option
-	}{
-		{"fitgo GOMAXPROCS (floor)", nil},
-		{"fitgo GOMAXPROCS (ceil)", []maxprocs.Option{maxprocs.WithRounding(maxprocs.Ceil)}},
-	} {
-		r, err := maxprocs.Plan(mp.opts...)
+	for _, rounding := range []maxprocs.Rounding{maxprocs.Floor, maxprocs.Ceil} {
+		r, err := maxprocs.Plan(maxprocs.Options{Policy: maxprocs.Policy{Rounding: rounding}})
 		v := fmt.Sprint(r.After)
 		if r.Source != "" {
 			v += fmt.Sprintf(" from %.3g cores", r.Limit)
 		}
-		add(mp.name, v, r.Changed, r.Reason, err)
+		add("fitgo GOMAXPROCS ("+rounding.String()+")", v, r.Changed, r.Reason, err)
 	}
-	r, err := memlimit.Plan()
+	r, err := memlimit.Plan(memlimit.Options{})
 	v := bytesString(r.After)
 	if r.Source != "" {
 		v += fmt.Sprintf(" from %s %s", r.From, bytesString(r.Limit))
 	}
-	add(fmt.Sprintf("fitgo GOMEMLIMIT (%.2g)", memlimit.DefaultRatio), v, r.Changed, r.Reason, err)
+	add(fmt.Sprintf("fitgo GOMEMLIMIT (%.2g)", r.Policy.Ratio), v, r.Changed, r.Reason, err)
 	return out
 }

@@ -1,13 +1,12 @@
-// Command fitgo-ceil is the benchmark workload with fitgo and the Go
-// runtime's rounding: GOMAXPROCS is the effective CPU limit rounded up, at
-// least 2 (maxprocs.Ceil), and GOMEMLIMIT fitgo's default; both follow the
-// limits every second, as the blank import does. The FITGO environment
-// variable has no rounding setting, so this variant uses the explicit API, as
-// a program that wants the other rounding would.
+// Command fitgo-ceil is the benchmark workload with fitgo and the Ceil
+// rounding: GOMAXPROCS is the effective CPU limit rounded up (maxprocs.Ceil),
+// and GOMEMLIMIT fitgo's default; both follow the limits every second, as the
+// blank import does. It uses the explicit API, as a program that wants the
+// other rounding would.
 package main
 
 import (
-	"context"
+	"time"
 
 	"github.com/fitgo/fitgo/bench/workload"
 	"github.com/fitgo/fitgo/maxprocs"
@@ -15,9 +14,8 @@ import (
 )
 
 func init() {
-	ctx := context.Background()
-	maxprocs.Apply(maxprocs.WithRounding(maxprocs.Ceil), maxprocs.WithRefresh(ctx, 0))
-	memlimit.Apply(memlimit.WithRefresh(ctx, 0))
+	maxprocs.Apply(maxprocs.Options{Policy: maxprocs.Policy{Rounding: maxprocs.Ceil}, Refresh: time.Second})
+	memlimit.Apply(memlimit.Options{Refresh: time.Second})
 }
 
 func main() { workload.Main("fitgo-ceil") }
