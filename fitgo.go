@@ -2,6 +2,7 @@ package fitgo
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync/atomic"
@@ -91,14 +92,19 @@ func start(d deps) (rep Report) {
 		}
 		ctx = knob.WithLoop(ctx, d.loop(every))
 	}
-	var lim cgroup.Limits
+	var shared *cgroup.Limits
 	if cfg.MaxProcs || cfg.MemLimit {
-		lim, _ = d.read() // the errors are in lim, and in the results
+		// The controllers' errors are in lim. An error of the whole reading
+		// (not "no cgroup") is not: then each knob reads again and reports it.
+		lim, err := d.read()
+		if err == nil || errors.Is(err, cgroup.ErrNoCgroup) || lim.CPU.Version != 0 || lim.Memory.Version != 0 {
+			shared = &lim
+		}
 	}
 	var mp maxprocs.Result
 	var ml memlimit.Result
 	if cfg.MaxProcs {
-		o := maxprocs.Options{KeepExisting: true, Logger: logger, Refresh: every, Context: ctx, Limits: &lim}
+		o := maxprocs.Options{KeepExisting: true, Logger: logger, Refresh: every, Context: ctx, Limits: shared}
 		for _, r := range []maxprocs.Rounding{maxprocs.Floor, maxprocs.Ceil, maxprocs.Nearest} {
 			if r.String() == cfg.Rounding {
 				o.Rounding = r
@@ -108,7 +114,7 @@ func start(d deps) (rep Report) {
 		mp = rep.MaxProcs.Status()
 	}
 	if cfg.MemLimit {
-		rep.MemLimit, _ = d.memlimit(memlimit.Options{KeepExisting: true, Logger: logger, Refresh: every, Context: ctx, Limits: &lim})
+		rep.MemLimit, _ = d.memlimit(memlimit.Options{KeepExisting: true, Logger: logger, Refresh: every, Context: ctx, Limits: shared})
 		ml = rep.MemLimit.Status()
 	}
 	logStart(d.log(), rep, mp, ml)

@@ -63,7 +63,7 @@ type env struct {
 }
 
 // processKnob is the process's GOMAXPROCS.
-var processKnob = knob.New(
+var processKnob = knob.New(text(),
 	func() int { return runtime.GOMAXPROCS(0) },
 	func(n int) int { return runtime.GOMAXPROCS(n) },
 	restoreGOMAXPROCS,
@@ -81,7 +81,10 @@ func systemEnv() *env {
 	}
 }
 
-var text = &knob.Text{Name: "GOMAXPROCS", Limit: "CPU limit", Key: "cpu_limit"}
+// text is GOMAXPROCS's wording.
+func text() knob.Text {
+	return knob.Text{Name: "GOMAXPROCS", Value: "GOMAXPROCS", Limit: "CPU limit", Key: "cpu_limit"}
+}
 
 // cpuLimit is the CPU limit of a reading.
 type cpuLimit struct {
@@ -241,36 +244,19 @@ func apply(o *Options, dry bool) *Fit {
 			return f
 		}
 		var ok bool
-		if f.f, ok = knob.Start(e.knob, text, o.Logger, before, r.After, r.Changed, follow, f.seen, cerr); ok {
+		if f.f, ok = knob.Start(e.knob, o.Logger, before, r.After, r.Changed, follow, f.seen, cerr); ok {
 			break
 		}
 	}
 	if follow {
-		loop := knob.LoopOf(o.Context)
-		if loop == nil {
-			loop = knob.NewLoop(o.Refresh, e.open, e.ticks)
-		}
-		f.loop, r.Refresh, r.Following = loop, loop.Every(), true
-		f.f.Follow(o.Context, loop.Wake)
-		loop.Add(f.tick, f.f.Following)
+		f.loop = f.f.Join(o.Context, o.Refresh, e.open, e.ticks, f.tick)
+		r.Refresh, r.Following = f.loop.Every(), true
 	}
 	return f
 }
 
-// cpuErr picks from a reading the error that concerns the CPU limit: a
-// malformed memory file does not stop GOMAXPROCS.
-func cpuErr(lim cgroup.Limits, err error) error {
-	if err == nil || errors.Is(err, cgroup.ErrNoCgroup) {
-		return nil
-	}
-	if lim.CPU.Err != nil {
-		return lim.CPU.Err
-	}
-	if lim.Memory.Err != nil {
-		return nil
-	}
-	return err
-}
+// cpuErr is the error of a reading that concerns the CPU limit.
+func cpuErr(lim cgroup.Limits, err error) error { return knob.ErrFor(err, lim.CPU.Err, lim.Memory.Err) }
 
 func sameReason(n int, q float64, ncpu int, rt Runtime) string {
 	s := "GOMAXPROCS is already " + strconv.Itoa(n)
@@ -342,13 +328,8 @@ func (f *Fit) Status() Result {
 	if st.Following {
 		r.Err = st.Err
 	}
-	switch {
-	case st.HandedOver:
-		r.Reason = fmt.Sprintf("GOMAXPROCS was changed from %d to %d outside fitgo; no longer managed", st.From, st.To)
-	case st.Following && st.Err != nil:
-		r.Reason = "the CPU limit cannot be read: GOMAXPROCS is not fitted until it can"
-	case !st.Following && st.Reason != "":
-		r.Reason = st.Reason
+	if why := f.f.Why(st, strconv.Itoa); why != "" {
+		r.Reason = why
 	}
 	return r
 }
@@ -417,15 +398,5 @@ func (r Result) LogValue() slog.Value {
 }
 
 func logApply(l *slog.Logger, r *Result) {
-	if l == nil {
-		return
-	}
-	switch {
-	case r.Err != nil:
-		l.Warn("fitgo: GOMAXPROCS left alone: "+r.Reason, "result", *r)
-	case r.Changed:
-		l.Info("fitgo: GOMAXPROCS set", "result", *r)
-	default:
-		l.Debug("fitgo: GOMAXPROCS left alone: "+r.Reason, "result", *r, "runtime", r.Runtime.Why)
-	}
+	knob.LogApply(l, "GOMAXPROCS", r.Reason, r.Changed, r.Err, "result", *r, "runtime", r.Runtime.Why)
 }

@@ -420,3 +420,26 @@ func TestLoggerMayCallBack(t *testing.T) {
 	assert.Equal(t, 3, calls, "set, updated, handed over")
 	waitIdle(t, res.loop.Done())
 }
+
+// TestSameValueCaveat: a program that sets the value fitgo already has
+// cannot be told from no change, and a later resize overwrites it (the
+// README states this); stopping fitgo's management first, the README's
+// remedy, keeps the program's value.
+func TestSameValueCaveat(t *testing.T) {
+	app := "/sys/fs/cgroup/app"
+	fk := &fakeKnob{value: 8, def: 8}
+	te := newTestEnv(fk, 8, oldRT, nil)
+	te.src.setQuota(1, app)
+	fit, _ := applyFollowing(t, te, Options{})
+	require.Equal(t, 1, fit.Status().After)
+	fk.appSet(1)
+	assert.True(t, fit.tick(time.Now(), cpuLimits(3, app), nil))
+	value, _, _ := fk.get()
+	assert.Equal(t, 3, value, "the caveat: indistinguishable, so overwritten")
+
+	fit.Stop() // the remedy
+	fk.appSet(3)
+	assert.False(t, fit.tick(time.Now(), cpuLimits(2, app), nil))
+	value, _, _ = fk.get()
+	assert.Equal(t, 3, value, "after Stop, the program's value stays")
+}

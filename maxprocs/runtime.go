@@ -41,8 +41,8 @@ type Runtime struct {
 
 // buildGODEBUG is the DefaultGODEBUG setting of the running binary: the
 // GODEBUG defaults that the main module's go line and //go:debug directives
-// chose, which the linker also gave the runtime. Read once.
-var buildGODEBUG = sync.OnceValue(func() string {
+// chose, which the linker also gave the runtime.
+func buildGODEBUG() string {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
 		return ""
@@ -53,7 +53,7 @@ var buildGODEBUG = sync.OnceValue(func() string {
 		}
 	}
 	return ""
-})
+}
 
 // systemRuntime is detectRuntime for this process, computed once (GODEBUG is
 // read by the runtime at start-up only, so later changes to the environment

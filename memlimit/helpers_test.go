@@ -59,7 +59,7 @@ func (f *fakeKnob) knob() *knob.Knob[int64] {
 		f.sets++
 		return prev
 	}
-	return knob.New(func() int64 { f.mu.Lock(); defer f.mu.Unlock(); return f.value }, set, set)
+	return knob.New(text(), func() int64 { f.mu.Lock(); defer f.mu.Unlock(); return f.value }, set, set)
 }
 
 // appSet is the application calling debug.SetMemoryLimit.

@@ -66,7 +66,7 @@ type env struct {
 }
 
 // processKnob is the process's memory limit.
-var processKnob = knob.New(
+var processKnob = knob.New(text(),
 	func() int64 { return debug.SetMemoryLimit(-1) },
 	debug.SetMemoryLimit,
 	debug.SetMemoryLimit,
@@ -83,7 +83,10 @@ func systemEnv() *env {
 	}
 }
 
-var text = &knob.Text{Name: "GOMEMLIMIT", Limit: "memory limit", Key: "memory_limit"}
+// text is GOMEMLIMIT's wording.
+func text() knob.Text {
+	return knob.Text{Name: "GOMEMLIMIT", Value: "the memory limit", Limit: "memory limit", Key: "memory_limit"}
+}
 
 // memLimit is the memory limit of a reading.
 type memLimit struct {
@@ -268,18 +271,13 @@ func apply(o *Options, dry bool) *Fit {
 			return f
 		}
 		var ok bool
-		if f.f, ok = knob.Start(e.knob, text, o.Logger, before, r.After, r.Changed, follow, l, merr); ok {
+		if f.f, ok = knob.Start(e.knob, o.Logger, before, r.After, r.Changed, follow, l, merr); ok {
 			break
 		}
 	}
 	if follow {
-		loop := knob.LoopOf(o.Context)
-		if loop == nil {
-			loop = knob.NewLoop(o.Refresh, e.open, e.ticks)
-		}
-		f.loop, r.Refresh, r.Following = loop, loop.Every(), true
-		f.f.Follow(o.Context, loop.Wake)
-		loop.Add(f.tick, f.f.Following)
+		f.loop = f.f.Join(o.Context, o.Refresh, e.open, e.ticks, f.tick)
+		r.Refresh, r.Following = f.loop.Every(), true
 	}
 	return f
 }
@@ -311,19 +309,9 @@ func readMemTotal(fsys fs.FS) (int64, error) {
 	return n, nil
 }
 
-// memoryErr picks from a reading the error that concerns the memory limit:
-// a malformed CPU file does not stop GOMEMLIMIT.
+// memoryErr is the error of a reading that concerns the memory limit.
 func memoryErr(lim cgroup.Limits, err error) error {
-	if err == nil || errors.Is(err, cgroup.ErrNoCgroup) {
-		return nil
-	}
-	if lim.Memory.Err != nil {
-		return lim.Memory.Err
-	}
-	if lim.CPU.Err != nil {
-		return nil
-	}
-	return err
+	return knob.ErrFor(err, lim.Memory.Err, lim.CPU.Err)
 }
 
 // tick fits the memory limit to a reading of the refresh loop.
@@ -359,13 +347,8 @@ func (f *Fit) Status() Result {
 	if st.Following {
 		r.Err = st.Err
 	}
-	switch {
-	case st.HandedOver:
-		r.Reason = "the memory limit was changed from " + formatBytes(st.From) + " to " + formatBytes(st.To) + " outside fitgo; no longer managed"
-	case st.Following && st.Err != nil:
-		r.Reason = "the memory limit cannot be read: GOMEMLIMIT is not fitted until it can"
-	case !st.Following && st.Reason != "":
-		r.Reason = st.Reason
+	if why := f.f.Why(st, formatBytes); why != "" {
+		r.Reason = why
 	}
 	return r
 }
@@ -432,15 +415,5 @@ func (r Result) LogValue() slog.Value {
 }
 
 func logApply(l *slog.Logger, r *Result) {
-	if l == nil {
-		return
-	}
-	switch {
-	case r.Err != nil:
-		l.Warn("fitgo: GOMEMLIMIT left alone: "+r.Reason, "result", *r)
-	case r.Changed:
-		l.Info("fitgo: GOMEMLIMIT set", "result", *r)
-	default:
-		l.Debug("fitgo: GOMEMLIMIT left alone: "+r.Reason, "result", *r)
-	}
+	knob.LogApply(l, "GOMEMLIMIT", r.Reason, r.Changed, r.Err, "result", *r)
 }

@@ -64,7 +64,7 @@ func (p Policy) SoftLimit(limit int64) int64 {
 	return v
 }
 
-// raw is the result of both rules, before MinLimit; it may be <= 0.
+// raw is the result of both rules, before Min; it may be <= 0.
 func (p Policy) raw(limit int64) int64 {
 	if limit <= 0 {
 		return 0

@@ -33,12 +33,12 @@ func TestPolicyLimit(t *testing.T) {
 		{"reserve alone", Policy{Ratio: 1, Reserve: 64 * MiB}, GiB, GiB - 64*MiB},
 		{"reserve equal to the limit", Policy{Ratio: 1, Reserve: GiB}, GiB, 0},
 		{"reserve above the limit", Policy{Ratio: 0.9, Reserve: 2 * GiB}, GiB, 0},
-		// Tiny limits: never above the limit, unset below MinLimit.
+		// Tiny limits: never above the limit, unset below Min.
 		{"tiny: 18 MiB gives 16.2 MiB", def, 18 * MiB, 16986931},
 		{"tiny: 17 MiB gives 15.3 MiB, unset", def, 17 * MiB, 0},
 		{"tiny: 8 MiB, unset", def, 8 * MiB, 0},
 		{"tiny with no minimum", Policy{Ratio: 0.9, Min: -1}, 8 * MiB, 7549747},
-		{"tiny: exactly MinLimit", Policy{Ratio: 1, Min: 16 * MiB}, 16 * MiB, 16 * MiB},
+		{"tiny: exactly Min", Policy{Ratio: 1, Min: 16 * MiB}, 16 * MiB, 16 * MiB},
 		{"one byte", Policy{Ratio: 0.9, Min: -1}, 1, 0},
 		{"one byte ratio 1", Policy{Ratio: 1, Min: -1}, 1, 1},
 		{"zero limit", def, 0, 0},
@@ -107,16 +107,16 @@ func FuzzPolicyLimit(f *testing.F) {
 		got := p.SoftLimit(limit)
 		r := p.resolved()
 		if got < 0 || got > max(limit, 0) {
-			t.Fatalf("%+v.Limit(%d) = %d: outside [0, limit]", p, limit, got)
+			t.Fatalf("%+v.SoftLimit(%d) = %d: outside [0, limit]", p, limit, got)
 		}
 		if got != 0 && got < r.Min {
-			t.Fatalf("%+v.Limit(%d) = %d: below MinLimit", p, limit, got)
+			t.Fatalf("%+v.SoftLimit(%d) = %d: below Min", p, limit, got)
 		}
 		if got != 0 && reserve > 0 && got > limit-reserve {
-			t.Fatalf("%+v.Limit(%d) = %d: reserve not kept", p, limit, got)
+			t.Fatalf("%+v.SoftLimit(%d) = %d: reserve not kept", p, limit, got)
 		}
 		if got != 0 && float64(got) > float64(limit)*r.Ratio {
-			t.Fatalf("%+v.Limit(%d) = %d: above ratio", p, limit, got)
+			t.Fatalf("%+v.SoftLimit(%d) = %d: above ratio", p, limit, got)
 		}
 	})
 }

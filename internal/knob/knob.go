@@ -4,21 +4,27 @@
 // Apply (a Fit). The policies stay in those packages: at every reading of
 // the limits they give a Fit a Reading, the value the limits call for.
 //
-// Nothing here calls back into another package with a lock held, except the
-// runtime's own getter and setter; log lines are written after the lock is
-// released.
+// A Loop is the refresh goroutine of one or more Fits: it reads the limits
+// at every tick and gives each Fit the reading.
+//
+// No lock is held across a call into another package, except the runtime's
+// own getter and setter; log lines are written after the lock is released.
 package knob
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/fitgo/fitgo/cgroup"
 )
 
 // Knob is one runtime setting and what fitgo knows about its value.
 type Knob[V comparable] struct {
+	txt Text
 	get func() V
 	set func(V) V // sets and returns the previous value
 	// restore puts back the state from before fitgo, whose value was orig,
@@ -41,8 +47,8 @@ type entry[V comparable] struct {
 }
 
 // New returns a Knob over a runtime setting.
-func New[V comparable](get func() V, set func(V) V, restore func(orig V) V) *Knob[V] {
-	return &Knob[V]{get: get, set: set, restore: restore}
+func New[V comparable](txt Text, get func() V, set func(V) V, restore func(orig V) V) *Knob[V] {
+	return &Knob[V]{txt: txt, get: get, set: set, restore: restore}
 }
 
 // Current returns the runtime's value.
@@ -90,7 +96,6 @@ func (k *Knob[V]) putBack(cur V) (V, bool) {
 // limit (for Status and log lines).
 type Fit[V comparable, D any] struct {
 	k   *Knob[V]
-	txt *Text
 	log *slog.Logger
 	e   *entry[V]
 
@@ -108,18 +113,47 @@ type Fit[V comparable, D any] struct {
 	wake      func()      // tells the refresh loop that the Fit stopped
 }
 
-// Text is a knob's wording in log lines.
+// Text is a knob's wording in log lines and reasons.
 type Text struct {
 	Name  string // "GOMAXPROCS", also the log key of the value
+	Value string // "GOMAXPROCS", "the memory limit": the value in reasons
 	Limit string // "CPU limit", the limit in messages
 	Key   string // "cpu_limit", the log key of the limit
+}
+
+// ErrFor picks from a reading's error err the part that concerns one
+// controller, whose own error is own and the other's other: a malformed file
+// of the other controller does not stop this one, and no cgroup at all is
+// not an error.
+func ErrFor(err, own, other error) error {
+	switch {
+	case err == nil || errors.Is(err, cgroup.ErrNoCgroup) || own == nil && other != nil:
+		return nil
+	case own != nil:
+		return own
+	}
+	return err
+}
+
+// LogApply logs the outcome of an Apply: Warn for an error, Info for a
+// change, Debug when the value was left alone.
+func LogApply(l *slog.Logger, name, reason string, changed bool, err error, args ...any) {
+	switch {
+	case l == nil:
+	case err != nil:
+		l.Warn("fitgo: "+name+" left alone: "+reason, args...)
+	case changed:
+		l.Info("fitgo: "+name+" set", args...)
+	default:
+		l.Debug("fitgo: "+name+" left alone: "+reason, args...)
+	}
 }
 
 // Start begins the Fit of an Apply that read before (with Peek) and decided
 // to set want (when change) and to follow the limit (when follow), or to
 // leave the value alone; err is the reading's error. It fails, doing nothing, when the value is no longer
 // before: the caller decides again. The Fit supersedes any earlier one.
-func Start[V comparable, D any](k *Knob[V], txt *Text, log *slog.Logger, before, want V, change, follow bool, limit D, err error) (*Fit[V, D], bool) {
+func Start[V comparable, D any](k *Knob[V], log *slog.Logger, before, want V, change, follow bool, limit D, err error) (*Fit[V, D], bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	cur := k.get()
@@ -135,7 +169,7 @@ func Start[V comparable, D any](k *Knob[V], txt *Text, log *slog.Logger, before,
 			return nil, false
 		}
 	}
-	f := &Fit[V, D]{k: k, txt: txt, log: log, following: follow, limit: limit, err: err}
+	f := &Fit[V, D]{k: k, log: log, following: follow, limit: limit, err: err}
 	if a := k.active; a != nil {
 		a.supersede()
 	}
@@ -219,8 +253,8 @@ func (f *Fit[V, D]) step(now time.Time, r *Reading[V, D]) event {
 		first := f.err == nil
 		f.err = r.Err
 		if first {
-			return event{level: slog.LevelWarn, msg: "fitgo: cannot read the " + f.txt.Limit + "; " + f.txt.Name + " not fitted until it can",
-				args: []any{f.txt.Name, cur, "err", r.Err}}
+			return event{level: slog.LevelWarn, msg: "fitgo: cannot read the " + f.k.txt.Limit + "; " + f.k.txt.Name + " not fitted until it can",
+				args: []any{f.k.txt.Name, cur, "err", r.Err}}
 		}
 		return event{}
 	}
@@ -261,8 +295,8 @@ func (f *Fit[V, D]) handOver(from, cur V) event {
 	f.stopLocked("")
 	f.handed, f.from, f.to = true, from, cur
 	k.owned, k.last, k.stack = false, cur, nil
-	return event{level: slog.LevelInfo, msg: "fitgo: " + f.txt.Name + " changed by someone else; fitgo stops managing it",
-		args: []any{f.txt.Name, cur, "was", from}}
+	return event{level: slog.LevelInfo, msg: "fitgo: " + f.k.txt.Name + " changed by someone else; fitgo stops managing it",
+		args: []any{f.k.txt.Name, cur, "was", from}}
 }
 
 // stop stops following for reason.
@@ -310,8 +344,10 @@ func (f *Fit[V, D]) Undo() {
 	var ev event
 	if cur := k.get(); i == len(k.stack) && k.owned && cur == k.last {
 		if n := len(k.stack); n > 0 && k.stack[n-1].mine {
-			if got, ok := k.write(cur, k.stack[n-1].value); !ok {
-				ev = f.handOver(cur, got)
+			if v := k.stack[n-1].value; v != cur {
+				if got, ok := k.write(cur, v); !ok {
+					ev = f.handOver(cur, got)
+				}
 			}
 		} else if got, ok := k.putBack(cur); !ok {
 			ev = f.handOver(cur, got)
@@ -332,6 +368,40 @@ type State[V comparable, D any] struct {
 	Limit      D     // the last good reading
 	Updates    int
 	LastUpdate time.Time
+}
+
+// Why is the reason a Status gives for the state: someone else's change,
+// a failing reading, or why following stopped; "" when there is none to add
+// to the reason of Apply. format writes a value.
+func (f *Fit[V, D]) Why(s State[V, D], format func(V) string) string {
+	txt := &f.k.txt
+	switch {
+	case s.HandedOver:
+		return txt.Value + " was changed from " + format(s.From) + " to " + format(s.To) + " outside fitgo; no longer managed"
+	case s.Following && s.Err != nil:
+		return "the " + txt.Limit + " cannot be read: " + txt.Name + " is not fitted until it can"
+	case !s.Following:
+		return s.Reason
+	}
+	return ""
+}
+
+// Join makes a following Fit a member of the Loop that ctx carries (see
+// WithLoop) or, without one, of a new Loop of its own at the interval every
+// over open (ticked by ticks when not nil), and returns the Loop. step is
+// the Fit's package's reading of a tick.
+func (f *Fit[V, D]) Join(ctx context.Context, every time.Duration, open func() (Source, error), ticks <-chan time.Time,
+	step func(time.Time, cgroup.Limits, error) bool) *Loop {
+	l := LoopOf(ctx)
+	if l == nil {
+		l = NewLoop(every, open, ticks)
+	}
+	f.Follow(ctx, l.Wake)
+	l.Add(step, f.Following)
+	if !f.Following() {
+		l.Wake() // superseded or stopped before it joined
+	}
+	return l
 }
 
 // State returns the Fit's live state.
@@ -383,9 +453,9 @@ func (f *Fit[V, D]) flush(now time.Time, cur V) event {
 	}
 	n, from := c.held, c.from
 	c.held, c.at = 0, now
-	args := []any{f.txt.Name, cur, "before", from, f.txt.Key, f.limit}
+	args := []any{f.k.txt.Name, cur, "before", from, f.k.txt.Key, f.limit}
 	if n > 1 {
 		args = append(args, "changes", n)
 	}
-	return event{level: slog.LevelInfo, msg: "fitgo: " + f.txt.Name + " updated: " + f.txt.Limit + " " + c.what, args: args}
+	return event{level: slog.LevelInfo, msg: "fitgo: " + f.k.txt.Name + " updated: " + f.k.txt.Limit + " " + c.what, args: args}
 }

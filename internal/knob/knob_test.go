@@ -29,17 +29,16 @@ func (f *fakeKnob) knob() *Knob[int] {
 		f.val = n
 		return p
 	}
-	return New(func() int { return f.val }, set, func(orig int) int { f.restores++; return set(orig) })
+	return New(Text{Name: "X", Value: "x", Limit: "x limit", Key: "x_limit"},
+		func() int { return f.val }, set, func(orig int) int { f.restores++; return set(orig) })
 }
-
-var testText = &Text{Name: "X", Limit: "x limit", Key: "x_limit"}
 
 // apply is an Apply that sets v when it differs from the current value and
 // follows.
 func apply(t *testing.T, k *Knob[int], v int, log *slog.Logger) *Fit[int, string] {
 	t.Helper()
 	cur, _ := k.Peek()
-	f, ok := Start(k, testText, log, cur, v, v != cur, true, "", nil)
+	f, ok := Start(k, log, cur, v, v != cur, true, "", nil)
 	require.True(t, ok)
 	return f
 }
@@ -109,7 +108,7 @@ func TestUndoAfterSomeoneElse(t *testing.T) {
 func TestStartFailsWhenTheValueMoved(t *testing.T) {
 	fk := &fakeKnob{val: 8}
 	k := fk.knob()
-	_, ok := Start(k, testText, nil, 7, 4, true, false, "", nil)
+	_, ok := Start(k, nil, 7, 4, true, false, "", nil)
 	assert.False(t, ok, "the caller read 7, the value is 8: decide again")
 	assert.Equal(t, 8, fk.val)
 }
@@ -197,7 +196,7 @@ func TestWriteRace(t *testing.T) {
 		k := fk.knob()
 		other := 3
 		fk.between = &other
-		_, ok := Start(k, testText, nil, 8, 4, true, true, "", nil)
+		_, ok := Start(k, nil, 8, 4, true, true, "", nil)
 		assert.False(t, ok, "the caller decides again")
 		assert.Equal(t, 3, fk.val)
 	})

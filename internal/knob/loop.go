@@ -96,7 +96,7 @@ func (l *Loop) Done() <-chan struct{} {
 
 // prune drops the members that no longer follow and ends the run when none
 // is left; it reports whether the goroutine must exit.
-func (l *Loop) prune(done chan struct{}) bool {
+func (l *Loop) prune() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	kept := l.members[:0]
@@ -111,7 +111,6 @@ func (l *Loop) prune(done chan struct{}) bool {
 		return false
 	}
 	l.running = false
-	close(done)
 	return true
 }
 
@@ -125,12 +124,14 @@ func (l *Loop) run(done chan struct{}) {
 	var src Source
 	var openErr error
 	fails, wait := 0, 0
-	defer func() {
-		if src != nil {
-			src.Close()
-		}
-	}()
 	for {
+		if l.prune() {
+			if src != nil {
+				src.Close()
+			}
+			close(done)
+			return
+		}
 		select {
 		case <-l.wakeC:
 		case now := <-ticks:
@@ -155,9 +156,6 @@ func (l *Loop) run(done chan struct{}) {
 				m.step(now, lim, err)
 				l.snap[i] = member{}
 			}
-		}
-		if l.prune(done) {
-			return
 		}
 	}
 }
