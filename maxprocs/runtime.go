@@ -1,6 +1,7 @@
 package maxprocs
 
 import (
+	"bytes"
 	"math"
 	"os"
 	"runtime"
@@ -131,25 +132,24 @@ func affinity() int {
 // parseAffinity counts the CPUs of the Cpus_allowed_list line of
 // /proc/self/status, such as "Cpus_allowed_list:\t0-3,8,10-11".
 func parseAffinity(status []byte) (int, bool) {
-	for _, line := range strings.Split(string(status), "\n") {
-		list, ok := strings.CutPrefix(line, "Cpus_allowed_list:")
-		if !ok {
-			continue
-		}
-		n := 0
-		for _, r := range strings.Split(strings.TrimSpace(list), ",") {
-			lo, hi, isRange := strings.Cut(r, "-")
-			a, err1 := strconv.ParseUint(lo, 10, 16)
-			b, err2 := a, error(nil)
-			if isRange {
-				b, err2 = strconv.ParseUint(hi, 10, 16)
-			}
-			if err1 != nil || err2 != nil || b < a {
-				return 0, false
-			}
-			n += int(b-a) + 1
-		}
-		return n, n > 0
+	const key = "\nCpus_allowed_list:"
+	i := bytes.Index(append([]byte{'\n'}, status...), []byte(key))
+	if i < 0 {
+		return 0, false
 	}
-	return 0, false
+	list, _, _ := bytes.Cut(status[i+len(key)-1:], []byte{'\n'})
+	n := 0
+	for _, r := range bytes.Split(bytes.TrimSpace(list), []byte{','}) {
+		lo, hi, isRange := bytes.Cut(r, []byte{'-'})
+		a, err1 := strconv.ParseUint(string(lo), 10, 16)
+		b, err2 := a, error(nil)
+		if isRange {
+			b, err2 = strconv.ParseUint(string(hi), 10, 16)
+		}
+		if err1 != nil || err2 != nil || b < a {
+			return 0, false
+		}
+		n += int(b-a) + 1
+	}
+	return n, n > 0
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"runtime"
+	"sync"
 )
 
 // Startup returns the environment as the process started with it, which is
@@ -11,7 +12,10 @@ import (
 // that ran before fitgo's and called os.Setenv or os.Unsetenv does not
 // change what fitgo sees. Elsewhere, or when that file cannot be read, it is
 // os.Getenv.
-func Startup() func(string) string {
+// It reads the file once per process.
+func Startup() func(string) string { return startup() }
+
+var startup = sync.OnceValue(func() func(string) string {
 	if runtime.GOOS != "linux" {
 		return os.Getenv
 	}
@@ -20,7 +24,7 @@ func Startup() func(string) string {
 		return os.Getenv
 	}
 	return func(key string) string { return Lookup(data, key) }
-}
+})
 
 // Lookup returns the value of key in environ, NUL-separated KEY=value
 // entries as in /proc/self/environ; the first entry wins, as in the runtime
