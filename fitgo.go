@@ -2,7 +2,6 @@ package fitgo
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync/atomic"
@@ -95,9 +94,9 @@ func start(d deps) (rep Report) {
 	var shared *cgroup.Limits
 	if cfg.MaxProcs || cfg.MemLimit {
 		// The controllers' errors are in lim. An error of the whole reading
-		// (not "no cgroup") is not: then each knob reads again and reports it.
-		lim, err := d.read()
-		if err == nil || errors.Is(err, cgroup.ErrNoCgroup) || lim.CPU.Version != 0 || lim.Memory.Version != 0 {
+		// (no cgroup at all, say) is not: then each knob reads again and
+		// reports it.
+		if lim, err := d.read(); err == nil || lim.CPU.Version != 0 || lim.Memory.Version != 0 {
 			shared = &lim
 		}
 	}

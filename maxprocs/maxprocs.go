@@ -216,7 +216,7 @@ func apply(o *Options, dry bool) *Fit {
 	f.rtDef = e.rt.runtimeDefault(lim, f.ncpu)
 	f.rtPrev = f.rtDef
 	cerr := cpuErr(lim, err)
-	noCgroup := errors.Is(err, cgroup.ErrNoCgroup) || err == nil && lim.CPU.Version == 0 && lim.Memory.Version == 0
+	noCgroup := errors.Is(err, cgroup.ErrNoCgroup)
 	follow := o.Refresh > 0 && !dry && !noCgroup
 	for {
 		before, mine := e.knob.Peek()

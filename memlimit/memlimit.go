@@ -234,7 +234,7 @@ func apply(o *Options, dry bool) *Fit {
 	} else {
 		lim, err = e.read()
 	}
-	noCgroup := errors.Is(err, cgroup.ErrNoCgroup) || err == nil && lim.CPU.Version == 0 && lim.Memory.Version == 0
+	noCgroup := errors.Is(err, cgroup.ErrNoCgroup)
 	r.Memory = lim.Memory
 	l, has := effective(lim, f.memTotal)
 	if has {
