@@ -10,6 +10,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -442,4 +443,19 @@ func TestSameValueCaveat(t *testing.T) {
 	assert.False(t, fit.tick(time.Now(), cpuLimits(2, app), nil))
 	value, _, _ = fk.get()
 	assert.Equal(t, 3, value, "after Stop, the program's value stays")
+}
+
+// TestNoCgroupNoLoop: without any cgroup there is nothing to follow: Apply
+// starts no refresh goroutine.
+func TestNoCgroupNoLoop(t *testing.T) {
+	fk := &fakeKnob{value: 8, def: 8}
+	te := newTestEnv(fk, 8, oldRT, fstest.MapFS{})
+	te.read = func() (cgroup.Limits, error) { return cgroup.ReadFS(fstest.MapFS{}) }
+	fit, err := Apply(te.opts(Options{Refresh: time.Second}))
+	require.NoError(t, err)
+	st := fit.Status()
+	assert.False(t, st.Following)
+	assert.Zero(t, st.Refresh)
+	assert.Contains(t, st.Reason, "no cgroup information")
+	assert.Nil(t, fit.loop)
 }

@@ -89,6 +89,7 @@ func TestLoopTicksAndExits(t *testing.T) {
 	l.Add(b.step, b.following)
 	done := l.Done()
 	require.NotNil(t, done)
+	assert.Zero(t, opens, "nothing is opened before the first tick (off the start-up path)")
 
 	ticks <- time.Now()
 	assert.Equal(t, time.Duration(5), (<-a.got).CPU.Quota)
@@ -237,4 +238,18 @@ func TestLoopTickAllocs(t *testing.T) {
 	}
 	step()
 	assert.Zero(t, testing.AllocsPerRun(1000, step))
+}
+
+// TestAlreadyDoneContext: a Fit whose context is done when it joins stops at
+// once, and its loop exits without a tick.
+func TestAlreadyDoneContext(t *testing.T) {
+	fk := &fakeKnob{val: 8}
+	f := apply(t, fk.knob(), 4, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	l := f.Join(ctx, time.Hour, func() (Source, error) { t.Error("opened"); return nil, nil }, make(chan time.Time),
+		func(time.Time, cgroup.Limits, error) bool { return true })
+	waitDone(t, l.Done())
+	assert.False(t, f.Following())
+	assert.Equal(t, "stopped: context canceled", f.State().Reason)
 }
