@@ -7,7 +7,6 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/fitgo/fitgo/cgroup"
@@ -86,16 +85,11 @@ func detectRuntime(version string, support bool, defaultGODEBUG, godebug string)
 		}
 		return "runtime default"
 	}
-	var b strings.Builder
-	b.WriteString("containermaxprocs=")
-	b.WriteString(strconv.Itoa(int(c)))
+	r.Why = "containermaxprocs=" + strconv.Itoa(int(c))
 	if cfrom != ufrom {
-		b.WriteString(" (" + origin(cfrom) + ")")
+		r.Why += " (" + origin(cfrom) + ")"
 	}
-	b.WriteString(", updatemaxprocs=")
-	b.WriteString(strconv.Itoa(int(u)))
-	b.WriteString(" (" + origin(ufrom) + ")")
-	r.Why = b.String()
+	r.Why += ", updatemaxprocs=" + strconv.Itoa(int(u)) + " (" + origin(ufrom) + ")"
 	return r
 }
 
