@@ -2,36 +2,38 @@ package fitgo
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"runtime"
-	"runtime/debug"
 	"sync/atomic"
+	"time"
 
+	"github.com/fitgo/fitgo/cgroup"
 	"github.com/fitgo/fitgo/internal/envvar"
+	"github.com/fitgo/fitgo/internal/knob"
 	"github.com/fitgo/fitgo/maxprocs"
 	"github.com/fitgo/fitgo/memlimit"
 )
 
-// EnvVar is the environment variable that configures the blank import; see
-// the package documentation.
-const EnvVar = "FITGO"
+// envVar is the environment variable that configures the blank import.
+const envVar = "FITGO"
 
-// Report is what the blank import did at start-up.
+// defaultRefresh is the blank import's refresh interval: the cadence at which
+// the Go runtime (1.25 and later) re-reads the CPU limit itself.
+const defaultRefresh = time.Second
+
+// Report is what the blank import did at start-up, with the live handles of
+// both knobs.
 type Report struct {
-	// Setting is the value of FITGO at start-up, "" when unset.
-	Setting string
-	// SettingErr reports the fields of FITGO that were not understood and
-	// were skipped; nil when there were none.
+	// Setting is the value of FITGO at start-up, "" when unset; SettingErr
+	// names the fields that were not understood and were skipped.
+	Setting    string
 	SettingErr error
-	// MaxProcs is the result of maxprocs.Apply. When FITGO turned it off,
-	// only Before, After and Reason are set.
-	MaxProcs maxprocs.Result
-	// MemLimit is the result of memlimit.Apply. When FITGO turned it off,
-	// only Before, After and Reason are set.
-	MemLimit memlimit.Result
+	// MaxProcs and MemLimit manage GOMAXPROCS and GOMEMLIMIT: their Status
+	// says what was done and what is in force now; Stop and Undo end the
+	// management. nil when FITGO turned the knob off (their methods then do
+	// nothing, and Status reports the current value).
+	MaxProcs *maxprocs.Fit
+	MemLimit *memlimit.Fit
 	// Err is a panic recovered at start-up. It would be a bug in fitgo: the
 	// runtime is then left as the panic found it, and the program runs on.
 	Err error
@@ -41,35 +43,38 @@ var report Report
 
 func init() {
 	report = start(deps{
-		getenv:   os.Getenv,
+		getenv:   envvar.Startup(),
+		read:     cgroup.Read,
 		maxprocs: maxprocs.Apply,
 		memlimit: memlimit.Apply,
+		loop:     func(d time.Duration) *knob.Loop { return knob.NewLoop(d, knob.OpenProcess, nil) },
 		log:      slog.Default,
 	})
 }
 
-// Results returns what the blank import did at start-up. Status on its
-// results gives the live state of the refresh loop.
-func Results() Report {
-	return report
-}
+// Startup returns what the blank import did at start-up.
+func Startup() Report { return report }
 
 // deps are the blank import's links to the world, replaced in tests.
 type deps struct {
 	getenv   func(string) string
-	maxprocs func(...maxprocs.Option) (maxprocs.Result, error)
-	memlimit func(...memlimit.Option) (memlimit.Result, error)
+	read     func() (cgroup.Limits, error)
+	maxprocs func(maxprocs.Options) (*maxprocs.Fit, error)
+	memlimit func(memlimit.Options) (*memlimit.Fit, error)
+	loop     func(time.Duration) *knob.Loop
 	log      func() *slog.Logger // the logger of the one start-up line
 }
 
-// start applies both knobs as the blank import does. It never panics.
+// start applies both knobs as the blank import does: it reads the limits
+// once, hands them to both, and runs one refresh loop for the two. It never
+// panics.
 func start(d deps) (rep Report) {
 	defer func() {
 		if p := recover(); p != nil {
 			rep.Err = fmt.Errorf("fitgo: recovered from a panic at start-up: %v", p)
 		}
 	}()
-	rep.Setting = d.getenv(EnvVar)
+	rep.Setting = d.getenv(envVar)
 	cfg, err := envvar.FITGO(rep.Setting)
 	rep.SettingErr = err
 
@@ -78,33 +83,40 @@ func start(d deps) (rep Report) {
 	// configure logging; at start-up this function logs one line itself.
 	var armed atomic.Bool
 	logger := slog.New(&laterHandler{armed: &armed})
-
+	ctx, every := context.Background(), time.Duration(0)
+	if cfg.Refresh {
+		every = defaultRefresh
+		if cfg.Interval > 0 {
+			every = cfg.Interval
+		}
+		ctx = knob.WithLoop(ctx, d.loop(every))
+	}
+	var shared *cgroup.Limits
+	if cfg.MaxProcs || cfg.MemLimit {
+		// The controllers' errors are in lim. An error of the whole reading
+		// (no cgroup at all, say) is not: then each knob reads again and
+		// reports it.
+		if lim, err := d.read(); err == nil || lim.CPU.Version != 0 || lim.Memory.Version != 0 {
+			shared = &lim
+		}
+	}
+	var mp maxprocs.Result
+	var ml memlimit.Result
 	if cfg.MaxProcs {
-		opts := []maxprocs.Option{maxprocs.WithLogger(logger), maxprocs.WithKeepExisting()}
+		o := maxprocs.Options{KeepExisting: true, Logger: logger, Refresh: every, Context: ctx, Limits: shared}
 		for _, r := range []maxprocs.Rounding{maxprocs.Floor, maxprocs.Ceil, maxprocs.Nearest} {
 			if r.String() == cfg.Rounding {
-				opts = append(opts, maxprocs.WithRounding(r))
+				o.Rounding = r
 			}
 		}
-		if cfg.Refresh {
-			opts = append(opts, maxprocs.WithRefresh(context.Background(), cfg.Interval))
-		}
-		rep.MaxProcs, _ = d.maxprocs(opts...)
-	} else {
-		n := runtime.GOMAXPROCS(0)
-		rep.MaxProcs = maxprocs.Result{Before: n, After: n, Policy: maxprocs.Policy{Min: 1}, Reason: "turned off by " + EnvVar + "=" + rep.Setting}
+		rep.MaxProcs, _ = d.maxprocs(o)
+		mp = rep.MaxProcs.Status()
 	}
 	if cfg.MemLimit {
-		opts := []memlimit.Option{memlimit.WithLogger(logger), memlimit.WithKeepExisting()}
-		if cfg.Refresh {
-			opts = append(opts, memlimit.WithRefresh(context.Background(), cfg.Interval))
-		}
-		rep.MemLimit, _ = d.memlimit(opts...)
-	} else {
-		n := debug.SetMemoryLimit(-1)
-		rep.MemLimit = memlimit.Result{Before: n, After: n, Policy: memlimit.DefaultPolicy(), Reason: "turned off by " + EnvVar + "=" + rep.Setting}
+		rep.MemLimit, _ = d.memlimit(memlimit.Options{KeepExisting: true, Logger: logger, Refresh: every, Context: ctx, Limits: shared})
+		ml = rep.MemLimit.Status()
 	}
-	logStart(d.log(), rep)
+	logStart(d.log(), rep, mp, ml)
 	armed.Store(true)
 	return rep
 }
@@ -112,50 +124,45 @@ func start(d deps) (rep Report) {
 // logStart writes the start-up line: one Info line when something changed,
 // otherwise a Debug line (which the default logger drops), never a warning:
 // running outside a container is normal.
-func logStart(l *slog.Logger, rep Report) {
+func logStart(l *slog.Logger, rep Report, mp maxprocs.Result, ml memlimit.Result) {
 	if l == nil {
 		return
 	}
-	args := []any{"GOMAXPROCS", rep.MaxProcs, "GOMEMLIMIT", rep.MemLimit}
+	args := []any{"GOMAXPROCS", mp, "GOMEMLIMIT", ml}
 	if rep.SettingErr != nil {
 		args = append(args, "setting_err", rep.SettingErr.Error())
 	}
 	if rep.Err != nil {
 		args = append(args, "err", rep.Err.Error())
 	}
-	if rep.MaxProcs.Changed || rep.MemLimit.Changed {
+	if mp.Changed || ml.Changed {
 		l.Info("fitgo: fitted the Go runtime to the container", args...)
 		return
 	}
 	l.Debug("fitgo: nothing to change", args...)
 }
 
-// Stop stops following the limits, leaving GOMAXPROCS and GOMEMLIMIT as
-// they are.
-func (r Report) Stop() {
-	r.MaxProcs.Stop()
-	r.MemLimit.Stop()
-}
-
-// Undo stops following the limits and restores GOMAXPROCS and GOMEMLIMIT to
-// their state before the blank import, where fitgo's values are still in
-// force (see maxprocs.Result.Undo and memlimit.Result.Undo).
-func (r Report) Undo() {
-	r.MaxProcs.Undo()
-	r.MemLimit.Undo()
-}
-
-// LogValue makes a Report log as a group of both results.
+// LogValue makes a Report log as a group of the live status of both knobs.
 func (r Report) LogValue() slog.Value {
-	attrs := []slog.Attr{
-		slog.Any("GOMAXPROCS", r.MaxProcs),
-		slog.Any("GOMEMLIMIT", r.MemLimit),
+	off := "turned off by " + envVar + "=" + r.Setting
+	var attrs []slog.Attr
+	if r.MaxProcs != nil {
+		attrs = append(attrs, slog.Any("GOMAXPROCS", r.MaxProcs.Status()))
+	} else {
+		attrs = append(attrs, slog.String("GOMAXPROCS", off))
+	}
+	if r.MemLimit != nil {
+		attrs = append(attrs, slog.Any("GOMEMLIMIT", r.MemLimit.Status()))
+	} else {
+		attrs = append(attrs, slog.String("GOMEMLIMIT", off))
 	}
 	if r.Setting != "" {
 		attrs = append(attrs, slog.String("setting", r.Setting))
 	}
-	if err := errors.Join(r.SettingErr, r.Err); err != nil {
-		attrs = append(attrs, slog.String("err", err.Error()))
+	for _, err := range []error{r.SettingErr, r.Err} {
+		if err != nil {
+			attrs = append(attrs, slog.String("err", err.Error()))
+		}
 	}
 	return slog.GroupValue(attrs...)
 }

@@ -5,48 +5,54 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"runtime"
-	"runtime/debug"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fitgo/fitgo/cgroup"
+	"github.com/fitgo/fitgo/internal/knob"
 	"github.com/fitgo/fitgo/maxprocs"
 	"github.com/fitgo/fitgo/memlimit"
 )
 
 // fakeDeps records what start asks of the packages.
 type fakeDeps struct {
-	env      map[string]string
-	mpOpts   int
-	mlOpts   int
-	mpCalled bool
-	mlCalled bool
-	mpRes    maxprocs.Result
-	mlRes    memlimit.Result
-	panicIn  string
-	logger   *slog.Logger
+	env     map[string]string
+	reads   int
+	lim     cgroup.Limits
+	mp      *maxprocs.Options
+	ml      *memlimit.Options
+	loops   []time.Duration
+	panicIn string
+	logger  *slog.Logger
 }
 
 func (f *fakeDeps) deps() deps {
 	return deps{
 		getenv: func(k string) string { return f.env[k] },
-		maxprocs: func(o ...maxprocs.Option) (maxprocs.Result, error) {
-			f.mpCalled, f.mpOpts = true, len(o)
+		read:   func() (cgroup.Limits, error) { f.reads++; return f.lim, nil },
+		maxprocs: func(o maxprocs.Options) (*maxprocs.Fit, error) {
+			f.mp = &o
 			if f.panicIn == "maxprocs" {
 				panic("boom")
 			}
-			return f.mpRes, f.mpRes.Err
+			return nil, nil
 		},
-		memlimit: func(o ...memlimit.Option) (memlimit.Result, error) {
-			f.mlCalled, f.mlOpts = true, len(o)
+		memlimit: func(o memlimit.Options) (*memlimit.Fit, error) {
+			f.ml = &o
 			if f.panicIn == "memlimit" {
 				panic("bang")
 			}
-			return f.mlRes, f.mlRes.Err
+			return nil, nil
+		},
+		loop: func(d time.Duration) *knob.Loop {
+			f.loops = append(f.loops, d)
+			return knob.NewLoop(d, nil, nil)
 		},
 		log: func() *slog.Logger { return f.logger },
 	}
@@ -56,34 +62,57 @@ func TestStartSetting(t *testing.T) {
 	for _, tc := range []struct {
 		setting    string
 		mp, ml     bool
-		opts       int // 2 with a refresh option, 1 without
+		refresh    time.Duration // 0: no refresh loop
+		rounding   maxprocs.Rounding
 		settingErr string
 	}{
-		{"", true, true, 3, ""},
-		{"off", false, false, 0, ""},
-		{"maxprocs=off", false, true, 3, ""},
-		{"memlimit=off", true, false, 3, ""},
-		{"refresh=off", true, true, 2, ""},
-		{"refresh=250ms", true, true, 3, ""},
-		{"refresh=never,memlimit=off", true, false, 3, `"refresh=never"`},
+		{"", true, true, time.Second, 0, ""},
+		{"off", false, false, time.Second, 0, ""},
+		{"maxprocs=off", false, true, time.Second, 0, ""},
+		{"memlimit=off", true, false, time.Second, 0, ""},
+		{"refresh=off", true, true, 0, 0, ""},
+		{"refresh=250ms", true, true, 250 * time.Millisecond, 0, ""},
+		{"rounding=ceil", true, true, time.Second, maxprocs.Ceil, ""},
+		{"rounding=nearest,refresh=off", true, true, 0, maxprocs.Nearest, ""},
+		{"refresh=never,memlimit=off", true, false, time.Second, 0, `"refresh=never"`},
 	} {
 		t.Run(tc.setting, func(t *testing.T) {
-			f := &fakeDeps{env: map[string]string{EnvVar: tc.setting}}
+			f := &fakeDeps{env: map[string]string{envVar: tc.setting}}
 			rep := start(f.deps())
 			assert.Equal(t, tc.setting, rep.Setting)
-			assert.Equal(t, tc.mp, f.mpCalled)
-			assert.Equal(t, tc.ml, f.mlCalled)
-			if tc.mp {
-				assert.Equal(t, tc.opts, f.mpOpts)
+			assert.Equal(t, tc.mp, f.mp != nil)
+			assert.Equal(t, tc.ml, f.ml != nil)
+			if tc.mp || tc.ml {
+				assert.Equal(t, 1, f.reads, "the limits are read once for both")
 			} else {
-				assert.Equal(t, "turned off by FITGO="+tc.setting, rep.MaxProcs.Reason)
-				assert.Equal(t, runtime.GOMAXPROCS(0), rep.MaxProcs.After)
+				assert.Zero(t, f.reads)
 			}
-			if tc.ml {
-				assert.Equal(t, tc.opts, f.mlOpts)
+			if tc.refresh > 0 && (tc.mp || tc.ml) {
+				assert.Equal(t, []time.Duration{tc.refresh}, f.loops, "one loop for both")
+			} else if tc.mp || tc.ml {
+				assert.Empty(t, f.loops)
+			}
+			if f.mp != nil {
+				assert.True(t, f.mp.KeepExisting)
+				assert.Equal(t, tc.refresh, f.mp.Refresh)
+				assert.Equal(t, tc.rounding, f.mp.Rounding)
+				assert.NotNil(t, f.mp.Limits)
+				assert.NotNil(t, f.mp.Logger)
 			} else {
-				assert.Equal(t, "turned off by FITGO="+tc.setting, rep.MemLimit.Reason)
-				assert.Equal(t, debug.SetMemoryLimit(-1), rep.MemLimit.After)
+				assert.Nil(t, rep.MaxProcs)
+			}
+			if f.ml != nil {
+				assert.True(t, f.ml.KeepExisting)
+				assert.Equal(t, tc.refresh, f.ml.Refresh)
+				assert.False(t, f.ml.SystemMemory)
+			} else {
+				assert.Nil(t, rep.MemLimit)
+			}
+			if f.mp != nil && f.ml != nil {
+				assert.Same(t, f.mp.Limits, f.ml.Limits, "one reading for both")
+				if tc.refresh > 0 {
+					assert.Same(t, knob.LoopOf(f.mp.Context), knob.LoopOf(f.ml.Context), "one loop for both")
+				}
 			}
 			if tc.settingErr == "" {
 				assert.NoError(t, rep.SettingErr)
@@ -108,11 +137,9 @@ func TestStartRecoversPanics(t *testing.T) {
 func TestLogStart(t *testing.T) {
 	var buf bytes.Buffer
 	logger := slog.New(slog.NewTextHandler(&buf, nil)) // Info and above
-	changed := Report{
-		MaxProcs: maxprocs.Result{Before: 8, After: 1, Changed: true, Limit: 0.5, Source: "/sys/fs/cgroup/pod"},
-		MemLimit: memlimit.Result{Before: memlimit.NoLimit, After: 483183820, Changed: true, Limit: 512 << 20, Source: "/sys/fs/cgroup/pod", From: "memory.max"},
-	}
-	logStart(logger, changed)
+	logStart(logger, Report{},
+		maxprocs.Result{Before: 8, After: 1, Changed: true, Limit: 0.5, Source: "/sys/fs/cgroup/pod"},
+		memlimit.Result{Before: memlimit.NoLimit, After: 483183820, Changed: true, Limit: 512 << 20, Source: "/sys/fs/cgroup/pod", From: "memory.max"})
 	out := buf.String()
 	assert.Equal(t, 1, strings.Count(out, "\n"), out)
 	assert.Contains(t, out, `level=INFO msg="fitgo: fitted the Go runtime to the container" GOMAXPROCS.before=8 GOMAXPROCS.after=1 GOMAXPROCS.changed=true GOMAXPROCS.cpu_limit=0.5 GOMAXPROCS.source=/sys/fs/cgroup/pod`)
@@ -120,30 +147,26 @@ func TestLogStart(t *testing.T) {
 
 	// Nothing changed (no container): nothing at Info, nothing at Warn.
 	buf.Reset()
-	logStart(logger, Report{
-		MaxProcs: maxprocs.Result{Before: 8, After: 8, Reason: "no CPU limit"},
-		MemLimit: memlimit.Result{Before: memlimit.NoLimit, After: memlimit.NoLimit, Reason: "no memory limit"},
-	})
+	logStart(logger, Report{},
+		maxprocs.Result{Before: 8, After: 8, Reason: "no CPU limit"},
+		memlimit.Result{Before: memlimit.NoLimit, After: memlimit.NoLimit, Reason: "no memory limit"})
 	assert.Empty(t, buf.String())
 
 	// Even a bad cgroup file is a Debug line at start-up, not a warning: the
-	// program's logging is not configured yet; the error is in Results.
-	logStart(logger, Report{MaxProcs: maxprocs.Result{Err: errors.New("cgroup: bad")}})
+	// program's logging is not configured yet; the error is in the Report.
+	logStart(logger, Report{}, maxprocs.Result{Err: errors.New("cgroup: bad")}, memlimit.Result{})
 	assert.Empty(t, buf.String())
 	debugLogger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	logStart(debugLogger, Report{MaxProcs: maxprocs.Result{Err: errors.New("cgroup: bad")}})
+	logStart(debugLogger, Report{}, maxprocs.Result{Err: errors.New("cgroup: bad")}, memlimit.Result{})
 	assert.Contains(t, buf.String(), `level=DEBUG msg="fitgo: nothing to change"`)
 	assert.Contains(t, buf.String(), `GOMAXPROCS.err="cgroup: bad"`)
 }
 
 func TestStartLogsThroughDefault(t *testing.T) {
 	var buf bytes.Buffer
-	f := &fakeDeps{
-		logger: slog.New(slog.NewTextHandler(&buf, nil)),
-		mpRes:  maxprocs.Result{Before: 2, After: 1, Changed: true},
-	}
+	f := &fakeDeps{logger: slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))}
 	start(f.deps())
-	assert.Equal(t, 1, strings.Count(buf.String(), "\n"))
+	assert.Equal(t, 1, strings.Count(buf.String(), "\n"), "one start-up line")
 }
 
 func TestLaterHandler(t *testing.T) {
@@ -152,13 +175,13 @@ func TestLaterHandler(t *testing.T) {
 	var early, late bytes.Buffer
 	slog.SetDefault(slog.New(slog.NewTextHandler(&early, nil)))
 
-	var armed = new(atomicBool)
-	h := &laterHandler{armed: &armed.b}
+	var armed atomic.Bool
+	h := &laterHandler{armed: &armed}
 	l := slog.New(h).With("a", 1).WithGroup("g").With("b", 2)
 	l.Info("before arming")
 	assert.Empty(t, early.String(), "dropped until armed")
 
-	armed.b.Store(true)
+	armed.Store(true)
 	// The program configures logging after start-up: records go there.
 	slog.SetDefault(slog.New(slog.NewTextHandler(&late, nil)))
 	l.Info("hello", "c", 3)
@@ -171,18 +194,27 @@ func TestLaterHandler(t *testing.T) {
 	assert.Same(t, h, h.WithGroup(""))
 }
 
-// TestResults checks the real start-up of this test binary.
-func TestResults(t *testing.T) {
-	rep := Results()
+// TestStartup checks the real start-up of this test binary.
+func TestStartup(t *testing.T) {
+	rep := Startup()
 	assert.NoError(t, rep.Err)
-	assert.NotZero(t, rep.MaxProcs.After)
-	assert.NotZero(t, rep.MemLimit.After)
-	t.Logf("%v", rep.MaxProcs)
-	t.Logf("%v", rep.MemLimit)
+	if os.Getenv(envVar) == "" {
+		require.NotNil(t, rep.MaxProcs)
+		require.NotNil(t, rep.MemLimit)
+	}
+	assert.NotZero(t, rep.MaxProcs.Status().After)
+	assert.NotZero(t, rep.MemLimit.Status().After)
+	t.Logf("%v", rep.MaxProcs.Status())
+	t.Logf("%v", rep.MemLimit.Status())
 	var buf bytes.Buffer
 	slog.New(slog.NewTextHandler(&buf, nil)).Info("fitgo", "report", rep)
 	assert.Contains(t, buf.String(), "report.GOMAXPROCS.before=")
 	assert.Contains(t, buf.String(), "report.GOMEMLIMIT.before=")
 }
 
-type atomicBool struct{ b atomic.Bool }
+func TestReportOff(t *testing.T) {
+	var buf bytes.Buffer
+	slog.New(slog.NewTextHandler(&buf, nil)).Info("fitgo", "report", Report{Setting: "maxprocs=off,memlimit=off"})
+	assert.Contains(t, buf.String(), `report.GOMAXPROCS="turned off by FITGO=maxprocs=off,memlimit=off"`)
+	assert.Contains(t, buf.String(), `report.GOMEMLIMIT="turned off by FITGO=maxprocs=off,memlimit=off"`)
+}

@@ -160,7 +160,7 @@ func (p *cgroupPair) startIn(t *testing.T, prog string, env ...string) *child {
 	cmd := exec.Command("/bin/sh", "-c", script, "sh", p.cpuChild, p.memChild, prog)
 	for _, kv := range os.Environ() {
 		switch strings.SplitN(kv, "=", 2)[0] {
-		case "GOMAXPROCS", "GOMEMLIMIT", "GODEBUG", EnvVar:
+		case "GOMAXPROCS", "GOMEMLIMIT", "GODEBUG", envVar:
 			continue // the test decides these
 		}
 		cmd.Env = append(cmd.Env, kv)
@@ -453,12 +453,17 @@ func TestRealKernelV1RuntimeContainerSupport(t *testing.T) {
 			}
 			s, took := c.waitFor(t, changed, 5*time.Second, func(s testprog.State) bool { return s.GOMAXPROCS == 1 })
 			t.Logf("the runtime followed the affinity change by itself in %v; fitgo: following=%v %s", took, s.MaxProcsFollowing, s.MaxProcsReason)
-			// fitgo cannot tell this change from the program's own, so it
-			// steps aside rather than fight (possibly in the same report).
-			if s.MaxProcsFollowing {
-				s, _ = c.waitFor(t, changed, 5*time.Second, func(s testprog.State) bool { return !s.MaxProcsFollowing })
+			// fitgo predicts the runtime's value with the current affinity:
+			// the change is the runtime's own, and fitgo keeps following
+			// (it used to take it for someone else's and stop for good).
+			assert.True(t, s.MaxProcsFollowing, s.MaxProcsReason)
+			for {
+				s, more := c.next(t, 2500*time.Millisecond) // over two refresh ticks
+				if !more {
+					break
+				}
+				assert.True(t, s.MaxProcsFollowing, "still following: %s", s.MaxProcsReason)
 			}
-			assert.Contains(t, s.MaxProcsReason, "outside fitgo")
 		})
 	}
 }

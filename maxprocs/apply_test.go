@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fitgo/fitgo/cgroup"
+	"github.com/fitgo/fitgo/internal/envvar"
 )
 
 var (
@@ -27,7 +28,7 @@ func TestApplyTable(t *testing.T) {
 		fsys     fstest.MapFS
 		ncpu     int
 		start    int
-		opts     []Option
+		opts     Options
 		goos     string
 		envValue string
 
@@ -42,14 +43,14 @@ func TestApplyTable(t *testing.T) {
 			after: 1, changed: true, limit: 0.5, source: "/sys/fs/cgroup/pod/app"},
 		{name: "parent tighter", fsys: v2FS("400000 100000", "200000 100000"), ncpu: 8, start: 8,
 			after: 2, changed: true, limit: 2, source: "/sys/fs/cgroup/pod"},
-		{name: "ceil", fsys: v2FS("150000 100000", ""), ncpu: 8, start: 8, opts: []Option{WithRounding(Ceil)},
+		{name: "ceil", fsys: v2FS("150000 100000", ""), ncpu: 8, start: 8, opts: Options{Policy: Policy{Rounding: Ceil}},
 			after: 2, changed: true, limit: 1.5, source: "/sys/fs/cgroup/pod/app"},
-		{name: "reserve and max", fsys: v2FS("650000 100000", ""), ncpu: 8, start: 8, opts: []Option{WithReserve(0.5), WithMax(4)},
+		{name: "reserve and max", fsys: v2FS("650000 100000", ""), ncpu: 8, start: 8, opts: Options{Policy: Policy{Reserve: 0.5, Max: 4}},
 			after: 4, changed: true, limit: 6.5, source: "/sys/fs/cgroup/pod/app"},
-		{name: "min", fsys: v2FS("50000 100000", ""), ncpu: 8, start: 8, opts: []Option{WithMin(2)},
+		{name: "min", fsys: v2FS("50000 100000", ""), ncpu: 8, start: 8, opts: Options{Policy: Policy{Min: 2}},
 			after: 2, changed: true, limit: 0.5, source: "/sys/fs/cgroup/pod/app"},
-		{name: "policy option then field option", fsys: v2FS("350000 100000", ""), ncpu: 8, start: 8,
-			opts:  []Option{WithPolicy(Policy{Rounding: Ceil, Max: 2}), WithMax(0)},
+		{name: "policy", fsys: v2FS("350000 100000", ""), ncpu: 8, start: 8,
+			opts:  Options{Policy: Policy{Rounding: Ceil, Max: 4}},
 			after: 4, changed: true, limit: 3.5, source: "/sys/fs/cgroup/pod/app"},
 		{name: "non-default period", fsys: v2FS("150000 50000", ""), ncpu: 8, start: 8,
 			after: 3, changed: true, limit: 3, source: "/sys/fs/cgroup/pod/app"},
@@ -78,7 +79,7 @@ func TestApplyTable(t *testing.T) {
 			f["sys/fs/cgroup/pod/app/memory.max"] = &fstest.MapFile{Data: []byte("a lot\n")}
 			return f
 		}(), ncpu: 8, start: 8, after: 1, changed: true, limit: 0.5, source: "/sys/fs/cgroup/pod/app"},
-		{name: "invalid options", fsys: v2FS("50000 100000", ""), ncpu: 8, start: 8, opts: []Option{WithMin(4), WithMax(2)},
+		{name: "invalid options", fsys: v2FS("50000 100000", ""), ncpu: 8, start: 8, opts: Options{Policy: Policy{Min: 4, Max: 2}},
 			after: 8, reason: "invalid options", err: "minimum 4 above maximum 2"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -93,7 +94,8 @@ func TestApplyTable(t *testing.T) {
 				}
 				return ""
 			}
-			res, err := Apply(append([]Option{te.opt()}, tc.opts...)...)
+			fit, err := Apply(te.opts(tc.opts))
+			res := fit.res
 			if tc.err != "" {
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), tc.err)
@@ -130,13 +132,13 @@ func TestApplyDoesNotCallWhenEqual(t *testing.T) {
 	// runtime.GOMAXPROCS(2) would switch its updates off for nothing.
 	fk := &fakeKnob{value: 2, def: 2, modern: true}
 	te := newTestEnv(fk, 8, modernRT, v2FS("200000 100000", ""))
-	res, err := Apply(te.opt())
+	fit, err := Apply(te.opts(Options{}))
 	require.NoError(t, err)
-	assert.False(t, res.Changed)
+	assert.False(t, fit.Status().Changed)
 	_, sets, _ := fk.get()
 	assert.Zero(t, sets)
 	assert.False(t, fk.custom, "the runtime's updates stay on")
-	res.Undo()
+	fit.Undo()
 	_, sets, setDefault := fk.get()
 	assert.Zero(t, sets+setDefault, "nothing to undo")
 }
@@ -144,47 +146,54 @@ func TestApplyDoesNotCallWhenEqual(t *testing.T) {
 func TestPlan(t *testing.T) {
 	fk := &fakeKnob{value: 8, def: 8, modern: true}
 	te := newTestEnv(fk, 8, modernRT, v2FS("150000 100000", ""))
-	res, err := Plan(te.opt(), WithRefresh(background, 0))
+	res, err := Plan(te.opts(Options{Refresh: time.Second}))
 	require.NoError(t, err)
 	assert.True(t, res.Changed)
 	assert.Equal(t, 8, res.Before)
 	assert.Equal(t, 2, res.After, "ceil(1.5)")
 	assert.Zero(t, res.Refresh, "Plan starts no loop")
+	assert.False(t, res.Following)
 	value, sets, _ := fk.get()
 	assert.Equal(t, 8, value)
 	assert.Zero(t, sets)
-	running, _ := te.loop.Running()
-	assert.False(t, running)
-	res.Undo()
-	res.Stop()
-	value, _, _ = fk.get()
-	assert.Equal(t, 8, value)
+}
+
+// TestPlanGivenLimits: Plan for limits the caller read, reading nothing.
+func TestPlanGivenLimits(t *testing.T) {
+	fk := &fakeKnob{value: 8, def: 8}
+	te := newTestEnv(fk, 8, oldRT, nil)
+	te.read = func() (cgroup.Limits, error) { t.Fatal("read"); return cgroup.Limits{}, nil }
+	lim := cpuLimits(2.5, "/sys/fs/cgroup/app")
+	res, err := Plan(te.opts(Options{Limits: &lim, Policy: Policy{Rounding: Nearest}}))
+	require.NoError(t, err)
+	assert.Equal(t, 3, res.After)
+	assert.Equal(t, "/sys/fs/cgroup/app", res.Source)
 }
 
 func TestUndo(t *testing.T) {
 	t.Run("go1.25+: back to the runtime's default", func(t *testing.T) {
 		fk := &fakeKnob{value: 2, def: 2, modern: true}
 		te := newTestEnv(fk, 2, modernRT, v2FS("100000 100000", ""))
-		res, err := Apply(te.opt())
+		fit, err := Apply(te.opts(Options{}))
 		require.NoError(t, err)
-		require.True(t, res.Changed)
+		require.True(t, fit.Status().Changed)
 		assert.True(t, fk.custom)
-		res.Undo()
+		fit.Undo()
 		value, _, setDefault := fk.get()
 		assert.Equal(t, 2, value)
 		assert.Equal(t, 1, setDefault, "runtime.SetDefaultGOMAXPROCS")
 		assert.False(t, fk.custom, "the runtime's updates resume")
-		res.Undo() // again: nothing
+		fit.Undo() // again: nothing
 		_, _, setDefault = fk.get()
 		assert.Equal(t, 1, setDefault)
 	})
 	t.Run("before go1.25: the value before", func(t *testing.T) {
 		fk := &fakeKnob{value: 8, def: 8}
 		te := newTestEnv(fk, 8, oldRT, v2FS("100000 100000", ""))
-		res, err := Apply(te.opt())
+		fit, err := Apply(te.opts(Options{}))
 		require.NoError(t, err)
-		require.Equal(t, 1, res.After)
-		res.Undo()
+		require.Equal(t, 1, fit.Status().After)
+		fit.Undo()
 		value, sets, _ := fk.get()
 		assert.Equal(t, 8, value)
 		assert.Equal(t, 2, sets)
@@ -192,10 +201,10 @@ func TestUndo(t *testing.T) {
 	t.Run("someone else changed it since", func(t *testing.T) {
 		fk := &fakeKnob{value: 8, def: 8, modern: true}
 		te := newTestEnv(fk, 8, modernRT, v2FS("100000 100000", ""))
-		res, err := Apply(te.opt())
+		fit, err := Apply(te.opts(Options{}))
 		require.NoError(t, err)
 		fk.appSet(3)
-		res.Undo()
+		fit.Undo()
 		value, _, setDefault := fk.get()
 		assert.Equal(t, 3, value, "the application's value stays")
 		assert.Zero(t, setDefault)
@@ -203,21 +212,38 @@ func TestUndo(t *testing.T) {
 	t.Run("last in, first out", func(t *testing.T) {
 		fk := &fakeKnob{value: 8, def: 8}
 		te := newTestEnv(fk, 8, oldRT, v2FS("300000 100000", ""))
-		r1, err := Apply(te.opt())
+		r1, err := Apply(te.opts(Options{}))
 		require.NoError(t, err)
-		r2, err := Apply(te.opt(), WithMax(2))
+		r2, err := Apply(te.opts(Options{Policy: Policy{Max: 2}}))
 		require.NoError(t, err)
-		assert.Equal(t, 3, r2.Before)
-		assert.Equal(t, 2, r2.After)
-		r1.Undo() // out of order: r2 is in force, nothing happens
-		value, _, _ := fk.get()
-		assert.Equal(t, 2, value)
+		assert.Equal(t, 3, r2.Status().Before)
+		assert.Equal(t, 2, r2.Status().After)
 		r2.Undo()
-		value, _, _ = fk.get()
+		value, _, _ := fk.get()
 		assert.Equal(t, 3, value, "back to r1's value")
 		r1.Undo()
 		value, _, _ = fk.get()
 		assert.Equal(t, 8, value, "back to the start")
+	})
+	// Out of order (issue: a library's Apply undone before the program's
+	// left the library's value in force, and its second Undo changed it).
+	t.Run("out of order", func(t *testing.T) {
+		fk := &fakeKnob{value: 8, def: 8}
+		te := newTestEnv(fk, 8, oldRT, v2FS("300000 100000", ""))
+		lib, err := Apply(te.opts(Options{}))
+		require.NoError(t, err)
+		app, err := Apply(te.opts(Options{Policy: Policy{Max: 2}}))
+		require.NoError(t, err)
+		lib.Undo() // app is in force: nothing happens
+		value, _, _ := fk.get()
+		assert.Equal(t, 2, value)
+		app.Undo()
+		value, _, _ = fk.get()
+		assert.Equal(t, 8, value, "all undone: the state from before fitgo")
+		lib.Undo()
+		value, sets, _ := fk.get()
+		assert.Equal(t, 8, value, "a second Undo does nothing")
+		assert.Equal(t, 3, sets)
 	})
 }
 
@@ -226,19 +252,19 @@ func TestApplyLogsOnlyToItsLogger(t *testing.T) {
 	logger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	fk := &fakeKnob{value: 8, def: 8}
 	te := newTestEnv(fk, 8, oldRT, v2FS("50000 100000", ""))
-	_, err := Apply(te.opt(), WithLogger(logger))
+	_, err := Apply(te.opts(Options{Logger: logger}))
 	require.NoError(t, err)
 	assert.Contains(t, buf.String(), `level=INFO msg="fitgo: GOMAXPROCS set" result.before=8 result.after=1 result.changed=true result.cpu_limit=0.5 result.source=/sys/fs/cgroup/pod/app`)
 	assert.Equal(t, 1, bytes.Count(buf.Bytes(), []byte("\n")), buf.String())
 
 	buf.Reset()
-	_, err = Apply(te.opt(), WithLogger(logger))
+	_, err = Apply(te.opts(Options{Logger: logger}))
 	require.NoError(t, err)
 	assert.Contains(t, buf.String(), `level=DEBUG msg="fitgo: GOMAXPROCS left alone: GOMAXPROCS is already 1"`)
 
 	buf.Reset()
 	te2 := newTestEnv(fk, 8, oldRT, v2FS("x 100000", ""))
-	_, err = Apply(te2.opt(), WithLogger(logger))
+	_, err = Apply(te2.opts(Options{Logger: logger}))
 	require.Error(t, err)
 	assert.Contains(t, buf.String(), `level=WARN`)
 
@@ -247,7 +273,7 @@ func TestApplyLogsOnlyToItsLogger(t *testing.T) {
 	old := slog.Default()
 	slog.SetDefault(slog.New(slog.NewTextHandler(&def, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	defer slog.SetDefault(old)
-	_, err = Apply(newTestEnv(&fakeKnob{value: 8}, 8, oldRT, v2FS("50000 100000", "")).opt())
+	_, err = Apply(newTestEnv(&fakeKnob{value: 8}, 8, oldRT, v2FS("50000 100000", "")).opts(Options{}))
 	require.NoError(t, err)
 	assert.Empty(t, def.String())
 }
@@ -256,19 +282,19 @@ func TestApplyConcurrent(t *testing.T) {
 	fk := &fakeKnob{value: 8, def: 8, modern: true}
 	te := newTestEnv(fk, 8, modernRT, v2FS("250000 100000", ""))
 	var wg sync.WaitGroup
-	results := make([]Result, 16)
-	for i := range results {
+	fits := make([]*Fit, 16)
+	for i := range fits {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			opts := []Option{te.opt()}
+			o := Options{}
 			if i%2 == 0 {
-				opts = append(opts, WithRefresh(background, 0))
+				o.Refresh = time.Hour
 			}
 			var err error
-			results[i], err = Apply(opts...)
+			fits[i], err = Apply(te.opts(o))
 			assert.NoError(t, err)
-			_ = results[i].Status()
+			_ = fits[i].Status()
 		}()
 	}
 	wg.Wait()
@@ -276,27 +302,29 @@ func TestApplyConcurrent(t *testing.T) {
 	assert.Equal(t, 3, value)
 	assert.Equal(t, 1, sets, "only the first call changes anything")
 	following := 0
-	for _, r := range results {
-		if r.Status().Following {
+	for _, f := range fits {
+		if f.Status().Following {
 			following++
 		}
 	}
 	assert.LessOrEqual(t, following, 1, "a later Apply takes over")
-	for _, r := range results {
-		r.Stop()
+	for _, f := range fits {
+		f.Stop()
+		if f.loop != nil {
+			waitIdle(t, f.loop.Done())
+		}
 	}
-	te.waitIdle(t)
 }
 
 func TestResultString(t *testing.T) {
 	fk := &fakeKnob{value: 8, def: 8}
 	te := newTestEnv(fk, 8, oldRT, v2FS("50000 100000", ""))
-	res, err := Apply(te.opt())
+	fit, err := Apply(te.opts(Options{}))
 	require.NoError(t, err)
-	assert.Equal(t, "GOMAXPROCS 8 -> 1; CPU limit 0.5 cores from /sys/fs/cgroup/pod/app; policy ceil, min 1", res.String())
-	res, err = Apply(te.opt())
+	assert.Equal(t, "GOMAXPROCS 8 -> 1; CPU limit 0.5 cores from /sys/fs/cgroup/pod/app; policy ceil, min 1", fit.Status().String())
+	fit, err = Apply(te.opts(Options{}))
 	require.NoError(t, err)
-	assert.Equal(t, "GOMAXPROCS 1 (unchanged: GOMAXPROCS is already 1); CPU limit 0.5 cores from /sys/fs/cgroup/pod/app; policy ceil, min 1", res.String())
+	assert.Equal(t, "GOMAXPROCS 1 (unchanged: GOMAXPROCS is already 1); CPU limit 0.5 cores from /sys/fs/cgroup/pod/app; policy ceil, min 1", fit.Status().String())
 }
 
 func TestCPUErr(t *testing.T) {
@@ -333,29 +361,46 @@ func TestKeepExisting(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			fk := &fakeKnob{value: tc.start, def: tc.start, modern: true}
 			te := newTestEnv(fk, 8, tc.rt, tc.fsys)
-			res, err := Apply(te.opt(), WithKeepExisting(), WithRefresh(background, time.Hour))
+			fit, err := Apply(te.opts(Options{KeepExisting: true, Refresh: time.Hour}))
 			require.NoError(t, err)
+			res := fit.Status()
 			assert.Equal(t, tc.after, res.After)
 			value, _, _ := fk.get()
 			assert.Equal(t, tc.after, value)
 			if tc.reason != "" {
 				assert.Contains(t, res.Reason, tc.reason)
-				assert.False(t, res.Status().Following, "someone else owns it")
+				assert.False(t, res.Following, "someone else owns it")
 			} else {
 				assert.True(t, res.Changed)
-				assert.True(t, res.Status().Following)
+				assert.True(t, res.Following)
 			}
-			res.Stop()
-			te.waitIdle(t)
+			fit.Stop()
+			if fit.loop != nil {
+				waitIdle(t, fit.loop.Done())
+			}
 		})
 	}
 	t.Run("fitgo's own earlier value is not someone else's", func(t *testing.T) {
 		fk := &fakeKnob{value: 8, def: 8}
 		te := newTestEnv(fk, 8, oldRT, leafHalf)
-		_, err := Apply(te.opt())
+		_, err := Apply(te.opts(Options{}))
 		require.NoError(t, err)
-		res, err := Apply(te.opt(), WithKeepExisting(), WithMin(2))
+		fit, err := Apply(te.opts(Options{KeepExisting: true, Policy: Policy{Min: 2}}))
 		require.NoError(t, err)
-		assert.Equal(t, 2, res.After)
+		assert.Equal(t, 2, fit.Status().After)
 	})
+}
+
+// TestStartupEnvironment: GOMAXPROCS is judged by the environment the
+// process started with, not by what an earlier init made of os.Getenv.
+func TestStartupEnvironment(t *testing.T) {
+	fk := &fakeKnob{value: 2, def: 2}
+	te := newTestEnv(fk, 8, oldRT, v2FS("50000 100000", ""))
+	te.getenv = func(k string) string { return envvar.Lookup([]byte("A=1\x00GOMAXPROCS=2\x00"), k) }
+	res, err := Plan(te.opts(Options{}))
+	require.NoError(t, err)
+	assert.False(t, res.Changed)
+	assert.Equal(t, "GOMAXPROCS=2 is set in the environment", res.Reason)
+	e := systemEnv()
+	assert.NotNil(t, e.getenv, "the process's start-up environment")
 }

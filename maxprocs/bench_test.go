@@ -14,18 +14,18 @@ func BenchmarkApply(b *testing.B) {
 		defer runtime.GOMAXPROCS(prev) // the testing package checks it
 		b.ReportAllocs()
 		for i := 0; i < b.N; i++ {
-			if _, err := Apply(); err != nil {
+			if _, err := Apply(Options{}); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
 	b.Run("fixture", func(b *testing.B) {
 		te := newTestEnv(&fakeKnob{value: 8, def: 8}, 8, oldRT, v2FS("50000 100000", "200000 100000"))
-		opt := te.opt()
+		o := te.opts(Options{})
 		b.ReportAllocs()
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
-			if _, err := Apply(opt); err != nil {
+			if _, err := Apply(o); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -37,17 +37,16 @@ func BenchmarkApply(b *testing.B) {
 func BenchmarkTick(b *testing.B) {
 	te := newTestEnv(&fakeKnob{value: 8, def: 8}, 8, oldRT, nil)
 	te.src.setQuota(0.5, "/sys/fs/cgroup/app")
-	res, err := Apply(te.opt(), WithRefresh(background, time.Hour))
+	fit, err := Apply(te.opts(Options{Refresh: time.Hour}))
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer res.Stop()
-	s := res.s
+	defer fit.Stop()
 	lim := cpuLimits(0.5, "/sys/fs/cgroup/app")
 	now := time.Now()
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		s.Tick(now, lim, nil)
+		fit.tick(now, lim, nil)
 	}
 }

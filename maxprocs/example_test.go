@@ -3,7 +3,10 @@ package maxprocs_test
 import (
 	"context"
 	"fmt"
+	"testing/fstest"
+	"time"
 
+	"github.com/fitgo/fitgo/cgroup"
 	"github.com/fitgo/fitgo/maxprocs"
 )
 
@@ -47,23 +50,33 @@ func ExamplePolicy_Procs_reserve() {
 	// limit 8.0: GOMAXPROCS 4
 }
 
-// Plan shows what Apply would do here, without doing it: automaxprocs users
-// have long asked to query the value without setting it.
+// Plan shows what Apply would do for limits the program read itself, here
+// a 1.5-CPU limit on a pod, without changing anything.
 func ExamplePlan() {
-	res, err := maxprocs.Plan(maxprocs.WithRounding(maxprocs.Ceil))
-	if err != nil {
-		fmt.Println("cannot read the CPU limit:", err)
-		return
+	lim, _ := cgroup.ReadFS(fstest.MapFS{
+		"proc/self/cgroup":                          {Data: []byte("0::/kubepods.slice/pod1/app\n")},
+		"proc/self/mountinfo":                       {Data: []byte("25 1 0:23 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n")},
+		"sys/fs/cgroup/kubepods.slice/pod1/cpu.max": {Data: []byte("150000 100000\n")},
+	})
+	for _, r := range []maxprocs.Rounding{maxprocs.Floor, maxprocs.Ceil} {
+		res, err := maxprocs.Plan(maxprocs.Options{Policy: maxprocs.Policy{Rounding: r}, Limits: &lim})
+		if err != nil {
+			fmt.Println("cannot read the CPU limit:", err)
+			return
+		}
+		fmt.Printf("%s: %v cores from %s: GOMAXPROCS %d on 8 CPUs\n", res.Policy, res.Limit, res.Source, res.Policy.Procs(res.Limit, 8))
 	}
-	fmt.Println(res) // e.g. "GOMAXPROCS 8 -> 2; CPU limit 1.5 cores from /sys/fs/cgroup/kubepods.slice/...; policy ceil, min 1"
+	// Output:
+	// floor, min 1: 1.5 cores from /sys/fs/cgroup/kubepods.slice/pod1: GOMAXPROCS 1 on 8 CPUs
+	// ceil, min 1: 1.5 cores from /sys/fs/cgroup/kubepods.slice/pod1: GOMAXPROCS 2 on 8 CPUs
 }
 
 // Apply in main, following resizes until the program ends.
 func ExampleApply() {
-	res, err := maxprocs.Apply(maxprocs.WithRefresh(context.Background(), 0))
+	fit, err := maxprocs.Apply(maxprocs.Options{Refresh: time.Second, Context: context.Background()})
 	if err != nil {
 		fmt.Println("GOMAXPROCS unchanged:", err)
 	}
-	defer res.Undo()
-	fmt.Println(res.After, res.Reason)
+	defer fit.Undo()
+	fmt.Println(fit.Status())
 }

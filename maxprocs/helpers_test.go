@@ -1,7 +1,6 @@
 package maxprocs
 
 import (
-	"context"
 	"sync"
 	"testing"
 	"testing/fstest"
@@ -9,7 +8,6 @@ import (
 
 	"github.com/fitgo/fitgo/cgroup"
 	"github.com/fitgo/fitgo/internal/knob"
-	"github.com/fitgo/fitgo/internal/knobtest"
 )
 
 func durUS(us int64) time.Duration { return time.Duration(us) * time.Microsecond }
@@ -44,27 +42,30 @@ type fakeKnob struct {
 }
 
 func (f *fakeKnob) knob() *knob.Knob[int] {
-	return &knob.Knob[int]{
-		Get: func() int { f.mu.Lock(); defer f.mu.Unlock(); return f.value },
-		Set: func(n int) {
+	set := func(n int) int {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		prev := f.value
+		f.value, f.custom = n, true
+		f.sets++
+		return prev
+	}
+	return knob.New(text(),
+		func() int { f.mu.Lock(); defer f.mu.Unlock(); return f.value },
+		set,
+		func(orig int) int {
 			f.mu.Lock()
+			if !f.modern {
+				f.mu.Unlock()
+				return set(orig)
+			}
 			defer f.mu.Unlock()
-			f.value, f.custom = n, true
-			f.sets++
+			prev := f.value
+			f.value, f.custom = f.def, false
+			f.setDefault++
+			return prev
 		},
-	}
-}
-
-// setDefaultGOMAXPROCS is the pretend runtime's SetDefaultGOMAXPROCS.
-func (f *fakeKnob) setDefaultGOMAXPROCS() bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if !f.modern {
-		return false
-	}
-	f.value, f.custom = f.def, false
-	f.setDefault++
-	return true
+	)
 }
 
 // runtimeUpdate is the runtime's own update: it changes the value unless
@@ -92,12 +93,28 @@ func (f *fakeKnob) get() (value, sets, setDefault int) {
 	return f.value, f.sets, f.setDefault
 }
 
-// fakeSource is a refresh.Source with settable limits.
-type fakeSource struct{ knobtest.Source }
-
-func (s *fakeSource) setQuota(cores float64, source string) {
-	s.SetLimits(cpuLimits(cores, source))
+// fakeSource is a refresh Source whose readings the test sets.
+type fakeSource struct {
+	mu  sync.Mutex
+	lim cgroup.Limits
+	err error
 }
+
+func (s *fakeSource) Read() (cgroup.Limits, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lim, s.err
+}
+
+func (s *fakeSource) Close() error { return nil }
+
+func (s *fakeSource) set(lim cgroup.Limits, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lim, s.err = lim, err
+}
+
+func (s *fakeSource) setQuota(cores float64, source string) { s.set(cpuLimits(cores, source), nil) }
 
 // cpuLimits is a reading with a CPU limit of cores imposed by source (no
 // limit when source is ""); the process's cgroup is /sys/fs/cgroup/app.
@@ -114,39 +131,57 @@ func cpuLimits(cores float64, source string) cgroup.Limits {
 	return l
 }
 
-// testEnv is an environment over fsys and a fake knob.
+// testEnv is an environment over fsys (or, when nil, the fake source), a
+// fake knob and a refresh loop ticked by the test.
 type testEnv struct {
 	*env
-	fk  *fakeKnob
-	src *fakeSource
+	fk    *fakeKnob
+	src   *fakeSource
+	tickC chan time.Time
+	ncpu  int
 }
 
 func newTestEnv(fk *fakeKnob, ncpu int, rt Runtime, fsys fstest.MapFS) *testEnv {
 	src := &fakeSource{}
-	te := &testEnv{fk: fk, src: src}
+	te := &testEnv{fk: fk, src: src, tickC: make(chan time.Time), ncpu: ncpu}
 	te.env = &env{
 		goos:   "linux",
 		getenv: func(string) string { return "" },
-		numCPU: ncpu,
+		numCPU: func() int { return te.ncpu },
 		rt:     rt,
-		read:   func() (cgroup.Limits, error) { return cgroup.ReadFS(fsys) },
-		loop:   src.Loop(),
 		knob:   fk.knob(),
-
-		setDefault: fk.setDefaultGOMAXPROCS,
+		read:   src.Read,
+		open:   func() (knob.Source, error) { return src, nil },
+		ticks:  te.tickC,
 	}
 	if fsys != nil {
-		src.Set(cgroup.ReadFS(fsys))
+		src.set(cgroup.ReadFS(fsys))
 	}
 	return te
 }
 
-func (te *testEnv) opt() Option { return func(c *config) { c.env = te.env } }
-
-// waitIdle waits until the test loop's goroutine has exited.
-func (te *testEnv) waitIdle(t *testing.T) {
-	t.Helper()
-	knobtest.WaitIdle(t, te.loop)
+// opts are Options over the test's environment.
+func (te *testEnv) opts(o Options) Options {
+	o.env = te.env
+	return o
 }
 
-var background = context.Background()
+// tick makes the refresh loop take one reading, and returns once the loop
+// has handled it.
+func (te *testEnv) tick() {
+	te.tickC <- time.Now()
+	te.tickC <- time.Now() // received only once the first is done
+}
+
+// waitIdle waits until the refresh goroutine of f has exited.
+func waitIdle(t *testing.T, done <-chan struct{}) {
+	t.Helper()
+	if done == nil {
+		return
+	}
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("refresh goroutine still running")
+	}
+}

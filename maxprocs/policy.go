@@ -10,25 +10,38 @@ import (
 
 // Rounding is how a fractional CPU limit becomes a whole GOMAXPROCS. Every
 // rule has a minimum of 1; the Go runtime's own rule is Ceil with a minimum
-// of 2 (WithMin(2)).
+// of 2 (Policy.Min 2). The zero Rounding is the default rule.
 type Rounding uint8
 
+// defaultRounding is the rule of the zero Rounding: it never gives fewer Ps
+// than the quota can keep busy, and at or below one CPU it gives 1, where
+// the runtime's minimum of 2 throttles. The README has the sweep that chose it.
+const defaultRounding = Ceil
+
 const (
-	// Ceil rounds up: 0.5 gives 1, 1.2 gives 2, 2.7 gives 3. It is the
-	// default: it never gives fewer Ps than the quota can keep busy, and at
-	// or below one CPU it gives 1, where the runtime's minimum of 2 throttles.
-	Ceil Rounding = iota
 	// Floor rounds down: 0.5 gives 1, 1.5 gives 1, 2.7 gives 2. It is
 	// automaxprocs' rule.
-	Floor
+	Floor Rounding = iota + 1
+	// Ceil rounds up: 0.5 gives 1, 1.2 gives 2, 2.7 gives 3. It uses every
+	// fraction of the quota.
+	Ceil
 	// Nearest rounds to the nearest whole number, halves up: 0.5 gives 1,
 	// 1.49 gives 1, 1.5 gives 2.
 	Nearest
 )
 
-// String returns "floor", "ceil" or "nearest".
+// rule is r, or the default rule for the zero Rounding.
+func (r Rounding) rule() Rounding {
+	if r == 0 {
+		return defaultRounding
+	}
+	return r
+}
+
+// String returns "floor", "ceil" or "nearest" (the zero Rounding is named
+// by its rule).
 func (r Rounding) String() string {
-	switch r {
+	switch r.rule() {
 	case Floor:
 		return "floor"
 	case Ceil:
@@ -41,13 +54,13 @@ func (r Rounding) String() string {
 
 // round rounds q, which is not negative, by r.
 func (r Rounding) round(q float64) int {
-	switch r {
-	case Floor:
-		return int(math.Floor(q + epsilon))
+	switch r.rule() {
+	case Ceil:
+		return int(math.Ceil(q - epsilon))
 	case Nearest:
 		return int(math.Floor(q + 0.5 + epsilon))
 	}
-	return int(math.Ceil(q - epsilon))
+	return int(math.Floor(q + epsilon))
 }
 
 // epsilon absorbs floating-point error in quota arithmetic (2.3-0.3 is
@@ -79,7 +92,7 @@ type Policy struct {
 // Procs returns GOMAXPROCS for a CPU limit of quota cores (quota/period)
 // when the process may run on ncpu CPUs (runtime.NumCPU). It is a pure
 // function: it reads nothing and sets nothing. It assumes a valid Policy
-// (see Validate); a non-positive ncpu counts as 1.
+// (Apply checks it); a non-positive ncpu counts as 1.
 func (p Policy) Procs(quota float64, ncpu int) int {
 	ncpu = max(ncpu, 1)
 	q := min(quota, float64(ncpu)) - p.Reserve
@@ -96,14 +109,14 @@ func (p Policy) Procs(quota float64, ncpu int) int {
 // minimum is Min, or 1 when Min is 0.
 func (p Policy) minimum() int { return max(p.Min, 1) }
 
-// resolved returns p with Min set to the minimum it stands for.
+// resolved returns p with its defaults filled in.
 func (p Policy) resolved() Policy {
-	p.Min = p.minimum()
+	p.Rounding, p.Min = p.Rounding.rule(), p.minimum()
 	return p
 }
 
-// Validate reports whether the Policy can be applied.
-func (p Policy) Validate() error {
+// validate reports whether the Policy can be applied.
+func (p Policy) validate() error {
 	var errs []error
 	if p.Rounding > Nearest {
 		errs = append(errs, fmt.Errorf("unknown rounding %d", p.Rounding))

@@ -108,7 +108,7 @@ func TestProcs(t *testing.T) {
 		{"ceil 2.0001", Policy{Rounding: Ceil}, 2.0001, 8, 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			assert.NoError(t, tc.p.Validate())
+			assert.NoError(t, tc.p.validate())
 			assert.Equal(t, tc.want, tc.p.Procs(tc.quota, tc.ncpu))
 		})
 	}
@@ -156,7 +156,7 @@ func TestPolicyValidate(t *testing.T) {
 		{Policy{Reserve: math.NaN()}, "reserve NaN cores"},
 		{Policy{Reserve: math.Inf(1)}, "reserve +Inf cores"},
 	} {
-		err := tc.p.Validate()
+		err := tc.p.validate()
 		if tc.err == "" {
 			assert.NoError(t, err, "%+v", tc.p)
 			continue
@@ -175,4 +175,10 @@ func TestPolicyString(t *testing.T) {
 	assert.Equal(t, "ceil, min 1, max 8, reserve 0.5 cores", Policy{Rounding: Ceil, Min: 1, Max: 8, Reserve: 0.5}.String())
 	assert.Equal(t, "Rounding(9)", Rounding(9).String())
 	assert.Equal(t, 1, Policy{Rounding: Ceil}.resolved().Min)
+	// The zero Rounding is the default rule, named by it.
+	assert.Equal(t, defaultRounding.String(), Rounding(0).String())
+	assert.Equal(t, defaultRounding, Policy{}.resolved().Rounding)
+	for _, q := range []float64{0.5, 1.5, 2.5, 7.3} {
+		assert.Equal(t, Policy{Rounding: defaultRounding}.Procs(q, 8), Policy{}.Procs(q, 8))
+	}
 }

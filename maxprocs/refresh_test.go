@@ -3,29 +3,33 @@ package maxprocs
 import (
 	"bytes"
 	"context"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/fitgo/fitgo/cgroup"
-	"github.com/fitgo/fitgo/internal/refresh"
+	"github.com/fitgo/fitgo/internal/knob"
 )
 
-// applyFollowing applies with a refresh loop of an hour, so that the test
-// drives the session by calling Tick itself.
-func applyFollowing(t *testing.T, te *testEnv, opts ...Option) (Result, *session) {
+// applyFollowing applies with a refresh loop that the test ticks, and calls
+// the Fit's tick itself.
+func applyFollowing(t *testing.T, te *testEnv, o Options) (*Fit, *Fit) {
 	t.Helper()
-	res, err := Apply(append([]Option{te.opt(), WithRefresh(background, time.Hour)}, opts...)...)
+	o.Refresh = time.Hour
+	fit, err := Apply(te.opts(o))
 	require.NoError(t, err)
-	require.NotNil(t, res.s)
-	t.Cleanup(func() { res.Stop(); te.waitIdle(t) })
-	return res, res.s
+	require.NotNil(t, fit.f)
+	t.Cleanup(func() { fit.Stop(); waitIdle(t, fit.loop.Done()) })
+	return fit, fit
 }
 
 func TestTickPinned(t *testing.T) {
@@ -33,23 +37,23 @@ func TestTickPinned(t *testing.T) {
 	fk := &fakeKnob{value: 8, def: 8}
 	te := newTestEnv(fk, 8, oldRT, nil)
 	te.src.setQuota(0.5, "/sys/fs/cgroup/app")
-	res, s := applyFollowing(t, te)
-	require.Equal(t, 1, res.After)
-	assert.Equal(t, time.Hour, res.Refresh)
+	res, s := applyFollowing(t, te, Options{})
+	require.Equal(t, 1, res.Status().After)
+	assert.Equal(t, time.Hour, res.Status().Refresh)
 	now := time.Now()
 
 	// Unchanged limit: nothing happens.
-	assert.True(t, s.Tick(now, cpuLimits(0.5, "/sys/fs/cgroup/app"), nil))
+	assert.True(t, s.tick(now, cpuLimits(0.5, "/sys/fs/cgroup/app"), nil))
 	_, sets, _ := fk.get()
 	assert.Equal(t, 1, sets)
 
 	// Resize to 3 CPUs.
-	assert.True(t, s.Tick(now, cpuLimits(3, "/sys/fs/cgroup/app"), nil))
+	assert.True(t, s.tick(now, cpuLimits(3, "/sys/fs/cgroup/app"), nil))
 	value, sets, _ := fk.get()
 	assert.Equal(t, 3, value)
 	assert.Equal(t, 2, sets)
 	st := res.Status()
-	assert.Equal(t, 3, st.GOMAXPROCS)
+	assert.Equal(t, 3, st.After)
 	assert.True(t, st.Following)
 	assert.Equal(t, 1, st.Updates)
 	assert.Equal(t, 3.0, st.Limit)
@@ -57,20 +61,20 @@ func TestTickPinned(t *testing.T) {
 	// A bad reading keeps the value and is reported.
 	bad := cpuLimits(3, "/sys/fs/cgroup/app")
 	bad.CPU.Err = &cgroup.ParseError{File: "/sys/fs/cgroup/app/cpu.max", Line: 1}
-	assert.True(t, s.Tick(now, bad, bad.CPU.Err))
+	assert.True(t, s.tick(now, bad, bad.CPU.Err))
 	value, _, _ = fk.get()
 	assert.Equal(t, 3, value)
 	assert.Error(t, res.Status().Err)
-	assert.True(t, s.Tick(now, cpuLimits(3, "/sys/fs/cgroup/app"), nil))
+	assert.True(t, s.tick(now, cpuLimits(3, "/sys/fs/cgroup/app"), nil))
 	assert.NoError(t, res.Status().Err)
 
 	// The limit goes away: back to the value before fitgo (no
 	// SetDefaultGOMAXPROCS before Go 1.25).
-	assert.True(t, s.Tick(now, cpuLimits(0, ""), nil))
+	assert.True(t, s.tick(now, cpuLimits(0, ""), nil))
 	value, _, _ = fk.get()
 	assert.Equal(t, 8, value)
 	// And comes back.
-	assert.True(t, s.Tick(now, cpuLimits(2, "/sys/fs/cgroup"), nil))
+	assert.True(t, s.tick(now, cpuLimits(2, "/sys/fs/cgroup"), nil))
 	value, _, _ = fk.get()
 	assert.Equal(t, 2, value)
 	assert.Equal(t, 3, res.Status().Updates, "resize, removal, return")
@@ -82,11 +86,11 @@ func TestTickHandOver(t *testing.T) {
 	fk := &fakeKnob{value: 8, def: 8}
 	te := newTestEnv(fk, 8, oldRT, nil)
 	te.src.setQuota(0.5, "/sys/fs/cgroup/app")
-	res, s := applyFollowing(t, te, WithLogger(logger))
-	require.Equal(t, 1, res.After)
+	res, s := applyFollowing(t, te, Options{Logger: logger})
+	require.Equal(t, 1, res.Status().After)
 
 	fk.appSet(6) // the application takes over
-	assert.False(t, s.Tick(time.Now(), cpuLimits(2, "/sys/fs/cgroup/app"), nil), "the session leaves the loop")
+	assert.False(t, s.tick(time.Now(), cpuLimits(2, "/sys/fs/cgroup/app"), nil), "the session leaves the loop")
 	value, sets, _ := fk.get()
 	assert.Equal(t, 6, value, "fitgo does not fight")
 	assert.Equal(t, 1, sets)
@@ -96,7 +100,7 @@ func TestTickHandOver(t *testing.T) {
 	assert.Contains(t, buf.String(), `msg="fitgo: GOMAXPROCS changed by someone else; fitgo stops managing it" GOMAXPROCS=6 was=1`)
 
 	// Later ticks do nothing; Undo leaves the application's value.
-	assert.False(t, s.Tick(time.Now(), cpuLimits(4, "/sys/fs/cgroup/app"), nil))
+	assert.False(t, s.tick(time.Now(), cpuLimits(4, "/sys/fs/cgroup/app"), nil))
 	res.Undo()
 	value, _, _ = fk.get()
 	assert.Equal(t, 6, value)
@@ -109,13 +113,13 @@ func TestTickCooperatesWithRuntime(t *testing.T) {
 		fk := &fakeKnob{value: 2, def: 2, modern: true}
 		te := newTestEnv(fk, 8, modernRT, nil)
 		te.src.setQuota(2, app)
-		res, s := applyFollowing(t, te)
-		require.False(t, res.Changed)
+		res, s := applyFollowing(t, te, Options{})
+		require.False(t, res.Status().Changed)
 		now := time.Now()
 
 		// Resize to 4: the runtime gets there first.
 		require.True(t, fk.runtimeUpdate(4))
-		assert.True(t, s.Tick(now, cpuLimits(4, app), nil))
+		assert.True(t, s.tick(now, cpuLimits(4, app), nil))
 		_, sets, _ := fk.get()
 		assert.Zero(t, sets, "still no runtime.GOMAXPROCS call")
 		assert.True(t, res.Status().Following)
@@ -123,11 +127,11 @@ func TestTickCooperatesWithRuntime(t *testing.T) {
 		// Resize to 3: fitgo sees it first; the runtime will choose 3 too, so
 		// fitgo waits for it.
 		now = now.Add(time.Second)
-		assert.True(t, s.Tick(now, cpuLimits(3, app), nil))
+		assert.True(t, s.tick(now, cpuLimits(3, app), nil))
 		_, sets, _ = fk.get()
 		assert.Zero(t, sets, "waiting for the runtime")
 		require.True(t, fk.runtimeUpdate(3))
-		assert.True(t, s.Tick(now.Add(time.Second), cpuLimits(3, app), nil))
+		assert.True(t, s.tick(now.Add(time.Second), cpuLimits(3, app), nil))
 		_, sets, _ = fk.get()
 		assert.Zero(t, sets)
 		assert.False(t, fk.custom, "the runtime's updates are still on")
@@ -136,12 +140,12 @@ func TestTickCooperatesWithRuntime(t *testing.T) {
 		fk := &fakeKnob{value: 2, def: 2, modern: true}
 		te := newTestEnv(fk, 8, modernRT, nil)
 		te.src.setQuota(2, app)
-		_, s := applyFollowing(t, te)
+		_, s := applyFollowing(t, te, Options{})
 		now := time.Now()
-		assert.True(t, s.Tick(now, cpuLimits(5, app), nil))
+		assert.True(t, s.tick(now, cpuLimits(5, app), nil))
 		_, sets, _ := fk.get()
 		assert.Zero(t, sets)
-		assert.True(t, s.Tick(now.Add(runtimeGrace), cpuLimits(5, app), nil))
+		assert.True(t, s.tick(now.Add(runtimeGrace), cpuLimits(5, app), nil))
 		value, sets, _ := fk.get()
 		assert.Equal(t, 5, value)
 		assert.Equal(t, 1, sets)
@@ -150,9 +154,9 @@ func TestTickCooperatesWithRuntime(t *testing.T) {
 		fk := &fakeKnob{value: 2, def: 2, modern: true}
 		te := newTestEnv(fk, 8, modernRT, nil)
 		te.src.setQuota(2, app)
-		_, s := applyFollowing(t, te)
+		_, s := applyFollowing(t, te, Options{})
 		// 0.5 CPUs: the runtime says 2 (its minimum), fitgo's rule 1.
-		assert.True(t, s.Tick(time.Now(), cpuLimits(0.5, app), nil))
+		assert.True(t, s.tick(time.Now(), cpuLimits(0.5, app), nil))
 		value, sets, _ := fk.get()
 		assert.Equal(t, 1, value)
 		assert.Equal(t, 1, sets)
@@ -161,28 +165,28 @@ func TestTickCooperatesWithRuntime(t *testing.T) {
 		fk := &fakeKnob{value: 2, def: 2, modern: true}
 		te := newTestEnv(fk, 8, modernRT, nil)
 		te.src.setQuota(2, app)
-		res, s := applyFollowing(t, te)
+		res, s := applyFollowing(t, te, Options{})
 		fk.appSet(7)
-		assert.False(t, s.Tick(time.Now(), cpuLimits(2, app), nil))
+		assert.False(t, s.tick(time.Now(), cpuLimits(2, app), nil))
 		assert.Contains(t, res.Status().Reason, "changed from 2 to 7 outside fitgo")
 	})
 	t.Run("without runtime updates any change is someone else's", func(t *testing.T) {
 		fk := &fakeKnob{value: 2, def: 2}
 		te := newTestEnv(fk, 8, oldRT, nil)
 		te.src.setQuota(2, app)
-		res, s := applyFollowing(t, te)
+		res, s := applyFollowing(t, te, Options{})
 		fk.appSet(4)
-		assert.False(t, s.Tick(time.Now(), cpuLimits(4, app), nil))
+		assert.False(t, s.tick(time.Now(), cpuLimits(4, app), nil))
 		assert.False(t, res.Status().Following)
 	})
 	t.Run("limit removed while pinned: SetDefaultGOMAXPROCS", func(t *testing.T) {
 		fk := &fakeKnob{value: 8, def: 8, modern: true}
 		te := newTestEnv(fk, 8, modernRT, nil)
 		te.src.setQuota(0.5, app)
-		res, s := applyFollowing(t, te)
-		require.Equal(t, 1, res.After)
+		res, s := applyFollowing(t, te, Options{})
+		require.Equal(t, 1, res.Status().After)
 		fk.def = 8
-		assert.True(t, s.Tick(time.Now(), cpuLimits(0, ""), nil))
+		assert.True(t, s.tick(time.Now(), cpuLimits(0, ""), nil))
 		value, _, setDefault := fk.get()
 		assert.Equal(t, 8, value)
 		assert.Equal(t, 1, setDefault)
@@ -195,54 +199,52 @@ func TestStopAndSupersede(t *testing.T) {
 	fk := &fakeKnob{value: 8, def: 8}
 	te := newTestEnv(fk, 8, oldRT, nil)
 	te.src.setQuota(0.5, "/sys/fs/cgroup/app")
-	r1, s1 := applyFollowing(t, te)
-	r2, s2 := applyFollowing(t, te, WithMin(2))
+	r1, s1 := applyFollowing(t, te, Options{})
+	r2, s2 := applyFollowing(t, te, Options{Policy: Policy{Min: 2}})
 	assert.False(t, r1.Status().Following)
 	assert.Equal(t, "superseded by a later Apply", r1.Status().Reason)
-	assert.False(t, s1.Tick(time.Now(), cpuLimits(4, "/sys/fs/cgroup/app"), nil))
-	assert.True(t, s2.Tick(time.Now(), cpuLimits(4, "/sys/fs/cgroup/app"), nil))
+	assert.False(t, s1.tick(time.Now(), cpuLimits(4, "/sys/fs/cgroup/app"), nil))
+	assert.True(t, s2.tick(time.Now(), cpuLimits(4, "/sys/fs/cgroup/app"), nil))
 	value, _, _ := fk.get()
 	assert.Equal(t, 4, value)
 	r2.Stop()
 	assert.Equal(t, "stopped", r2.Status().Reason)
-	assert.False(t, s2.Tick(time.Now(), cpuLimits(6, "/sys/fs/cgroup/app"), nil))
+	assert.False(t, s2.tick(time.Now(), cpuLimits(6, "/sys/fs/cgroup/app"), nil))
 	value, _, _ = fk.get()
 	assert.Equal(t, 4, value, "Stop keeps the value")
-	te.waitIdle(t)
 }
 
-// TestRefreshFollowsWithinTwoIntervals runs the real loop: the limit changes
-// and GOMAXPROCS follows within two intervals; stopping leaves no goroutine.
-func TestRefreshFollowsWithinTwoIntervals(t *testing.T) {
-	const interval = 50 * time.Millisecond
+// TestRefreshFollowsTheLoop runs the real loop, ticked by the test: the
+// limit changes and GOMAXPROCS follows at the next tick; the context stops
+// it and leaves no goroutine.
+func TestRefreshFollowsTheLoop(t *testing.T) {
 	fk := &fakeKnob{value: 8, def: 8}
 	te := newTestEnv(fk, 8, oldRT, nil)
 	te.src.setQuota(0.5, "/sys/fs/cgroup/app")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	res, err := Apply(te.opt(), WithRefresh(ctx, interval))
+	fit, err := Apply(te.opts(Options{Refresh: 50 * time.Millisecond, Context: ctx}))
 	require.NoError(t, err)
-	require.Equal(t, 1, res.After)
+	require.Equal(t, 1, fit.Status().After)
+	assert.Equal(t, 50*time.Millisecond, fit.Status().Refresh)
 
 	for _, step := range []struct {
 		cores float64
 		want  int
 	}{{3, 3}, {1.5, 2}, {6.2, 7}} {
 		te.src.setQuota(step.cores, "/sys/fs/cgroup/app")
-		changed, ticks := time.Now(), te.loop.Ticks()
-		require.Eventually(t, func() bool { v, _, _ := fk.get(); return v == step.want }, 10*time.Second, time.Millisecond)
-		// Counted in ticks, not wall time, so that a loaded machine cannot
-		// make the test flaky: the value must follow by the second tick.
-		took := te.loop.Ticks() - ticks
-		t.Logf("followed %v CPUs in %v, %d ticks", step.cores, time.Since(changed), took)
-		assert.LessOrEqual(t, took, uint64(2), "followed within two intervals")
+		te.tick()
+		value, _, _ := fk.get()
+		assert.Equal(t, step.want, value, "followed %v CPUs at the next tick", step.cores)
 	}
+	done := fit.loop.Done()
 	cancel() // the context stops it
-	te.waitIdle(t)
-	assert.False(t, res.Status().Following)
-	assert.Equal(t, "stopped: context canceled", res.Status().Reason)
+	waitIdle(t, done)
+	st := fit.Status()
+	assert.False(t, st.Following)
+	assert.Equal(t, "stopped: context canceled", st.Reason)
 	te.src.setQuota(2, "/sys/fs/cgroup/app")
-	time.Sleep(3 * interval)
+	assert.False(t, fit.tick(time.Now(), cpuLimits(2, "/sys/fs/cgroup/app"), nil))
 	value, _, _ := fk.get()
 	assert.Equal(t, 7, value, "no change after stop")
 }
@@ -262,16 +264,18 @@ func TestRefreshOverWatcher(t *testing.T) {
 	fk := &fakeKnob{value: 2, def: 2}
 	te := newTestEnv(fk, 2, oldRT, nil)
 	te.read = func() (cgroup.Limits, error) { return cgroup.ReadFS(os.DirFS(root)) }
-	te.loop = refresh.New(func() (refresh.Source, error) { return cgroup.NewWatcher(os.DirFS(root)) }, 0)
-	res, err := Apply(te.opt(), WithRefresh(background, 20*time.Millisecond))
+	te.open = func() (knob.Source, error) { return cgroup.NewWatcher(os.DirFS(root)) }
+	fit, err := Apply(te.opts(Options{Refresh: 20 * time.Millisecond}))
 	require.NoError(t, err)
-	defer func() { res.Stop(); te.waitIdle(t) }()
-	assert.Equal(t, 1, res.After)
-	assert.Equal(t, "/sys/fs/cgroup/pod", res.Source)
+	defer func() { fit.Stop(); waitIdle(t, fit.loop.Done()) }()
+	assert.Equal(t, 1, fit.Status().After)
+	assert.Equal(t, "/sys/fs/cgroup/pod", fit.Status().Source)
 
 	write("sys/fs/cgroup/pod/cpu.max", "200000 100000\n")
-	require.Eventually(t, func() bool { v, _, _ := fk.get(); return v == 2 }, 5*time.Second, time.Millisecond)
-	st := res.Status()
+	te.tick()
+	value, _, _ := fk.get()
+	assert.Equal(t, 2, value)
+	st := fit.Status()
 	assert.Equal(t, 2.0, st.Limit)
 	assert.Equal(t, 1, st.Updates)
 }
@@ -281,59 +285,98 @@ func TestTickAllocs(t *testing.T) {
 	fk := &fakeKnob{value: 8, def: 8}
 	te := newTestEnv(fk, 8, modernRT, nil)
 	te.src.setQuota(0.5, "/sys/fs/cgroup/app")
-	_, s := applyFollowing(t, te)
+	_, s := applyFollowing(t, te, Options{})
 	lim := cpuLimits(0.5, "/sys/fs/cgroup/app")
 	now := time.Now()
-	assert.Zero(t, testing.AllocsPerRun(1000, func() { s.Tick(now, lim, nil) }))
+	assert.Zero(t, testing.AllocsPerRun(1000, func() { s.tick(now, lim, nil) }))
 }
 
-// TestApplyConcurrentWithTicks races Apply, Undo, Status and the loop.
+// TestApplyConcurrentWithTicks races Apply, Undo, Status and the loops.
 func TestApplyConcurrentWithTicks(t *testing.T) {
 	fk := &fakeKnob{value: 8, def: 8, modern: true}
 	te := newTestEnv(fk, 8, modernRT, nil)
 	te.src.setQuota(1, "/sys/fs/cgroup/app")
+	te.ticks = nil // real tickers, at 10ms
 	var wg sync.WaitGroup
-	stop := make(chan struct{})
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			te.src.setQuota(float64(1+i%4), "/sys/fs/cgroup/app")
-			time.Sleep(time.Millisecond)
-		}
-	}()
-	var results []Result
+	var fits []*Fit
 	var mu sync.Mutex
 	for i := 0; i < 8; i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for j := 0; j < 20; j++ {
-				r, err := Apply(te.opt(), WithRefresh(background, 10*time.Millisecond))
+				te.src.setQuota(float64(1+(i+j)%4), "/sys/fs/cgroup/app")
+				f, err := Apply(te.opts(Options{Refresh: 10 * time.Millisecond}))
 				assert.NoError(t, err)
-				_ = r.Status()
+				_ = f.Status()
 				if j%3 == 0 {
-					r.Undo()
+					f.Undo()
 				}
 				mu.Lock()
-				results = append(results, r)
+				fits = append(fits, f)
 				mu.Unlock()
-				time.Sleep(time.Millisecond)
 			}
 		}()
 	}
-	time.Sleep(100 * time.Millisecond)
-	close(stop)
 	wg.Wait()
-	for _, r := range results {
-		r.Stop()
+	for _, f := range fits {
+		f.Stop()
 	}
-	te.waitIdle(t)
+	for _, f := range fits {
+		if f.loop != nil {
+			waitIdle(t, f.loop.Done())
+		}
+	}
+}
+
+// TestReadErrorThenRecovers: while the reading fails (a file that could not
+// be opened), Status says GOMAXPROCS is not being fitted; once the reading
+// is good again, it follows again.
+func TestReadErrorThenRecovers(t *testing.T) {
+	fk := &fakeKnob{value: 8, def: 8}
+	te := newTestEnv(fk, 8, oldRT, nil)
+	te.src.setQuota(0.5, "/sys/fs/cgroup/app")
+	fit, _ := applyFollowing(t, te, Options{})
+	bad := cpuLimits(0, "")
+	bad.CPU.Err = &fs.PathError{Op: "open", Path: "/sys/fs/cgroup/app/cpu.max", Err: syscall.EMFILE}
+	te.src.set(bad, bad.CPU.Err)
+	te.tick()
+	st := fit.Status()
+	assert.True(t, st.Following, "it will follow again")
+	assert.ErrorIs(t, st.Err, syscall.EMFILE)
+	assert.Equal(t, "the CPU limit cannot be read: GOMAXPROCS is not fitted until it can", st.Reason)
+	te.src.setQuota(2, "/sys/fs/cgroup/app")
+	te.tick()
+	st = fit.Status()
+	assert.NoError(t, st.Err)
+	assert.Equal(t, 2, st.After, "followed once the reading is good")
+}
+
+// TestAffinityChangeIsTheRuntimes: with the runtime's own updates on, a
+// change of GOMAXPROCS that the runtime made because the CPU affinity shrank
+// is the runtime's, not someone else's: fitgo keeps following. (Before, its
+// prediction used the start-up CPU count and it stopped for good.)
+func TestAffinityChangeIsTheRuntimes(t *testing.T) {
+	fk := &fakeKnob{value: 4, def: 4, modern: true}
+	te := newTestEnv(fk, 8, modernRT, nil)
+	te.src.setQuota(4, "/sys/fs/cgroup/app")
+	fit, s := applyFollowing(t, te, Options{})
+	require.False(t, fit.Status().Changed, "the runtime's 4 is right")
+	// taskset: one CPU left; the runtime lowers GOMAXPROCS to 1 itself.
+	te.ncpu = 1
+	require.True(t, fk.runtimeUpdate(1))
+	assert.True(t, s.tick(time.Now(), cpuLimits(4, "/sys/fs/cgroup/app"), nil))
+	st := fit.Status()
+	assert.True(t, st.Following, st.Reason)
+	assert.Equal(t, 1, st.After)
+	_, sets, _ := fk.get()
+	assert.Zero(t, sets)
+	// A later resize is still fitted (within the CPUs it may use).
+	te.ncpu = 8
+	require.True(t, fk.runtimeUpdate(2))
+	assert.True(t, s.tick(time.Now().Add(time.Hour), cpuLimits(0.5, "/sys/fs/cgroup/app"), nil))
+	value, _, _ := fk.get()
+	assert.Equal(t, 1, value, "0.5 rounded up, below the runtime's minimum of 2")
 }
 
 // callbackHandler calls back into the package from inside a log call, as a
@@ -353,22 +396,22 @@ func TestLoggerMayCallBack(t *testing.T) {
 	te := newTestEnv(fk, 8, oldRT, nil)
 	te.src.setQuota(0.5, "/sys/fs/cgroup/app")
 	var buf bytes.Buffer
-	var res Result
+	var res *Fit
 	calls := 0
 	logger := slog.New(callbackHandler{slog.NewTextHandler(&buf, nil), func() {
 		calls++
-		_, _ = Plan(te.opt())
+		_, _ = Plan(te.opts(Options{}))
 		_ = res.Status()
 	}})
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		var err error
-		res, err = Apply(te.opt(), WithLogger(logger), WithRefresh(background, time.Hour))
+		res, err = Apply(te.opts(Options{Logger: logger, Refresh: time.Hour}))
 		assert.NoError(t, err)
-		res.s.Tick(time.Now(), cpuLimits(3, "/sys/fs/cgroup/app"), nil)
+		res.tick(time.Now(), cpuLimits(3, "/sys/fs/cgroup/app"), nil)
 		fk.appSet(5)
-		res.s.Tick(time.Now(), cpuLimits(3, "/sys/fs/cgroup/app"), nil)
+		res.tick(time.Now(), cpuLimits(3, "/sys/fs/cgroup/app"), nil)
 	}()
 	select {
 	case <-done:
@@ -376,5 +419,43 @@ func TestLoggerMayCallBack(t *testing.T) {
 		t.Fatal("deadlock: a log handler called back into maxprocs")
 	}
 	assert.Equal(t, 3, calls, "set, updated, handed over")
-	te.waitIdle(t)
+	waitIdle(t, res.loop.Done())
+}
+
+// TestSameValueCaveat: a program that sets the value fitgo already has
+// cannot be told from no change, and a later resize overwrites it (the
+// README states this); stopping fitgo's management first, the README's
+// remedy, keeps the program's value.
+func TestSameValueCaveat(t *testing.T) {
+	app := "/sys/fs/cgroup/app"
+	fk := &fakeKnob{value: 8, def: 8}
+	te := newTestEnv(fk, 8, oldRT, nil)
+	te.src.setQuota(1, app)
+	fit, _ := applyFollowing(t, te, Options{})
+	require.Equal(t, 1, fit.Status().After)
+	fk.appSet(1)
+	assert.True(t, fit.tick(time.Now(), cpuLimits(3, app), nil))
+	value, _, _ := fk.get()
+	assert.Equal(t, 3, value, "the caveat: indistinguishable, so overwritten")
+
+	fit.Stop() // the remedy
+	fk.appSet(3)
+	assert.False(t, fit.tick(time.Now(), cpuLimits(2, app), nil))
+	value, _, _ = fk.get()
+	assert.Equal(t, 3, value, "after Stop, the program's value stays")
+}
+
+// TestNoCgroupNoLoop: without any cgroup there is nothing to follow: Apply
+// starts no refresh goroutine.
+func TestNoCgroupNoLoop(t *testing.T) {
+	fk := &fakeKnob{value: 8, def: 8}
+	te := newTestEnv(fk, 8, oldRT, fstest.MapFS{})
+	te.read = func() (cgroup.Limits, error) { return cgroup.ReadFS(fstest.MapFS{}) }
+	fit, err := Apply(te.opts(Options{Refresh: time.Second}))
+	require.NoError(t, err)
+	st := fit.Status()
+	assert.False(t, st.Following)
+	assert.Zero(t, st.Refresh)
+	assert.Contains(t, st.Reason, "no cgroup information")
+	assert.Nil(t, fit.loop)
 }

@@ -1,12 +1,12 @@
 package maxprocs
 
 import (
+	"bytes"
 	"math"
 	"os"
 	"runtime"
 	"runtime/debug"
 	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/fitgo/fitgo/cgroup"
@@ -41,8 +41,8 @@ type Runtime struct {
 
 // buildGODEBUG is the DefaultGODEBUG setting of the running binary: the
 // GODEBUG defaults that the main module's go line and //go:debug directives
-// chose, which the linker also gave the runtime. Read once.
-var buildGODEBUG = sync.OnceValue(func() string {
+// chose, which the linker also gave the runtime.
+func buildGODEBUG() string {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
 		return ""
@@ -53,7 +53,7 @@ var buildGODEBUG = sync.OnceValue(func() string {
 		}
 	}
 	return ""
-})
+}
 
 // systemRuntime is detectRuntime for this process, computed once (GODEBUG is
 // read by the runtime at start-up only, so later changes to the environment
@@ -85,16 +85,11 @@ func detectRuntime(version string, support bool, defaultGODEBUG, godebug string)
 		}
 		return "runtime default"
 	}
-	var b strings.Builder
-	b.WriteString("containermaxprocs=")
-	b.WriteString(strconv.Itoa(int(c)))
+	r.Why = "containermaxprocs=" + strconv.Itoa(int(c))
 	if cfrom != ufrom {
-		b.WriteString(" (" + origin(cfrom) + ")")
+		r.Why += " (" + origin(cfrom) + ")"
 	}
-	b.WriteString(", updatemaxprocs=")
-	b.WriteString(strconv.Itoa(int(u)))
-	b.WriteString(" (" + origin(ufrom) + ")")
-	r.Why = b.String()
+	r.Why += ", updatemaxprocs=" + strconv.Itoa(int(u)) + " (" + origin(ufrom) + ")"
 	return r
 }
 
@@ -114,4 +109,41 @@ func (r Runtime) runtimeDefault(lim cgroup.Limits, ncpu int) int {
 		return -1
 	}
 	return min(ncpu, max(2, int(math.Ceil(q))))
+}
+
+// affinity returns the number of CPUs the process may run on now: on Linux
+// from Cpus_allowed_list in /proc/self/status, which follows taskset and
+// cpuset changes (runtime.NumCPU is the count at start-up, its fallback).
+func affinity() int {
+	if data, err := os.ReadFile("/proc/self/status"); err == nil {
+		if n, ok := parseAffinity(data); ok {
+			return n
+		}
+	}
+	return runtime.NumCPU()
+}
+
+// parseAffinity counts the CPUs of the Cpus_allowed_list line of
+// /proc/self/status, such as "Cpus_allowed_list:\t0-3,8,10-11".
+func parseAffinity(status []byte) (int, bool) {
+	const key = "\nCpus_allowed_list:"
+	i := bytes.Index(append([]byte{'\n'}, status...), []byte(key))
+	if i < 0 {
+		return 0, false
+	}
+	list, _, _ := bytes.Cut(status[i+len(key)-1:], []byte{'\n'})
+	n := 0
+	for _, r := range bytes.Split(bytes.TrimSpace(list), []byte{','}) {
+		lo, hi, isRange := bytes.Cut(r, []byte{'-'})
+		a, err1 := strconv.ParseUint(string(lo), 10, 16)
+		b, err2 := a, error(nil)
+		if isRange {
+			b, err2 = strconv.ParseUint(string(hi), 10, 16)
+		}
+		if err1 != nil || err2 != nil || b < a {
+			return 0, false
+		}
+		n += int(b-a) + 1
+	}
+	return n, n > 0
 }

@@ -6,7 +6,6 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/fitgo/fitgo/cgroup"
-	"github.com/fitgo/fitgo/internal/refresh"
 )
 
 func TestDetectRuntime(t *testing.T) {
@@ -86,6 +85,34 @@ func TestRuntimeDefault(t *testing.T) {
 	}
 }
 
-func TestDefaultRefreshInterval(t *testing.T) {
-	assert.Equal(t, refresh.DefaultInterval, DefaultRefreshInterval)
+func TestParseAffinity(t *testing.T) {
+	for _, tc := range []struct {
+		in string
+		n  int
+		ok bool
+	}{
+		{"Name:\tx\nCpus_allowed:\t3\nCpus_allowed_list:\t0-1\n", 2, true},
+		{"Cpus_allowed_list:\t0\n", 1, true},
+		{"Cpus_allowed_list:\t0-3,8,10-11\n", 7, true},
+		{"Cpus_allowed_list:\t3-1\n", 0, false},
+		{"Cpus_allowed_list:\t\n", 0, false},
+		{"Cpus_allowed_list:\tx\n", 0, false},
+		{"Name:\tx\n", 0, false},
+	} {
+		n, ok := parseAffinity([]byte(tc.in))
+		assert.Equal(t, tc.ok, ok, tc.in)
+		assert.Equal(t, tc.n, n, tc.in)
+	}
+	assert.Positive(t, affinity(), "this process")
+}
+
+func FuzzParseAffinity(f *testing.F) {
+	f.Add([]byte("Cpus_allowed_list:\t0-3,8\n"))
+	f.Add([]byte("Cpus_allowed_list:\t65535\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		n, ok := parseAffinity(data)
+		if ok != (n > 0) {
+			t.Fatalf("parseAffinity(%q) = %d, %v", data, n, ok)
+		}
+	})
 }

@@ -8,9 +8,11 @@ import "runtime"
 // GOMAXPROCS and runtime.SetDefaultGOMAXPROCS.
 const runtimeContainerSupport = true
 
-// setDefaultGOMAXPROCS hands GOMAXPROCS back to the runtime: its default
-// value, and its automatic updates where they are enabled.
-func setDefaultGOMAXPROCS() bool {
+// restoreGOMAXPROCS hands GOMAXPROCS back to the runtime (its default value,
+// and its own updates where they are enabled) and returns the value it
+// replaced.
+func restoreGOMAXPROCS(int) int {
+	prev := runtime.GOMAXPROCS(0)
 	runtime.SetDefaultGOMAXPROCS()
-	return true
+	return prev
 }

@@ -2,10 +2,13 @@
 
 package maxprocs
 
+import "runtime"
+
 // runtimeContainerSupport: the runtime of this toolchain has container-aware
 // GOMAXPROCS and runtime.SetDefaultGOMAXPROCS.
 const runtimeContainerSupport = false
 
-// setDefaultGOMAXPROCS does nothing before Go 1.25, which has no
-// runtime.SetDefaultGOMAXPROCS; callers then set the saved value.
-func setDefaultGOMAXPROCS() bool { return false }
+// restoreGOMAXPROCS puts back orig, the value before fitgo (there is no
+// runtime.SetDefaultGOMAXPROCS before Go 1.25), and returns the value it
+// replaced.
+func restoreGOMAXPROCS(orig int) int { return runtime.GOMAXPROCS(orig) }

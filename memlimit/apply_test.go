@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -16,7 +17,7 @@ func TestApplyTable(t *testing.T) {
 		name     string
 		fsys     fstest.MapFS
 		start    int64
-		opts     []Option
+		opts     Options
 		goos     string
 		envValue string
 
@@ -40,18 +41,18 @@ func TestApplyTable(t *testing.T) {
 			after: 483183820, changed: true, limit: 512 * MiB, source: "/sys/fs/cgroup/pod/app", from: "memory.max"},
 		{name: "v1 limit_in_bytes", fsys: v1FS("536870912", "536870912"), start: NoLimit,
 			after: 483183820, changed: true, limit: 512 * MiB, source: "/sys/fs/cgroup/memory/app", from: "memory.limit_in_bytes"},
-		{name: "ratio", fsys: v2FS("536870912", "", ""), start: NoLimit, opts: []Option{WithRatio(0.5)},
+		{name: "ratio", fsys: v2FS("536870912", "", ""), start: NoLimit, opts: Options{Policy: Policy{Ratio: 0.5}},
 			after: 256 * MiB, changed: true, limit: 512 * MiB, source: "/sys/fs/cgroup/pod/app", from: "memory.max"},
-		{name: "reserve", fsys: v2FS("536870912", "", ""), start: NoLimit, opts: []Option{WithReserve(128 * MiB)},
+		{name: "reserve", fsys: v2FS("536870912", "", ""), start: NoLimit, opts: Options{Policy: Policy{Reserve: 128 * MiB}},
 			after: 384 * MiB, changed: true, limit: 512 * MiB, source: "/sys/fs/cgroup/pod/app", from: "memory.max"},
-		{name: "policy then field", fsys: v2FS("536870912", "", ""), start: NoLimit, opts: []Option{WithPolicy(Policy{Ratio: 1}), WithReserve(MiB)},
+		{name: "ratio 1 and a reserve", fsys: v2FS("536870912", "", ""), start: NoLimit, opts: Options{Policy: Policy{Ratio: 1, Reserve: MiB}},
 			after: 511 * MiB, changed: true, limit: 512 * MiB, source: "/sys/fs/cgroup/pod/app", from: "memory.max"},
 		{name: "tiny limit left unset", fsys: v2FS("12582912", "", ""), start: NoLimit,
 			after: NoLimit, limit: 12 * MiB, source: "/sys/fs/cgroup/pod/app", from: "memory.max", reason: "10.8 MiB (from a 12 MiB limit) is below the minimum of 16 MiB"},
-		{name: "tiny limit with MinLimit 0", fsys: v2FS("12582912", "", ""), start: NoLimit, opts: []Option{WithMinLimit(0)},
+		{name: "tiny limit with no minimum", fsys: v2FS("12582912", "", ""), start: NoLimit, opts: Options{Policy: Policy{Min: -1}},
 			after: 11324620, changed: true, limit: 12 * MiB, source: "/sys/fs/cgroup/pod/app", from: "memory.max"},
-		{name: "reserve eats the limit", fsys: v2FS("536870912", "", ""), start: NoLimit, opts: []Option{WithReserve(GiB)},
-			after: NoLimit, limit: 512 * MiB, source: "/sys/fs/cgroup/pod/app", from: "memory.max", reason: "the reserve (1 GiB) leaves nothing of the 512 MiB limit"},
+		{name: "reserve eats the limit", fsys: v2FS("536870912", "", ""), start: NoLimit, opts: Options{Policy: Policy{Reserve: GiB}},
+			after: NoLimit, limit: 512 * MiB, source: "/sys/fs/cgroup/pod/app", from: "memory.max", reason: "the reserve (1 GiB) leaves nothing of the 512 MiB memory.max limit"},
 		{name: "already right", fsys: v2FS("536870912", "", ""), start: 483183820,
 			after: 483183820, limit: 512 * MiB, source: "/sys/fs/cgroup/pod/app", from: "memory.max", reason: "GOMEMLIMIT is already 460.8 MiB"},
 		{name: "application's own limit is replaced on explicit Apply", fsys: v2FS("536870912", "", ""), start: GiB,
@@ -59,14 +60,14 @@ func TestApplyTable(t *testing.T) {
 		{name: "no limit", fsys: v2FS("max", "", ""), start: NoLimit, after: NoLimit, reason: "no memory limit"},
 		{name: "no limit keeps the application's", fsys: v2FS("max", "", ""), start: GiB, after: GiB, reason: "no memory limit"},
 		{name: "no limit files", fsys: v2FS("", "", ""), start: NoLimit, after: NoLimit, reason: "no memory limit"},
-		{name: "no limit, system memory fallback", fsys: v2FS("max", "", ""), start: NoLimit, opts: []Option{WithSystemMemory()},
+		{name: "no limit, system memory fallback", fsys: v2FS("max", "", ""), start: NoLimit, opts: Options{SystemMemory: true},
 			after: 22629711052, changed: true, limit: 24554808 * KiB, source: "/proc/meminfo", from: "MemTotal"},
-		{name: "limit wins over the fallback", fsys: v2FS("536870912", "", ""), start: NoLimit, opts: []Option{WithSystemMemory()},
+		{name: "limit wins over the fallback", fsys: v2FS("536870912", "", ""), start: NoLimit, opts: Options{SystemMemory: true},
 			after: 483183820, changed: true, limit: 512 * MiB, source: "/sys/fs/cgroup/pod/app", from: "memory.max"},
 		{name: "no cgroup, system memory fallback", fsys: fstest.MapFS{"proc/meminfo": {Data: []byte("MemTotal: 1048576 kB\n")}}, start: NoLimit,
-			opts: []Option{WithSystemMemory()}, after: 966367641, changed: true, limit: GiB, source: "/proc/meminfo", from: "MemTotal"},
+			opts: Options{SystemMemory: true}, after: 966367641, changed: true, limit: GiB, source: "/proc/meminfo", from: "MemTotal"},
 		{name: "fallback without meminfo", fsys: func() fstest.MapFS { f := v2FS("max", "", ""); delete(f, "proc/meminfo"); return f }(), start: NoLimit,
-			opts: []Option{WithSystemMemory()}, after: NoLimit, reason: "no memory limit; no system memory either"},
+			opts: Options{SystemMemory: true}, after: NoLimit, reason: "no memory limit; no system memory either"},
 		{name: "no cgroup", fsys: fstest.MapFS{}, start: NoLimit, after: NoLimit, reason: "no cgroup information"},
 		{name: "not linux", fsys: v2FS("536870912", "", ""), goos: "windows", start: NoLimit, after: NoLimit, reason: "not Linux"},
 		{name: "GOMEMLIMIT set", fsys: v2FS("536870912", "", ""), envValue: "300MiB", start: 300 * MiB, after: 300 * MiB,
@@ -86,7 +87,7 @@ func TestApplyTable(t *testing.T) {
 			f["sys/fs/cgroup/pod/app/cpu.max"] = &fstest.MapFile{Data: []byte("x y\n")}
 			return f
 		}(), start: NoLimit, after: 483183820, changed: true, limit: 512 * MiB, source: "/sys/fs/cgroup/pod/app", from: "memory.max"},
-		{name: "invalid options", fsys: v2FS("536870912", "", ""), start: NoLimit, opts: []Option{WithRatio(2)},
+		{name: "invalid options", fsys: v2FS("536870912", "", ""), start: NoLimit, opts: Options{Policy: Policy{Ratio: 2}},
 			after: NoLimit, reason: "invalid options", err: "ratio 2"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -101,7 +102,8 @@ func TestApplyTable(t *testing.T) {
 				}
 				return ""
 			}
-			res, err := Apply(append([]Option{te.opt()}, tc.opts...)...)
+			fit, err := Apply(te.opts(tc.opts))
+			res := fit.res
 			if tc.err != "" {
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), tc.err)
@@ -135,7 +137,7 @@ func TestApplyTable(t *testing.T) {
 func TestPlan(t *testing.T) {
 	fk := &fakeKnob{value: NoLimit}
 	te := newTestEnv(fk, v2FS("536870912", "", ""))
-	res, err := Plan(te.opt(), WithRefresh(background, 0))
+	res, err := Plan(te.opts(Options{Refresh: time.Second}))
 	require.NoError(t, err)
 	assert.True(t, res.Changed)
 	assert.Equal(t, int64(483183820), res.After)
@@ -143,57 +145,113 @@ func TestPlan(t *testing.T) {
 	value, sets := fk.get()
 	assert.Equal(t, NoLimit, value)
 	assert.Zero(t, sets)
-	res.Undo()
-	value, _ = fk.get()
-	assert.Equal(t, NoLimit, value)
+}
+
+// TestZeroLimit: a memory limit of 0 is a limit, not "no limit": with
+// SystemMemory, GOMEMLIMIT is not made up from the machine's memory, and the
+// reason names the limit, not a reserve that was never set. (Before, 0 read
+// as "no memory limit", and a 1-byte limit was blamed on "the reserve (0 B)".)
+func TestZeroLimit(t *testing.T) {
+	for _, tc := range []struct {
+		name, max, reason string
+	}{
+		{"memory.max 0", "0", "a 0 B memory.max limit leaves nothing for a soft limit; GOMEMLIMIT left unset"},
+		{"memory.max 1", "1", "a 1 B memory.max limit leaves nothing for a soft limit; GOMEMLIMIT left unset"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fk := &fakeKnob{value: NoLimit}
+			te := newTestEnv(fk, v2FS(tc.max, "", ""))
+			fit, err := Apply(te.opts(Options{SystemMemory: true}))
+			require.NoError(t, err)
+			res := fit.Status()
+			assert.False(t, res.Changed)
+			assert.Equal(t, "/sys/fs/cgroup/pod/app", res.Source)
+			assert.Equal(t, "memory.max", res.From)
+			assert.Equal(t, tc.reason, res.Reason)
+			value, sets := fk.get()
+			assert.Equal(t, NoLimit, value)
+			assert.Zero(t, sets)
+		})
+	}
+	t.Run("refresh: a limit that drops to 0 restores the value before fitgo", func(t *testing.T) {
+		fk := &fakeKnob{value: NoLimit}
+		te := newTestEnv(fk, v2FS("536870912", "", ""))
+		fit, err := Apply(te.opts(Options{SystemMemory: true, Refresh: time.Hour}))
+		require.NoError(t, err)
+		defer func() { fit.Stop(); waitIdle(t, fit.loop.Done()) }()
+		zero := memLimits(0, 0)
+		zero.Memory.MaxSource = "/sys/fs/cgroup/app"
+		assert.True(t, fit.tick(time.Now(), zero, nil))
+		value, _ := fk.get()
+		assert.Equal(t, NoLimit, value, "not 90% of MemTotal")
+		assert.Equal(t, "memory.max", fit.Status().From)
+	})
 }
 
 func TestUndo(t *testing.T) {
 	t.Run("restores the value before", func(t *testing.T) {
 		fk := &fakeKnob{value: NoLimit}
 		te := newTestEnv(fk, v2FS("536870912", "", ""))
-		res, err := Apply(te.opt())
+		fit, err := Apply(te.opts(Options{}))
 		require.NoError(t, err)
-		res.Undo()
+		fit.Undo()
 		value, _ := fk.get()
 		assert.Equal(t, NoLimit, value)
-		res.Undo()
+		fit.Undo()
 		_, sets := fk.get()
 		assert.Equal(t, 2, sets)
 	})
 	t.Run("the application changed it since", func(t *testing.T) {
 		fk := &fakeKnob{value: NoLimit}
 		te := newTestEnv(fk, v2FS("536870912", "", ""))
-		res, err := Apply(te.opt())
+		fit, err := Apply(te.opts(Options{}))
 		require.NoError(t, err)
 		fk.appSet(100 * MiB)
-		res.Undo()
+		fit.Undo()
 		value, _ := fk.get()
 		assert.Equal(t, 100*MiB, value)
 	})
 	t.Run("last in, first out", func(t *testing.T) {
 		fk := &fakeKnob{value: NoLimit}
 		te := newTestEnv(fk, v2FS("536870912", "", ""))
-		r1, err := Apply(te.opt())
+		r1, err := Apply(te.opts(Options{}))
 		require.NoError(t, err)
-		r2, err := Apply(te.opt(), WithRatio(0.5))
+		r2, err := Apply(te.opts(Options{Policy: Policy{Ratio: 0.5}}))
 		require.NoError(t, err)
-		r1.Undo()
-		value, _ := fk.get()
-		assert.Equal(t, 256*MiB, value, "r2 in force: nothing")
 		r2.Undo()
-		value, _ = fk.get()
+		value, _ := fk.get()
 		assert.Equal(t, int64(483183820), value)
 		r1.Undo()
 		value, _ = fk.get()
 		assert.Equal(t, NoLimit, value)
 	})
+	// The issue's case: a library's Apply, then the program's, undone in
+	// the library's order, left the library's 256 MiB in force, and a second
+	// Undo of the library's changed it.
+	t.Run("out of order", func(t *testing.T) {
+		fk := &fakeKnob{value: NoLimit}
+		te := newTestEnv(fk, v2FS("536870912", "", ""))
+		lib, err := Apply(te.opts(Options{Policy: Policy{Ratio: 0.5}}))
+		require.NoError(t, err)
+		app, err := Apply(te.opts(Options{Policy: Policy{Ratio: 0.8}}))
+		require.NoError(t, err)
+		lib.Undo()
+		value, _ := fk.get()
+		assert.Equal(t, int64(429496729), value, "app in force: nothing")
+		app.Undo()
+		value, _ = fk.get()
+		assert.Equal(t, NoLimit, value, "all undone: no limit, as before fitgo")
+		lib.Undo()
+		value, sets := fk.get()
+		assert.Equal(t, NoLimit, value, "a second Undo does nothing")
+		assert.Equal(t, 3, sets)
+	})
 	t.Run("nothing changed, nothing undone", func(t *testing.T) {
 		fk := &fakeKnob{value: GiB}
 		te := newTestEnv(fk, v2FS("max", "", ""))
-		res, err := Apply(te.opt())
+		fit, err := Apply(te.opts(Options{}))
 		require.NoError(t, err)
-		res.Undo()
+		fit.Undo()
 		value, sets := fk.get()
 		assert.Equal(t, GiB, value)
 		assert.Zero(t, sets)
@@ -205,7 +263,7 @@ func TestApplyLogsOnlyToItsLogger(t *testing.T) {
 	logger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	fk := &fakeKnob{value: NoLimit}
 	te := newTestEnv(fk, v2FS("536870912", "", ""))
-	_, err := Apply(te.opt(), WithLogger(logger))
+	_, err := Apply(te.opts(Options{Logger: logger}))
 	require.NoError(t, err)
 	assert.Contains(t, buf.String(), `level=INFO msg="fitgo: GOMEMLIMIT set" result.before=9223372036854775807 result.after=483183820 result.changed=true result.memory_limit=536870912 result.source=/sys/fs/cgroup/pod/app result.from=memory.max`)
 	assert.Equal(t, 1, bytes.Count(buf.Bytes(), []byte("\n")))
@@ -214,7 +272,7 @@ func TestApplyLogsOnlyToItsLogger(t *testing.T) {
 	old := slog.Default()
 	slog.SetDefault(slog.New(slog.NewTextHandler(&def, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	defer slog.SetDefault(old)
-	_, err = Apply(newTestEnv(&fakeKnob{value: NoLimit}, v2FS("536870912", "", "")).opt())
+	_, err = Apply(newTestEnv(&fakeKnob{value: NoLimit}, v2FS("536870912", "", "")).opts(Options{}))
 	require.NoError(t, err)
 	assert.Empty(t, def.String())
 }
@@ -223,54 +281,57 @@ func TestApplyConcurrent(t *testing.T) {
 	fk := &fakeKnob{value: NoLimit}
 	te := newTestEnv(fk, v2FS("536870912", "", ""))
 	var wg sync.WaitGroup
-	results := make([]Result, 16)
-	for i := range results {
+	fits := make([]*Fit, 16)
+	for i := range fits {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			opts := []Option{te.opt()}
+			o := Options{}
 			if i%2 == 0 {
-				opts = append(opts, WithRefresh(background, 0))
+				o.Refresh = time.Hour
 			}
 			var err error
-			results[i], err = Apply(opts...)
+			fits[i], err = Apply(te.opts(o))
 			assert.NoError(t, err)
-			_ = results[i].Status()
+			_ = fits[i].Status()
 		}()
 	}
 	wg.Wait()
 	value, sets := fk.get()
 	assert.Equal(t, int64(483183820), value)
 	assert.Equal(t, 1, sets)
-	for _, r := range results {
-		r.Stop()
+	for _, f := range fits {
+		f.Stop()
+		if f.loop != nil {
+			waitIdle(t, f.loop.Done())
+		}
 	}
-	te.waitIdle(t)
 }
 
 func TestResultString(t *testing.T) {
 	fk := &fakeKnob{value: NoLimit}
 	te := newTestEnv(fk, v2FS("536870912", "", ""))
-	res, err := Apply(te.opt())
+	fit, err := Apply(te.opts(Options{}))
 	require.NoError(t, err)
-	assert.Equal(t, "GOMEMLIMIT no limit -> 460.8 MiB; memory.max 512 MiB from /sys/fs/cgroup/pod/app; policy ratio 0.9, min 16 MiB", res.String())
+	assert.Equal(t, "GOMEMLIMIT no limit -> 460.8 MiB; memory.max 512 MiB from /sys/fs/cgroup/pod/app; policy ratio 0.9, min 16 MiB", fit.Status().String())
 }
 
 func TestKeepExisting(t *testing.T) {
 	fsys := v2FS("536870912", "", "")
 	t.Run("no limit yet: applied", func(t *testing.T) {
 		fk := &fakeKnob{value: NoLimit}
-		res, err := Apply(newTestEnv(fk, fsys).opt(), WithKeepExisting())
+		fit, err := Apply(newTestEnv(fk, fsys).opts(Options{KeepExisting: true}))
 		require.NoError(t, err)
-		assert.True(t, res.Changed)
+		assert.True(t, fit.Status().Changed)
 	})
 	t.Run("set by an earlier init: kept", func(t *testing.T) {
 		fk := &fakeKnob{value: 300 * MiB}
-		res, err := Apply(newTestEnv(fk, fsys).opt(), WithKeepExisting(), WithRefresh(background, 0))
+		fit, err := Apply(newTestEnv(fk, fsys).opts(Options{KeepExisting: true, Refresh: time.Hour}))
 		require.NoError(t, err)
+		res := fit.Status()
 		assert.False(t, res.Changed)
 		assert.Equal(t, "the memory limit is already 300 MiB: set by the program or a library, and kept", res.Reason)
-		assert.False(t, res.Status().Following)
+		assert.False(t, res.Following)
 		value, sets := fk.get()
 		assert.Equal(t, 300*MiB, value)
 		assert.Zero(t, sets)
@@ -278,10 +339,10 @@ func TestKeepExisting(t *testing.T) {
 	t.Run("fitgo's own earlier value: applied", func(t *testing.T) {
 		fk := &fakeKnob{value: NoLimit}
 		te := newTestEnv(fk, fsys)
-		_, err := Apply(te.opt())
+		_, err := Apply(te.opts(Options{}))
 		require.NoError(t, err)
-		res, err := Apply(te.opt(), WithKeepExisting(), WithRatio(0.5))
+		fit, err := Apply(te.opts(Options{KeepExisting: true, Policy: Policy{Ratio: 0.5}}))
 		require.NoError(t, err)
-		assert.Equal(t, 256*MiB, res.After)
+		assert.Equal(t, 256*MiB, fit.Status().After)
 	})
 }

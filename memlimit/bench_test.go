@@ -11,18 +11,18 @@ func BenchmarkApply(b *testing.B) {
 	b.Run("live", func(b *testing.B) {
 		b.ReportAllocs()
 		for i := 0; i < b.N; i++ {
-			if _, err := Apply(); err != nil {
+			if _, err := Apply(Options{}); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
 	b.Run("fixture", func(b *testing.B) {
 		te := newTestEnv(&fakeKnob{value: NoLimit}, v2FS("536870912", "", ""))
-		opt := te.opt()
+		o := te.opts(Options{})
 		b.ReportAllocs()
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
-			if _, err := Apply(opt); err != nil {
+			if _, err := Apply(o); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -33,17 +33,16 @@ func BenchmarkApply(b *testing.B) {
 func BenchmarkTick(b *testing.B) {
 	te := newTestEnv(&fakeKnob{value: NoLimit}, nil)
 	te.src.set(memLimits(512*MiB, 0))
-	res, err := Apply(te.opt(), WithRefresh(background, time.Hour))
+	fit, err := Apply(te.opts(Options{Refresh: time.Hour}))
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer res.Stop()
-	s := res.s
+	defer fit.Stop()
 	lim := memLimits(512*MiB, 0)
 	now := time.Now()
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		s.Tick(now, lim, nil)
+		fit.tick(now, lim, nil)
 	}
 }

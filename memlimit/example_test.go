@@ -2,17 +2,19 @@ package memlimit_test
 
 import (
 	"fmt"
+	"testing/fstest"
 
+	"github.com/fitgo/fitgo/cgroup"
 	"github.com/fitgo/fitgo/memlimit"
 )
 
 // The default policy keeps 10% of the limit free and sets nothing for tiny
 // limits; it never goes above the limit.
-func ExamplePolicy_Limit() {
-	p := memlimit.DefaultPolicy()
+func ExamplePolicy_SoftLimit() {
+	var p memlimit.Policy // the zero Policy is the default
 	fmt.Println(p)
 	for _, mib := range []int64{16, 20, 384, 512, 4096} {
-		fmt.Printf("limit %4d MiB: GOMEMLIMIT %d bytes\n", mib, p.Limit(mib<<20))
+		fmt.Printf("limit %4d MiB: GOMEMLIMIT %d bytes\n", mib, p.SoftLimit(mib<<20))
 	}
 	// Output:
 	// ratio 0.9, min 16 MiB
@@ -25,25 +27,35 @@ func ExamplePolicy_Limit() {
 
 // With a reserve, the lower of both rules wins: the ratio for small limits,
 // the reserve for large ones.
-func ExamplePolicy_Limit_reserve() {
+func ExamplePolicy_SoftLimit_reserve() {
 	p := memlimit.Policy{Ratio: 0.95, Reserve: 256 << 20}
 	fmt.Println(p)
 	for _, mib := range []int64{1024, 4096, 16384} {
-		fmt.Printf("limit %5d MiB: GOMEMLIMIT %d MiB\n", mib, p.Limit(mib<<20)>>20)
+		fmt.Printf("limit %5d MiB: GOMEMLIMIT %d MiB\n", mib, p.SoftLimit(mib<<20)>>20)
 	}
 	// Output:
-	// ratio 0.95, reserve 256 MiB
+	// ratio 0.95, reserve 256 MiB, min 16 MiB
 	// limit  1024 MiB: GOMEMLIMIT 768 MiB
 	// limit  4096 MiB: GOMEMLIMIT 3840 MiB
 	// limit 16384 MiB: GOMEMLIMIT 15564 MiB
 }
 
-// Plan shows what Apply would do here, without doing it.
+// Plan shows what Apply would do for limits the program read itself, here
+// a v1 container whose 512 MiB limit sits on a parent the container cannot
+// see, without changing anything.
 func ExamplePlan() {
-	res, err := memlimit.Plan(memlimit.WithReserve(64 << 20))
+	lim, _ := cgroup.ReadFS(fstest.MapFS{
+		"proc/self/cgroup":                           {Data: []byte("4:memory:/docker/abc\n")},
+		"proc/self/mountinfo":                        {Data: []byte("30 25 0:26 /docker/abc /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n")},
+		"sys/fs/cgroup/memory/memory.limit_in_bytes": {Data: []byte("9223372036854771712\n")},
+		"sys/fs/cgroup/memory/memory.stat":           {Data: []byte("cache 0\nhierarchical_memory_limit 536870912\n")},
+	})
+	res, err := memlimit.Plan(memlimit.Options{Policy: memlimit.Policy{Reserve: 64 << 20}, Limits: &lim})
 	if err != nil {
 		fmt.Println("cannot read the memory limit:", err)
 		return
 	}
-	fmt.Println(res) // e.g. "GOMEMLIMIT no limit -> 460.8 MiB; memory.max 512 MiB from /sys/fs/cgroup/...; policy ratio 0.9, reserve 64 MiB, min 16 MiB"
+	fmt.Printf("%s %d bytes from %s (%s): GOMEMLIMIT %d\n", res.From, res.Limit, res.Source, res.Policy, res.Policy.SoftLimit(res.Limit))
+	// Output:
+	// memory.limit_in_bytes 536870912 bytes from /sys/fs/cgroup/memory (ratio 0.9, reserve 64 MiB, min 16 MiB): GOMEMLIMIT 469762048
 }

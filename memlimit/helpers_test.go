@@ -1,17 +1,14 @@
 package memlimit
 
 import (
-	"context"
 	"sync"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"github.com/fitgo/fitgo/cgroup"
 	"github.com/fitgo/fitgo/internal/knob"
-	"github.com/fitgo/fitgo/internal/knobtest"
 )
-
-var background = context.Background()
 
 // v2FS is a cgroup v2 tree with the process in /sys/fs/cgroup/pod/app; each
 // argument is the content of a file, "" for no file.
@@ -54,10 +51,15 @@ type fakeKnob struct {
 }
 
 func (f *fakeKnob) knob() *knob.Knob[int64] {
-	return &knob.Knob[int64]{
-		Get: func() int64 { f.mu.Lock(); defer f.mu.Unlock(); return f.value },
-		Set: func(n int64) { f.mu.Lock(); defer f.mu.Unlock(); f.value = n; f.sets++ },
+	set := func(n int64) int64 {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		prev := f.value
+		f.value = n
+		f.sets++
+		return prev
 	}
+	return knob.New(text(), func() int64 { f.mu.Lock(); defer f.mu.Unlock(); return f.value }, set, set)
 }
 
 // appSet is the application calling debug.SetMemoryLimit.
@@ -69,10 +71,28 @@ func (f *fakeKnob) get() (value int64, sets int) {
 	return f.value, f.sets
 }
 
-// fakeSource is a refresh.Source with settable limits.
-type fakeSource struct{ knobtest.Source }
+// fakeSource is a refresh Source whose readings the test sets.
+type fakeSource struct {
+	mu  sync.Mutex
+	lim cgroup.Limits
+	err error
+}
 
-func (s *fakeSource) set(lim cgroup.Limits) { s.SetLimits(lim) }
+func (s *fakeSource) Read() (cgroup.Limits, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lim, s.err
+}
+
+func (s *fakeSource) Close() error { return nil }
+
+func (s *fakeSource) setReading(lim cgroup.Limits, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lim, s.err = lim, err
+}
+
+func (s *fakeSource) set(lim cgroup.Limits) { s.setReading(lim, nil) }
 
 // memLimits is a v2 reading with memory.max max and memory.high high (0 for
 // none), both imposed by /sys/fs/cgroup/app.
@@ -91,30 +111,49 @@ func memLimits(max, high int64) cgroup.Limits {
 
 type testEnv struct {
 	*env
-	fk  *fakeKnob
-	src *fakeSource
+	fk    *fakeKnob
+	src   *fakeSource
+	tickC chan time.Time
 }
 
 func newTestEnv(fk *fakeKnob, fsys fstest.MapFS) *testEnv {
 	src := &fakeSource{}
-	te := &testEnv{fk: fk, src: src}
+	te := &testEnv{fk: fk, src: src, tickC: make(chan time.Time)}
 	te.env = &env{
 		goos:   "linux",
 		getenv: func(string) string { return "" },
 		fsys:   fsys,
-		read:   func() (cgroup.Limits, error) { return cgroup.ReadFS(fsys) },
-		loop:   src.Loop(),
 		knob:   fk.knob(),
+		read:   src.Read,
+		open:   func() (knob.Source, error) { return src, nil },
+		ticks:  te.tickC,
 	}
 	if fsys != nil {
-		src.Set(cgroup.ReadFS(fsys))
+		src.setReading(cgroup.ReadFS(fsys))
 	}
 	return te
 }
 
-func (te *testEnv) opt() Option { return func(c *config) { c.env = te.env } }
+func (te *testEnv) opts(o Options) Options {
+	o.env = te.env
+	return o
+}
 
-func (te *testEnv) waitIdle(t *testing.T) {
+// tick makes the refresh loop take one reading, and returns once the loop
+// has handled it.
+func (te *testEnv) tick() {
+	te.tickC <- time.Now()
+	te.tickC <- time.Now()
+}
+
+func waitIdle(t *testing.T, done <-chan struct{}) {
 	t.Helper()
-	knobtest.WaitIdle(t, te.loop)
+	if done == nil {
+		return
+	}
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("refresh goroutine still running")
+	}
 }

@@ -8,59 +8,63 @@ import (
 	"strings"
 )
 
-// Defaults of DefaultPolicy.
+// The defaults of the zero Policy.
 const (
-	// DefaultRatio leaves 10% of the container's memory to what the Go
+	// defaultRatio leaves 10% of the container's memory to what the Go
 	// runtime does not count (the binary's text, cgo and C libraries,
 	// kernel-side buffers) and to the overshoot of a concurrent GC cycle.
-	DefaultRatio = 0.9
-	// DefaultMinLimit is the smallest GOMEMLIMIT fitgo sets by default. The
-	// runtime's own memory, before any heap, is about 5 MiB (an idle net/http
-	// server accounts 4.8 MiB against its memory limit with 0.1 MiB of heap,
-	// Go 1.26), and the binary's text takes about as much of the container's
-	// memory. Below 16 MiB a soft limit leaves the heap a few MiB: the GC then
-	// runs back to back (up to the runtime's 50% CPU cap) and still does not
-	// prevent the OOM kill. fitgo leaves GOMEMLIMIT unset there and says so,
-	// so such a process fails fast rather than limping.
-	DefaultMinLimit = 16 << 20
+	defaultRatio = 0.9
+	// defaultMin is the smallest GOMEMLIMIT fitgo sets: below it a soft
+	// limit leaves the heap a few MiB next to the runtime's own memory, the
+	// GC runs back to back and still does not prevent the OOM kill, so
+	// fitgo leaves GOMEMLIMIT unset and says so.
+	defaultMin = 16 << 20
 )
 
-// Policy turns a memory limit into a GOMEMLIMIT value. Start from
-// DefaultPolicy; a zero Ratio is invalid.
+// Policy turns a memory limit into a GOMEMLIMIT value. The zero Policy is
+// fitgo's default: Ratio 0.9, no Reserve, Min 16 MiB.
 //
 // The value is the lower of Ratio × limit and limit − Reserve, rounded down
-// to a byte. It is never above the limit. When it is below MinLimit (or not
+// to a byte. It is never above the limit. When it is below Min (or not
 // positive), GOMEMLIMIT is left unset rather than raised: unlike
-// automemlimit's WithMin, no option sets a soft limit above what the
+// automemlimit's WithMin, no setting puts a soft limit above what the
 // container allows.
 type Policy struct {
-	// Ratio is the fraction of the limit to use, in (0, 1].
+	// Ratio is the fraction of the limit to use, in (0, 1]; 0 means 0.9.
 	Ratio float64
 	// Reserve is a number of bytes kept free below the limit; 0 for none.
 	Reserve int64
-	// MinLimit is the smallest GOMEMLIMIT to set; a smaller result leaves
-	// GOMEMLIMIT unset. 0 sets any positive result.
-	MinLimit int64
+	// Min is the smallest GOMEMLIMIT to set; a smaller result leaves
+	// GOMEMLIMIT unset. 0 means 16 MiB; a negative Min sets any positive
+	// result.
+	Min int64
 }
 
-// DefaultPolicy returns the default policy: Ratio 0.9, no Reserve, MinLimit
-// 16 MiB.
-func DefaultPolicy() Policy {
-	return Policy{Ratio: DefaultRatio, MinLimit: DefaultMinLimit}
+// resolved returns p with its defaults filled in.
+func (p Policy) resolved() Policy {
+	if p.Ratio == 0 {
+		p.Ratio = defaultRatio
+	}
+	if p.Min == 0 {
+		p.Min = defaultMin
+	}
+	return p
 }
 
-// Limit returns GOMEMLIMIT for a memory limit of limit bytes, or 0 when the
-// policy leaves GOMEMLIMIT unset for it (the result would be below MinLimit
-// or not positive). It is a pure function and assumes a valid Policy.
-func (p Policy) Limit(limit int64) int64 {
+// SoftLimit returns GOMEMLIMIT for a memory limit of limit bytes, or 0 when
+// the policy leaves GOMEMLIMIT unset for it (the result would be below Min
+// or not positive). It is a pure function and assumes a valid Policy
+// (Apply checks it).
+func (p Policy) SoftLimit(limit int64) int64 {
+	p = p.resolved()
 	v := p.raw(limit)
-	if v <= 0 || v < p.MinLimit {
+	if v <= 0 || v < p.Min {
 		return 0
 	}
 	return v
 }
 
-// raw is the result of both rules, before MinLimit; it may be <= 0.
+// raw is the result of both rules, before Min; it may be <= 0.
 func (p Policy) raw(limit int64) int64 {
 	if limit <= 0 {
 		return 0
@@ -75,17 +79,14 @@ func (p Policy) raw(limit int64) int64 {
 	return v
 }
 
-// Validate reports whether the Policy can be applied.
-func (p Policy) Validate() error {
+// validate reports whether the Policy can be applied.
+func (p Policy) validate() error {
 	var errs []error
-	if !(p.Ratio > 0 && p.Ratio <= 1) {
+	if !(p.Ratio > 0 && p.Ratio <= 1) && p.Ratio != 0 {
 		errs = append(errs, fmt.Errorf("ratio %v: want 0 < ratio <= 1", p.Ratio))
 	}
 	if p.Reserve < 0 {
 		errs = append(errs, fmt.Errorf("negative reserve %d", p.Reserve))
-	}
-	if p.MinLimit < 0 {
-		errs = append(errs, fmt.Errorf("negative minimum %d", p.MinLimit))
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("memlimit: invalid policy: %w", errors.Join(errs...))
@@ -93,9 +94,10 @@ func (p Policy) Validate() error {
 	return nil
 }
 
-// String describes the policy, e.g. "ratio 0.9, min 16 MiB" or
-// "ratio 1, reserve 256 MiB".
+// String describes the policy with its defaults filled in, e.g.
+// "ratio 0.9, min 16 MiB" or "ratio 1, reserve 256 MiB".
 func (p Policy) String() string {
+	p = p.resolved()
 	var b strings.Builder
 	b.WriteString("ratio ")
 	b.WriteString(strconv.FormatFloat(p.Ratio, 'f', -1, 64))
@@ -103,9 +105,9 @@ func (p Policy) String() string {
 		b.WriteString(", reserve ")
 		b.WriteString(formatBytes(p.Reserve))
 	}
-	if p.MinLimit > 0 {
+	if p.Min > 0 {
 		b.WriteString(", min ")
-		b.WriteString(formatBytes(p.MinLimit))
+		b.WriteString(formatBytes(p.Min))
 	}
 	return b.String()
 }

@@ -5,8 +5,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-
-	"github.com/fitgo/fitgo/internal/refresh"
 )
 
 const (
@@ -16,7 +14,7 @@ const (
 )
 
 func TestPolicyLimit(t *testing.T) {
-	def := DefaultPolicy()
+	def := Policy{}
 	for _, tc := range []struct {
 		name  string
 		p     Policy
@@ -29,20 +27,20 @@ func TestPolicyLimit(t *testing.T) {
 		{"default 8 GiB", def, 8 * GiB, 7730941132},
 		{"ratio 1", Policy{Ratio: 1}, 512 * MiB, 512 * MiB},
 		{"ratio 0.5", Policy{Ratio: 0.5}, 512 * MiB, 256 * MiB},
-		{"ratio 0.75 odd bytes", Policy{Ratio: 0.75}, 1001, 750},
+		{"ratio 0.75 odd bytes", Policy{Ratio: 0.75, Min: -1}, 1001, 750},
 		{"reserve lower than ratio", Policy{Ratio: 0.9, Reserve: 100 * MiB}, 512 * MiB, 412 * MiB},
 		{"ratio lower than reserve", Policy{Ratio: 0.9, Reserve: 10 * MiB}, 512 * MiB, 483183820},
 		{"reserve alone", Policy{Ratio: 1, Reserve: 64 * MiB}, GiB, GiB - 64*MiB},
 		{"reserve equal to the limit", Policy{Ratio: 1, Reserve: GiB}, GiB, 0},
 		{"reserve above the limit", Policy{Ratio: 0.9, Reserve: 2 * GiB}, GiB, 0},
-		// Tiny limits: never above the limit, unset below MinLimit.
+		// Tiny limits: never above the limit, unset below Min.
 		{"tiny: 18 MiB gives 16.2 MiB", def, 18 * MiB, 16986931},
 		{"tiny: 17 MiB gives 15.3 MiB, unset", def, 17 * MiB, 0},
 		{"tiny: 8 MiB, unset", def, 8 * MiB, 0},
-		{"tiny with MinLimit 0", Policy{Ratio: 0.9}, 8 * MiB, 7549747},
-		{"tiny: exactly MinLimit", Policy{Ratio: 1, MinLimit: 16 * MiB}, 16 * MiB, 16 * MiB},
-		{"one byte", Policy{Ratio: 0.9}, 1, 0},
-		{"one byte ratio 1", Policy{Ratio: 1}, 1, 1},
+		{"tiny with no minimum", Policy{Ratio: 0.9, Min: -1}, 8 * MiB, 7549747},
+		{"tiny: exactly Min", Policy{Ratio: 1, Min: 16 * MiB}, 16 * MiB, 16 * MiB},
+		{"one byte", Policy{Ratio: 0.9, Min: -1}, 1, 0},
+		{"one byte ratio 1", Policy{Ratio: 1, Min: -1}, 1, 1},
 		{"zero limit", def, 0, 0},
 		{"negative limit", def, -5, 0},
 		// Huge limits: no overflow, never above the limit.
@@ -51,8 +49,8 @@ func TestPolicyLimit(t *testing.T) {
 		{"near max ratio 0.9999999999999999", Policy{Ratio: 0.9999999999999999}, math.MaxInt64 - 1, 9223372036854774784},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			assert.NoError(t, tc.p.Validate())
-			got := tc.p.Limit(tc.limit)
+			assert.NoError(t, tc.p.validate())
+			got := tc.p.SoftLimit(tc.limit)
 			assert.Equal(t, tc.want, got)
 			assert.LessOrEqual(t, got, max(tc.limit, 0), "never above the limit")
 		})
@@ -64,17 +62,16 @@ func TestPolicyValidate(t *testing.T) {
 		p   Policy
 		err string
 	}{
-		{DefaultPolicy(), ""},
+		{Policy{}, ""},
 		{Policy{Ratio: 1}, ""},
-		{Policy{}, "ratio 0: want 0 < ratio <= 1"},
 		{Policy{Ratio: 1.1}, "ratio 1.1"},
 		{Policy{Ratio: -0.5}, "ratio -0.5"},
 		{Policy{Ratio: math.NaN()}, "ratio NaN"},
 		{Policy{Ratio: math.Inf(1)}, "ratio +Inf"},
 		{Policy{Ratio: 0.9, Reserve: -1}, "negative reserve -1"},
-		{Policy{Ratio: 0.9, MinLimit: -1}, "negative minimum -1"},
+		{Policy{Ratio: 0.9, Min: -1}, ""},
 	} {
-		err := tc.p.Validate()
+		err := tc.p.validate()
 		if tc.err == "" {
 			assert.NoError(t, err)
 			continue
@@ -86,8 +83,10 @@ func TestPolicyValidate(t *testing.T) {
 }
 
 func TestPolicyString(t *testing.T) {
-	assert.Equal(t, "ratio 0.9, min 16 MiB", DefaultPolicy().String())
-	assert.Equal(t, "ratio 1, reserve 256 MiB", Policy{Ratio: 1, Reserve: 256 * MiB}.String())
+	assert.Equal(t, "ratio 0.9, min 16 MiB", Policy{}.String(), "the zero Policy is the default")
+	assert.Equal(t, "ratio 1, reserve 256 MiB", Policy{Ratio: 1, Reserve: 256 * MiB, Min: -1}.String())
+	assert.Equal(t, Policy{Ratio: 0.9, Min: 16 * MiB}, Policy{}.resolved())
+	assert.Equal(t, Policy{Ratio: 1, Min: -1}, Policy{Ratio: 1, Min: -1}.resolved().resolved())
 	assert.Equal(t, "460.8 MiB", formatBytes(483183820))
 	assert.Equal(t, "123 B", formatBytes(123))
 	assert.Equal(t, "1 GiB", formatBytes(GiB))
@@ -101,22 +100,23 @@ func FuzzPolicyLimit(f *testing.F) {
 	f.Add(int64(math.MaxInt64), 1.0, int64(0), int64(0))
 	f.Add(int64(1), 0.5, int64(1), int64(0))
 	f.Fuzz(func(t *testing.T, limit int64, ratio float64, reserve, minLimit int64) {
-		p := Policy{Ratio: ratio, Reserve: reserve, MinLimit: minLimit}
-		if p.Validate() != nil {
+		p := Policy{Ratio: ratio, Reserve: reserve, Min: minLimit}
+		if p.validate() != nil {
 			return
 		}
-		got := p.Limit(limit)
+		got := p.SoftLimit(limit)
+		r := p.resolved()
 		if got < 0 || got > max(limit, 0) {
-			t.Fatalf("%+v.Limit(%d) = %d: outside [0, limit]", p, limit, got)
+			t.Fatalf("%+v.SoftLimit(%d) = %d: outside [0, limit]", p, limit, got)
 		}
-		if got != 0 && got < minLimit {
-			t.Fatalf("%+v.Limit(%d) = %d: below MinLimit", p, limit, got)
+		if got != 0 && got < r.Min {
+			t.Fatalf("%+v.SoftLimit(%d) = %d: below Min", p, limit, got)
 		}
 		if got != 0 && reserve > 0 && got > limit-reserve {
-			t.Fatalf("%+v.Limit(%d) = %d: reserve not kept", p, limit, got)
+			t.Fatalf("%+v.SoftLimit(%d) = %d: reserve not kept", p, limit, got)
 		}
-		if got != 0 && float64(got) > float64(limit)*ratio {
-			t.Fatalf("%+v.Limit(%d) = %d: above ratio", p, limit, got)
+		if got != 0 && float64(got) > float64(limit)*r.Ratio {
+			t.Fatalf("%+v.SoftLimit(%d) = %d: above ratio", p, limit, got)
 		}
 	})
 }
@@ -165,8 +165,4 @@ func FuzzParseMemTotal(f *testing.F) {
 			t.Fatalf("parseMemTotal(%q) = %d with error %v", data, n, err)
 		}
 	})
-}
-
-func TestDefaultRefreshInterval(t *testing.T) {
-	assert.Equal(t, refresh.DefaultInterval, DefaultRefreshInterval)
 }

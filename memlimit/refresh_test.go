@@ -3,9 +3,11 @@ package memlimit
 import (
 	"bytes"
 	"context"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -13,37 +15,38 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fitgo/fitgo/cgroup"
-	"github.com/fitgo/fitgo/internal/refresh"
+	"github.com/fitgo/fitgo/internal/knob"
 )
 
-func applyFollowing(t *testing.T, te *testEnv, opts ...Option) (Result, *session) {
+func applyFollowing(t *testing.T, te *testEnv, o Options) (*Fit, *Fit) {
 	t.Helper()
-	res, err := Apply(append([]Option{te.opt(), WithRefresh(background, time.Hour)}, opts...)...)
+	o.Refresh = time.Hour
+	fit, err := Apply(te.opts(o))
 	require.NoError(t, err)
-	require.NotNil(t, res.s)
-	t.Cleanup(func() { res.Stop(); te.waitIdle(t) })
-	return res, res.s
+	require.NotNil(t, fit.f)
+	t.Cleanup(func() { fit.Stop(); waitIdle(t, fit.loop.Done()) })
+	return fit, fit
 }
 
 func TestTick(t *testing.T) {
 	fk := &fakeKnob{value: NoLimit}
 	te := newTestEnv(fk, nil)
 	te.src.set(memLimits(512*MiB, 0))
-	res, s := applyFollowing(t, te)
-	require.Equal(t, int64(483183820), res.After)
-	assert.Equal(t, time.Hour, res.Refresh)
+	res, s := applyFollowing(t, te, Options{})
+	require.Equal(t, int64(483183820), res.Status().After)
+	assert.Equal(t, time.Hour, res.Status().Refresh)
 	now := time.Now()
 
-	assert.True(t, s.Tick(now, memLimits(512*MiB, 0), nil))
+	assert.True(t, s.tick(now, memLimits(512*MiB, 0), nil))
 	_, sets := fk.get()
 	assert.Equal(t, 1, sets, "nothing changed, nothing set")
 
 	// Resize down to 384 MiB.
-	assert.True(t, s.Tick(now, memLimits(384*MiB, 0), nil))
+	assert.True(t, s.tick(now, memLimits(384*MiB, 0), nil))
 	value, _ := fk.get()
 	assert.Equal(t, int64(362387865), value)
 	// memory.high appears below memory.max.
-	assert.True(t, s.Tick(now, memLimits(384*MiB, 256*MiB), nil))
+	assert.True(t, s.tick(now, memLimits(384*MiB, 256*MiB), nil))
 	value, _ = fk.get()
 	assert.Equal(t, int64(241591910), value)
 	st := res.Status()
@@ -54,22 +57,22 @@ func TestTick(t *testing.T) {
 	// A bad reading keeps the value.
 	bad := memLimits(0, 0)
 	bad.Memory.Err = &cgroup.ParseError{File: "/sys/fs/cgroup/app/memory.max", Line: 1}
-	assert.True(t, s.Tick(now, bad, bad.Memory.Err))
+	assert.True(t, s.tick(now, bad, bad.Memory.Err))
 	value, _ = fk.get()
 	assert.Equal(t, int64(241591910), value)
 	assert.Error(t, res.Status().Err)
 
 	// The limit goes away: back to the value before fitgo, never to a
 	// made-up one.
-	assert.True(t, s.Tick(now, memLimits(0, 0), nil))
+	assert.True(t, s.tick(now, memLimits(0, 0), nil))
 	value, _ = fk.get()
 	assert.Equal(t, NoLimit, value)
 	// It comes back, tiny: still nothing.
-	assert.True(t, s.Tick(now, memLimits(8*MiB, 0), nil))
+	assert.True(t, s.tick(now, memLimits(8*MiB, 0), nil))
 	value, _ = fk.get()
 	assert.Equal(t, NoLimit, value)
 	// And normal again.
-	assert.True(t, s.Tick(now, memLimits(GiB, 0), nil))
+	assert.True(t, s.tick(now, memLimits(GiB, 0), nil))
 	value, _ = fk.get()
 	assert.Equal(t, int64(966367641), value)
 	assert.True(t, res.Status().Following)
@@ -80,17 +83,17 @@ func TestTickNeverClearsTheApplicationsLimit(t *testing.T) {
 	fk := &fakeKnob{value: NoLimit}
 	te := newTestEnv(fk, nil)
 	te.src.set(memLimits(0, 0))
-	res, s := applyFollowing(t, te)
-	require.False(t, res.Changed)
+	res, s := applyFollowing(t, te, Options{})
+	require.False(t, res.Status().Changed)
 	// The application sets its own limit.
 	fk.appSet(200 * MiB)
-	assert.False(t, s.Tick(time.Now(), memLimits(0, 0), nil))
+	assert.False(t, s.tick(time.Now(), memLimits(0, 0), nil))
 	value, sets := fk.get()
 	assert.Equal(t, 200*MiB, value)
 	assert.Zero(t, sets)
 	assert.Equal(t, "the memory limit was changed from no limit to 200 MiB outside fitgo; no longer managed", res.Status().Reason)
 	// Even when a container limit appears later, the application keeps it.
-	assert.False(t, s.Tick(time.Now(), memLimits(GiB, 0), nil))
+	assert.False(t, s.tick(time.Now(), memLimits(GiB, 0), nil))
 	value, _ = fk.get()
 	assert.Equal(t, 200*MiB, value)
 }
@@ -101,9 +104,9 @@ func TestTickHandOver(t *testing.T) {
 	fk := &fakeKnob{value: NoLimit}
 	te := newTestEnv(fk, nil)
 	te.src.set(memLimits(512*MiB, 0))
-	res, s := applyFollowing(t, te, WithLogger(logger))
+	res, s := applyFollowing(t, te, Options{Logger: logger})
 	fk.appSet(GiB) // an operator raises it with debug.SetMemoryLimit
-	assert.False(t, s.Tick(time.Now(), memLimits(384*MiB, 0), nil))
+	assert.False(t, s.tick(time.Now(), memLimits(384*MiB, 0), nil))
 	value, _ := fk.get()
 	assert.Equal(t, GiB, value, "fitgo does not fight")
 	st := res.Status()
@@ -119,42 +122,41 @@ func TestStopAndSupersede(t *testing.T) {
 	fk := &fakeKnob{value: NoLimit}
 	te := newTestEnv(fk, nil)
 	te.src.set(memLimits(512*MiB, 0))
-	r1, s1 := applyFollowing(t, te)
-	r2, s2 := applyFollowing(t, te, WithRatio(0.5))
+	r1, s1 := applyFollowing(t, te, Options{})
+	r2, s2 := applyFollowing(t, te, Options{Policy: Policy{Ratio: 0.5}})
 	assert.Equal(t, "superseded by a later Apply", r1.Status().Reason)
-	assert.False(t, s1.Tick(time.Now(), memLimits(GiB, 0), nil))
-	assert.True(t, s2.Tick(time.Now(), memLimits(GiB, 0), nil))
+	assert.False(t, s1.tick(time.Now(), memLimits(GiB, 0), nil))
+	assert.True(t, s2.tick(time.Now(), memLimits(GiB, 0), nil))
 	value, _ := fk.get()
 	assert.Equal(t, 512*MiB, value)
 	r2.Stop()
-	assert.False(t, s2.Tick(time.Now(), memLimits(2*GiB, 0), nil))
+	assert.False(t, s2.tick(time.Now(), memLimits(2*GiB, 0), nil))
 	value, _ = fk.get()
 	assert.Equal(t, 512*MiB, value)
 }
 
-func TestRefreshFollowsWithinTwoIntervals(t *testing.T) {
-	const interval = 50 * time.Millisecond
+// TestRefreshFollowsTheLoop runs the real loop, ticked by the test.
+func TestRefreshFollowsTheLoop(t *testing.T) {
 	fk := &fakeKnob{value: NoLimit}
 	te := newTestEnv(fk, nil)
 	te.src.set(memLimits(512*MiB, 0))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	res, err := Apply(te.opt(), WithRefresh(ctx, interval))
+	fit, err := Apply(te.opts(Options{Refresh: 50 * time.Millisecond, Context: ctx}))
 	require.NoError(t, err)
-	require.Equal(t, int64(483183820), res.After)
+	require.Equal(t, int64(483183820), fit.Status().After)
 	for _, step := range []struct {
 		max, want int64
 	}{{384 * MiB, 362387865}, {GiB, 966367641}, {2 * GiB, 1932735283}} {
 		te.src.set(memLimits(step.max, 0))
-		changed, ticks := time.Now(), te.loop.Ticks()
-		require.Eventually(t, func() bool { v, _ := fk.get(); return v == step.want }, 10*time.Second, time.Millisecond)
-		took := te.loop.Ticks() - ticks
-		t.Logf("followed %s in %v, %d ticks", formatBytes(step.max), time.Since(changed), took)
-		assert.LessOrEqual(t, took, uint64(2), "followed within two intervals")
+		te.tick()
+		value, _ := fk.get()
+		assert.Equal(t, step.want, value, "followed %s at the next tick", formatBytes(step.max))
 	}
+	done := fit.loop.Done()
 	cancel()
-	te.waitIdle(t)
-	assert.Equal(t, "stopped: context canceled", res.Status().Reason)
+	waitIdle(t, done)
+	assert.Equal(t, "stopped: context canceled", fit.Status().Reason)
 }
 
 func TestRefreshOverWatcher(t *testing.T) {
@@ -173,26 +175,52 @@ func TestRefreshOverWatcher(t *testing.T) {
 	fk := &fakeKnob{value: NoLimit}
 	te := newTestEnv(fk, nil)
 	te.read = func() (cgroup.Limits, error) { return cgroup.ReadFS(os.DirFS(root)) }
-	te.loop = refresh.New(func() (refresh.Source, error) { return refresh.OpenProcess(os.DirFS(root)) }, 0)
-	res, err := Apply(te.opt(), WithRefresh(background, 20*time.Millisecond))
+	te.open = func() (knob.Source, error) { return cgroup.NewWatcher(os.DirFS(root)) }
+	fit, err := Apply(te.opts(Options{Refresh: 20 * time.Millisecond}))
 	require.NoError(t, err)
-	defer func() { res.Stop(); te.waitIdle(t) }()
-	assert.Equal(t, int64(483183820), res.After)
-	assert.Equal(t, "/sys/fs/cgroup/memory/pod", res.Source)
+	defer func() { fit.Stop(); waitIdle(t, fit.loop.Done()) }()
+	assert.Equal(t, int64(483183820), fit.Status().After)
+	assert.Equal(t, "/sys/fs/cgroup/memory/pod", fit.Status().Source)
 
 	write("sys/fs/cgroup/memory/pod/memory.limit_in_bytes", "402653184\n")
 	write("sys/fs/cgroup/memory/pod/app/memory.stat", "cache 0\nhierarchical_memory_limit 402653184\n")
-	require.Eventually(t, func() bool { v, _ := fk.get(); return v == 362387865 }, 5*time.Second, time.Millisecond)
+	te.tick()
+	value, _ := fk.get()
+	assert.Equal(t, int64(362387865), value)
+}
+
+// TestReadErrorThenRecovers: while the reading fails, Status says GOMEMLIMIT
+// is not being fitted; a shrink is followed once the reading is good again.
+func TestReadErrorThenRecovers(t *testing.T) {
+	fk := &fakeKnob{value: NoLimit}
+	te := newTestEnv(fk, nil)
+	te.src.set(memLimits(512*MiB, 0))
+	fit, _ := applyFollowing(t, te, Options{})
+	bad := memLimits(0, 0)
+	bad.Memory.Err = &fs.PathError{Op: "open", Path: "/sys/fs/cgroup/app/memory.max", Err: syscall.EMFILE}
+	te.src.setReading(bad, bad.Memory.Err)
+	te.tick()
+	st := fit.Status()
+	assert.True(t, st.Following)
+	assert.ErrorIs(t, st.Err, syscall.EMFILE)
+	assert.Equal(t, "the memory limit cannot be read: GOMEMLIMIT is not fitted until it can", st.Reason)
+	value, _ := fk.get()
+	assert.Equal(t, int64(483183820), value, "unchanged meanwhile")
+	te.src.set(memLimits(256*MiB, 0))
+	te.tick()
+	value, _ = fk.get()
+	assert.Equal(t, int64(241591910), value, "the shrink is followed")
+	assert.NoError(t, fit.Status().Err)
 }
 
 func TestTickAllocs(t *testing.T) {
 	fk := &fakeKnob{value: NoLimit}
 	te := newTestEnv(fk, nil)
 	te.src.set(memLimits(512*MiB, 0))
-	_, s := applyFollowing(t, te)
+	_, s := applyFollowing(t, te, Options{})
 	lim := memLimits(512*MiB, 0)
 	now := time.Now()
-	assert.Zero(t, testing.AllocsPerRun(1000, func() { s.Tick(now, lim, nil) }))
+	assert.Zero(t, testing.AllocsPerRun(1000, func() { s.tick(now, lim, nil) }))
 }
 
 type callbackHandler struct {
@@ -210,22 +238,22 @@ func TestLoggerMayCallBack(t *testing.T) {
 	te := newTestEnv(fk, nil)
 	te.src.set(memLimits(512*MiB, 0))
 	var buf bytes.Buffer
-	var res Result
+	var res *Fit
 	calls := 0
 	logger := slog.New(callbackHandler{slog.NewTextHandler(&buf, nil), func() {
 		calls++
-		_, _ = Plan(te.opt())
+		_, _ = Plan(te.opts(Options{}))
 		_ = res.Status()
 	}})
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		var err error
-		res, err = Apply(te.opt(), WithLogger(logger), WithRefresh(background, time.Hour))
+		res, err = Apply(te.opts(Options{Logger: logger, Refresh: time.Hour}))
 		assert.NoError(t, err)
-		res.s.Tick(time.Now(), memLimits(GiB, 0), nil)
+		res.tick(time.Now(), memLimits(GiB, 0), nil)
 		fk.appSet(5 * GiB)
-		res.s.Tick(time.Now(), memLimits(GiB, 0), nil)
+		res.tick(time.Now(), memLimits(GiB, 0), nil)
 	}()
 	select {
 	case <-done:
@@ -233,5 +261,5 @@ func TestLoggerMayCallBack(t *testing.T) {
 		t.Fatal("deadlock: a log handler called back into memlimit")
 	}
 	assert.Equal(t, 3, calls, "set, updated, handed over")
-	te.waitIdle(t)
+	waitIdle(t, res.loop.Done())
 }

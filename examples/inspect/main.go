@@ -270,9 +270,8 @@ func bytesString(n int64) string {
 // policies reports what fitgo's policies would set in this process: its
 // default GOMAXPROCS rounding (ceil, at least 1), floor, and the Go runtime's
 // rule (ceil, at least 2) applied to the same effective limit, and its
-// default GOMEMLIMIT ratio. It uses
-// maxprocs.Plan and memlimit.Plan, which read the same limits and
-// environment as Apply and change nothing.
+// default GOMEMLIMIT ratio. It uses maxprocs.Plan and memlimit.Plan, which
+// read the same limits and environment as Apply and change nothing.
 func policies() []policy {
 	var out []policy
 	add := func(name, value string, changed bool, reason string, err error) {
@@ -286,25 +285,25 @@ func policies() []policy {
 		out = append(out, p)
 	}
 	for _, mp := range []struct {
-		name string
-		opts []maxprocs.Option
+		name   string
+		policy maxprocs.Policy
 	}{
-		{"fitgo GOMAXPROCS (ceil, the default)", nil},
-		{"fitgo GOMAXPROCS (floor)", []maxprocs.Option{maxprocs.WithRounding(maxprocs.Floor)}},
-		{"the runtime's rule on the effective limit (ceil, min 2)", []maxprocs.Option{maxprocs.WithMin(2)}},
+		{"fitgo GOMAXPROCS (ceil, the default)", maxprocs.Policy{}},
+		{"fitgo GOMAXPROCS (floor)", maxprocs.Policy{Rounding: maxprocs.Floor}},
+		{"the runtime's rule on the effective limit (ceil, min 2)", maxprocs.Policy{Rounding: maxprocs.Ceil, Min: 2}},
 	} {
-		r, err := maxprocs.Plan(mp.opts...)
+		r, err := maxprocs.Plan(maxprocs.Options{Policy: mp.policy})
 		v := fmt.Sprint(r.After)
 		if r.Source != "" {
 			v += fmt.Sprintf(" from %.3g cores", r.Limit)
 		}
 		add(mp.name, v, r.Changed, r.Reason, err)
 	}
-	r, err := memlimit.Plan()
+	r, err := memlimit.Plan(memlimit.Options{})
 	v := bytesString(r.After)
 	if r.Source != "" {
 		v += fmt.Sprintf(" from %s %s", r.From, bytesString(r.Limit))
 	}
-	add(fmt.Sprintf("fitgo GOMEMLIMIT (%.2g)", memlimit.DefaultRatio), v, r.Changed, r.Reason, err)
+	add(fmt.Sprintf("fitgo GOMEMLIMIT (%.2g)", r.Policy.Ratio), v, r.Changed, r.Reason, err)
 	return out
 }

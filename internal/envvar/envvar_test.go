@@ -1,8 +1,11 @@
 package envvar
 
 import (
+	"bytes"
 	"math"
 	"math/bits"
+	"os"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -406,6 +409,82 @@ func FuzzFITGO(f *testing.F) {
 		}
 		if err == nil && strings.TrimSpace(strings.ReplaceAll(s, ",", "")) == "" && got != (Fitgo{MaxProcs: true, MemLimit: true, Refresh: true}) {
 			t.Fatalf("FITGO(%q) = %+v; want the defaults", s, got)
+		}
+		if err != nil && len(err.Error()) > maxErrText {
+			t.Fatalf("FITGO(%q): error of %d bytes", s, len(err.Error()))
+		}
+	})
+}
+
+// maxErrText bounds FITGO's error text: maxErrs fields quoted to maxField
+// bytes (escaped, at most 4 bytes a byte, plus the message), and the count.
+const maxErrText = maxErrs*(4*maxField+150) + 60
+
+// TestFITGOErrorIsCapped: a malformed FITGO of any size gives an error of a
+// few hundred bytes: the first fields, then how many more. (Before, 40 KB of
+// bad fields made a 740 KB error, and one 100 KB field a 100 KB one.)
+func TestFITGOErrorIsCapped(t *testing.T) {
+	many := strings.Repeat("bogus=1,", 5000)
+	_, err := FITGO(many)
+	require.Error(t, err)
+	assert.Less(t, len(err.Error()), maxErrText)
+	assert.Equal(t, 3, strings.Count(err.Error(), `unknown setting "bogus"`))
+	assert.Contains(t, err.Error(), "FITGO: and 4997 more fields not understood")
+
+	_, err = FITGO(strings.Repeat("x", 100000))
+	require.Error(t, err)
+	assert.Less(t, len(err.Error()), maxErrText)
+	assert.Contains(t, err.Error(), `"`+strings.Repeat("x", maxField)+`..."`)
+
+	got, err := FITGO(many + "memlimit=off")
+	require.Error(t, err)
+	assert.False(t, got.MemLimit, "the good field still applies")
+}
+
+func TestLookup(t *testing.T) {
+	env := []byte("A=1\x00GOMAXPROCS=2\x00EMPTY=\x00GOMAXPROCS=9\x00NOEQ\x00B==x\x00")
+	assert.Equal(t, "1", Lookup(env, "A"))
+	assert.Equal(t, "2", Lookup(env, "GOMAXPROCS"), "the first wins")
+	assert.Equal(t, "", Lookup(env, "EMPTY"))
+	assert.Equal(t, "", Lookup(env, "NOEQ"))
+	assert.Equal(t, "=x", Lookup(env, "B"))
+	assert.Equal(t, "", Lookup(env, "GOMEMLIMIT"))
+	assert.Equal(t, "", Lookup(nil, "A"))
+}
+
+// TestStartupIgnoresLaterSetenv: the start-up environment does not change
+// when the process changes its own environment, as an init that runs before
+// fitgo's may. (Before, fitgo read os.Getenv at its init.)
+func TestStartupIgnoresLaterSetenv(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("/proc/self/environ is Linux's")
+	}
+	if _, err := os.Stat("/proc/self/environ"); err != nil {
+		t.Skip("no /proc/self/environ:", err)
+	}
+	const key = "FITGO_TEST_STARTUP_ENV"
+	startup := Startup()
+	wasSet := startup(key) != ""
+	t.Setenv(key, "set-after-start")
+	assert.Equal(t, "set-after-start", os.Getenv(key))
+	after := Startup()
+	if !wasSet {
+		assert.Empty(t, after(key), "not in the start-up environment")
+	}
+	if path := os.Getenv("PATH"); path != "" {
+		os.Unsetenv("PATH")
+		defer os.Setenv("PATH", path)
+		assert.Equal(t, path, Startup()("PATH"), "an unset after start-up does not hide it")
+	}
+}
+
+func FuzzLookup(f *testing.F) {
+	f.Add([]byte("A=1\x00B=2\x00"), "B")
+	f.Add([]byte("=\x00\x00="), "")
+	f.Fuzz(func(t *testing.T, env []byte, key string) {
+		v := Lookup(env, key)
+		if v != "" && !bytes.Contains(env, []byte(key+"="+v)) {
+			t.Fatalf("Lookup(%q, %q) = %q: not in the environment", env, key, v)
 		}
 	})
 }

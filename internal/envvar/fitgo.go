@@ -37,6 +37,7 @@ func FITGO(s string) (f Fitgo, err error) {
 		var field string
 		field, s, _ = strings.Cut(s, ",")
 		field = strings.TrimSpace(field)
+		q := short(field)
 		if field == "" {
 			continue
 		}
@@ -47,7 +48,7 @@ func FITGO(s string) (f Fitgo, err error) {
 		key, value, ok := strings.Cut(field, "=")
 		key, value = strings.TrimSpace(key), strings.TrimSpace(value)
 		if !ok {
-			errs = append(errs, fmt.Errorf("FITGO: %q: want off or key=value", field))
+			errs = append(errs, fmt.Errorf("FITGO: %q: want off or key=value", q))
 			continue
 		}
 		switch key {
@@ -57,11 +58,11 @@ func FITGO(s string) (f Fitgo, err error) {
 			case "floor", "ceil", "nearest":
 				f.Rounding = value
 			default:
-				errs = append(errs, fmt.Errorf("FITGO: %q: want floor, ceil or nearest", field))
+				errs = append(errs, fmt.Errorf("FITGO: %q: want floor, ceil or nearest", q))
 			}
 			continue
 		default:
-			errs = append(errs, fmt.Errorf("FITGO: %q: unknown setting %q (want maxprocs, memlimit, refresh or rounding)", field, key))
+			errs = append(errs, fmt.Errorf("FITGO: %q: unknown setting %q (want maxprocs, memlimit, refresh or rounding)", q, short(key)))
 			continue
 		}
 		switch value {
@@ -83,10 +84,28 @@ func FITGO(s string) (f Fitgo, err error) {
 				f.Refresh, f.Interval = true, d
 				continue
 			}
-			errs = append(errs, fmt.Errorf("FITGO: %q: want off, on or a positive duration such as 500ms", field))
+			errs = append(errs, fmt.Errorf("FITGO: %q: want off, on or a positive duration such as 500ms", q))
 			continue
 		}
-		errs = append(errs, fmt.Errorf("FITGO: %q: want on or off", field))
+		errs = append(errs, fmt.Errorf("FITGO: %q: want on or off", q))
+	}
+	if len(errs) > maxErrs {
+		errs = append(errs[:maxErrs], fmt.Errorf("FITGO: and %d more fields not understood", len(errs)-maxErrs))
 	}
 	return f, errors.Join(errs...)
+}
+
+// maxErrs is how many bad fields FITGO's error names; maxField is how much
+// of each it quotes. A malformed value cannot make a huge log line.
+const (
+	maxErrs  = 3
+	maxField = 40
+)
+
+// short is field, cut to maxField bytes.
+func short(field string) string {
+	if len(field) > maxField {
+		return field[:maxField] + "..."
+	}
+	return field
 }

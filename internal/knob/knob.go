@@ -1,373 +1,461 @@
-// Package knob is the state machine that fitgo's two runtime knobs
-// (GOMAXPROCS in maxprocs, the memory limit in memlimit) share: who owns the
-// current value, the session an Apply starts (its refresh subscription, its
-// hand-over when someone else changes the value, Stop, Undo in LIFO order,
-// the state Status reports) and the log lines of the refresh loop, written
-// once the knob's lock is released.
+// Package knob manages one process-wide runtime knob (GOMAXPROCS, the memory
+// limit) for fitgo's maxprocs and memlimit: who set the current value, the
+// hand-over when someone else sets it, Undo, and the live state of each
+// Apply (a Fit). The policies stay in those packages: at every reading of
+// the limits they give a Fit a Reading, the value the limits call for.
 //
-// What differs between the knobs, the policy, the reading of the limit, how a
-// value is put back and the wording of the reasons, stays in their packages,
-// behind Hooks.
+// A Loop is the refresh goroutine of one or more Fits: it reads the limits
+// at every tick and gives each Fit the reading.
+//
+// No lock is held across a call into another package, except the runtime's
+// own getter and setter; log lines are written after the lock is released.
 package knob
 
 import (
 	"context"
+	"errors"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/fitgo/fitgo/cgroup"
-	"github.com/fitgo/fitgo/internal/refresh"
 )
 
-// Knob is one runtime setting with fitgo's knowledge about it.
+// Knob is one runtime setting and what fitgo knows about its value.
 type Knob[V comparable] struct {
-	// Get and Set read and write the runtime's value.
-	Get func() V
-	Set func(V)
+	txt Text
+	get func() V
+	set func(V) V // sets and returns the previous value
+	// restore puts back the state from before fitgo, whose value was orig,
+	// and returns the value it replaced.
+	restore func(orig V) V
 
-	// The lock serialises Apply, Undo, Stop and refresh ticks.
-	sync.Mutex
-
-	active *Session[V] // the session managing the knob, if any
-	owned  bool        // the current value was set by fitgo
-	last   V           // the value fitgo set or, when not owned, last accepted
-	orig   V           // the value before fitgo set it
-	seq    int         // counts Applies
-	gen    int         // the Apply whose state is current, for Undo
+	mu     sync.Mutex
+	owned  bool // the current value is one fitgo set
+	last   V    // that value or, when not owned, the value fitgo last saw
+	orig   V    // the value before fitgo set one
+	stack  []*entry[V]
+	active *entry[V] // the Fit in force, whose refresh may change the value
 }
 
-// Current returns the runtime's value, under the knob's lock.
+// entry is one Apply on the undo stack.
+type entry[V comparable] struct {
+	value     V    // the value this Apply left in force (updated by its refresh)
+	mine      bool // and fitgo had set it
+	supersede func()
+}
+
+// New returns a Knob over a runtime setting.
+func New[V comparable](txt Text, get func() V, set func(V) V, restore func(orig V) V) *Knob[V] {
+	return &Knob[V]{txt: txt, get: get, set: set, restore: restore}
+}
+
+// Current returns the runtime's value.
 func (k *Knob[V]) Current() V {
-	k.Lock()
-	defer k.Unlock()
-	return k.Get()
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.get()
 }
 
-// Owns reports whether v is a value fitgo set and still owns; the lock is
-// held.
-func (k *Knob[V]) Owns(v V) bool { return k.owned && k.last == v }
+// Peek returns the runtime's value and whether fitgo set it.
+func (k *Knob[V]) Peek() (cur V, mine bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	cur = k.get()
+	return cur, k.owned && cur == k.last
+}
 
-// Own sets v, which fitgo then owns; cur is the value the caller read under
-// the same hold of the lock, remembered as Orig when fitgo did not own it.
-// The lock is held.
-func (k *Knob[V]) Own(cur, v V) {
+// write sets want over cur, the value read under the same hold of the lock.
+// When the runtime's previous value is not cur, someone wrote in between: it
+// puts that value back and returns it with false. The lock is held.
+func (k *Knob[V]) write(cur, want V) (V, bool) {
+	if prev := k.set(want); prev != cur {
+		k.set(prev)
+		return prev, false
+	}
 	if !k.owned {
 		k.orig = cur
 	}
-	k.Set(v)
-	k.owned, k.last = true, v
+	k.owned, k.last = true, want
+	return want, true
 }
 
-// Orig is the value before fitgo set it (see Own); the lock is held.
-func (k *Knob[V]) Orig() V { return k.orig }
+// putBack restores the state from before fitgo over cur, unless someone
+// wrote in between (then as write). The lock is held.
+func (k *Knob[V]) putBack(cur V) (V, bool) {
+	if prev := k.restore(k.orig); prev != cur {
+		k.set(prev)
+		return prev, false
+	}
+	k.owned, k.last = false, k.get()
+	return k.last, true
+}
 
-// Last is the value fitgo set or, when it does not own the value, last
-// accepted; the lock is held.
-func (k *Knob[V]) Last() V { return k.last }
+// Fit is one Apply's management of a knob. D describes a reading of the
+// limit (for Status and log lines).
+type Fit[V comparable, D any] struct {
+	k   *Knob[V]
+	log *slog.Logger
+	e   *entry[V]
 
-// Disown records v as the current value, not fitgo's; the lock is held.
-func (k *Knob[V]) Disown(v V) { k.owned, k.last = false, v }
+	// Guarded by k.mu.
+	following bool
+	reason    string
+	handed    bool
+	from, to  V // the hand-over
+	err       error
+	limit     D
+	updates   int
+	lastAt    time.Time
+	logs      coalescer[V]
+	release   func() bool // the context's AfterFunc
+	wake      func()      // tells the refresh loop that the Fit stopped
+}
 
-// Text is a knob's wording in the refresh loop's log lines.
+// Text is a knob's wording in log lines and reasons.
 type Text struct {
-	Name     string // the knob's name and log key, e.g. "GOMAXPROCS"
-	ReadWarn string // Warn message when the limit cannot be read
-	Changed  string // Info message when a limit change changed the value
-	Removed  string // Info message when the value went back (limit gone)
-	HandOver string // Info message when someone else changed the value
+	Name  string // "GOMAXPROCS", also the log key of the value
+	Value string // "GOMAXPROCS", "the memory limit": the value in reasons
+	Limit string // "CPU limit", the limit in messages
+	Key   string // "cpu_limit", the log key of the limit
 }
 
-// Hooks are the knob-specific parts of a session, implemented by the
-// knob's package. Apart from Tick, they run with the knob's lock held.
-type Hooks[V comparable] interface {
-	// Tick is the refresh loop's call with a new reading (see Session.Step):
-	// the package reads the reading in place, since it is large and a tick
-	// must stay cheap.
-	refresh.Subscriber
-	// Commit records, for Status, the good reading that the package's Tick
-	// observed, once fitgo is known to still manage the value.
-	Commit()
-	// Adopt reports whether cur, a value fitgo did not set and had not seen,
-	// is the runtime's own update, to accept rather than hand over.
-	Adopt(cur V) bool
-	// Defer reports whether to leave the change to want, on a value fitgo
-	// does not own, to the runtime for now.
-	Defer(now time.Time, want V) bool
-	// Restore puts back the value from before fitgo and disowns it.
-	Restore()
-	// HandOverReason is the Status reason when someone else changed the
-	// value from from to cur.
-	HandOverReason(from, cur V) string
-	// UpdatedArgs are the arguments of the log line of a change the refresh
-	// loop made from from.
-	UpdatedArgs(from V) []any
-}
-
-// Session is one Apply's management of a knob. The knob's package embeds it
-// in its own session type, which implements Hooks.
-type Session[V comparable] struct {
-	k    *Knob[V]
-	h    Hooks[V]
-	text *Text
-	log  *slog.Logger
-	sub  *refresh.Subscription
-
-	stopCtx func() bool // releases the context's AfterFunc
-
-	before      V    // the value before Apply
-	beforeOwned bool // and whether fitgo had set it (an earlier Apply)
-	gen         int  // this Apply's generation
-	prevGen     int  // and the one it replaced
-
-	// Refresh state, guarded by the knob's lock.
-	ev      event // the log line of the last tick, written by Flush
-	stopped bool
-	reason  string
-	updates int
-	lastAt  time.Time
-	err     error
-}
-
-// Begin starts the session of an Apply that found the value before; the
-// lock is held. With take (not a dry run) the session takes over the knob
-// from any earlier one.
-func (s *Session[V]) Begin(k *Knob[V], h Hooks[V], text *Text, log *slog.Logger, before V, take bool) {
-	s.k, s.h, s.text, s.log = k, h, text, log
-	s.before, s.beforeOwned = before, k.Owns(before)
-	if !take {
-		return
+// ErrFor picks from a reading's error err the part that concerns one
+// controller, whose own error is own and the other's other: a malformed file
+// of the other controller does not stop this one, and no cgroup at all is
+// not an error.
+func ErrFor(err, own, other error) error {
+	switch {
+	case err == nil || errors.Is(err, cgroup.ErrNoCgroup) || own == nil && other != nil:
+		return nil
+	case own != nil:
+		return own
 	}
-	if k.active != nil {
-		k.active.stop("superseded by a later Apply")
-	}
-	if !s.beforeOwned {
-		// The current value is not (or no longer) one fitgo set.
-		k.owned, k.last = false, before
-	}
-	k.seq++
-	s.gen, s.prevGen = k.seq, k.gen
-	k.gen = s.gen
+	return err
 }
 
-// Before is the value before Apply; BeforeOwned whether fitgo had set it.
-func (s *Session[V]) Before() V         { return s.before }
-func (s *Session[V]) BeforeOwned() bool { return s.beforeOwned }
+// LogApply logs the outcome of an Apply: Warn for an error, Info for a
+// change, Debug when the value was left alone.
+func LogApply(l *slog.Logger, name, reason string, changed bool, err error, args ...any) {
+	switch {
+	case l == nil:
+	case err != nil:
+		l.Warn("fitgo: "+name+" left alone: "+reason, args...)
+	case changed:
+		l.Info("fitgo: "+name+" set", args...)
+	default:
+		l.Debug("fitgo: "+name+" left alone: "+reason, args...)
+	}
+}
 
-// Read takes the reading of Apply: with follow, by subscribing to loop (the
-// subscription also ends when ctx, if not nil, is done), else with read.
-// following reports whether the session now follows the limit.
-func (s *Session[V]) Read(follow bool, loop *refresh.Loop, read func() (cgroup.Limits, error),
-	ctx context.Context, interval time.Duration, which refresh.Knob) (lim cgroup.Limits, err error, following bool) {
-	if follow {
-		s.sub, lim, err = loop.Subscribe(nil, s.h, interval, which)
-		follow = s.sub != nil
-		if follow && ctx != nil {
-			k := s.k
-			s.stopCtx = context.AfterFunc(ctx, func() {
-				k.Lock()
-				defer k.Unlock()
-				s.stop("stopped: " + context.Cause(ctx).Error())
-			})
+// Start begins the Fit of an Apply that read before (with Peek) and decided
+// to set want (when change) and to follow the limit (when follow), or to
+// leave the value alone; err is the reading's error. It fails, doing nothing, when the value is no longer
+// before: the caller decides again. The Fit supersedes any earlier one.
+func Start[V comparable, D any](k *Knob[V], log *slog.Logger, before, want V, change, follow bool, limit D, err error) (*Fit[V, D], bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	cur := k.get()
+	if cur != before {
+		return nil, false
+	}
+	if !(k.owned && cur == k.last) {
+		// The value is not fitgo's: earlier Applies have nothing to undo.
+		k.owned, k.last, k.stack = false, cur, nil
+	}
+	if change {
+		if _, ok := k.write(cur, want); !ok {
+			return nil, false
 		}
-	} else {
-		lim, err = read()
 	}
-	if !follow {
-		s.stopped, s.reason = true, "no refresh requested"
+	f := &Fit[V, D]{k: k, log: log, following: follow, limit: limit, err: err}
+	if a := k.active; a != nil {
+		a.supersede()
 	}
-	return lim, err, follow
+	f.e = &entry[V]{value: k.get(), mine: k.owned, supersede: func() { f.stopLocked("superseded by a later Apply") }}
+	k.stack = append(k.stack, f.e)
+	k.active = f.e
+	return f, true
 }
 
-// Follow makes the session the knob's manager and returns the interval at
-// which it follows the limit; the lock is held.
-func (s *Session[V]) Follow(interval, def time.Duration) time.Duration {
-	s.k.active = s
-	if interval > 0 {
-		return max(interval, refresh.MinInterval)
+// Follow connects a following Fit to its refresh loop and context: wake is
+// called when it stops, and it stops when ctx is done.
+func (f *Fit[V, D]) Follow(ctx context.Context, wake func()) {
+	f.k.mu.Lock()
+	f.wake = wake
+	f.k.mu.Unlock()
+	if ctx != nil {
+		rel := context.AfterFunc(ctx, func() { f.stop("stopped: " + context.Cause(ctx).Error()) })
+		f.k.mu.Lock()
+		f.release = rel
+		f.k.mu.Unlock()
 	}
-	return def
 }
 
-// Stopped reports whether the session no longer follows; the lock is held.
-func (s *Session[V]) Stopped() bool { return s.stopped }
+// Following reports whether the Fit still follows the limit.
+func (f *Fit[V, D]) Following() bool {
+	f.k.mu.Lock()
+	defer f.k.mu.Unlock()
+	return f.following
+}
 
-// SetReason records why the session does not follow; the lock is held.
-func (s *Session[V]) SetReason(reason string) { s.reason = reason }
+// Moved reports whether the runtime's value is no longer the one fitgo last
+// saw: someone else, or the runtime itself, changed it.
+func (f *Fit[V, D]) Moved() bool {
+	k := f.k
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.get() != k.last
+}
 
-// SetErr records the error of the last reading; the lock is held.
-func (s *Session[V]) SetErr(err error) { s.err = err }
+// Reading is what one reading of the limits calls for.
+type Reading[V comparable, D any] struct {
+	Err   error // the limit cannot be read: change nothing
+	Limit D     // the limit read
+	Want  V     // the value the policy gives for it
+	Has   bool  // false: none (no limit): put back the state from before fitgo
+	// Adopt are values the runtime may have set by itself (its own
+	// updates), which are accepted rather than handed over, while Adopting.
+	Adopt    [2]V
+	Adopting bool
+	// Wait leaves a change to the runtime for now, while fitgo has not set
+	// the value.
+	Wait bool
+}
 
-// End stops the session for reason, or records reason when it never
-// followed; the lock is held.
-func (s *Session[V]) End(reason string) {
-	if s.stopped {
-		s.reason = reason
+// Step applies a reading taken at now, and reports whether the Fit still
+// follows the limit.
+func (f *Fit[V, D]) Step(now time.Time, r Reading[V, D]) bool {
+	k := f.k
+	k.mu.Lock()
+	if !f.following {
+		k.mu.Unlock()
+		return false
+	}
+	ev := f.step(now, &r)
+	keep := f.following
+	k.mu.Unlock()
+	f.emit(ev)
+	return keep
+}
+
+func (f *Fit[V, D]) step(now time.Time, r *Reading[V, D]) event {
+	k := f.k
+	cur := k.get()
+	if cur != k.last {
+		if k.owned || !r.Adopting || (cur != r.Adopt[0] && cur != r.Adopt[1]) {
+			return f.handOver(k.last, cur)
+		}
+		k.last = cur // the runtime's own update
+	}
+	if r.Err != nil {
+		first := f.err == nil
+		f.err = r.Err
+		if first {
+			return event{level: slog.LevelWarn, msg: "fitgo: cannot read the " + f.k.txt.Limit + "; " + f.k.txt.Name + " not fitted until it can",
+				args: []any{f.k.txt.Name, cur, "err", r.Err}}
+		}
+		return event{}
+	}
+	f.err, f.limit = nil, r.Limit
+	switch {
+	case !r.Has && k.owned:
+		got, ok := k.putBack(cur)
+		if !ok {
+			return f.handOver(cur, got)
+		}
+		return f.changed(now, cur, got, "removed")
+	case !r.Has || r.Want == cur || !k.owned && r.Wait:
+		return f.flush(now, cur)
+	}
+	got, ok := k.write(cur, r.Want)
+	if !ok {
+		return f.handOver(cur, got)
+	}
+	return f.changed(now, cur, got, "changed")
+}
+
+// changed records a change the refresh made; the lock is held.
+func (f *Fit[V, D]) changed(now time.Time, from, to V, what string) event {
+	f.e.value, f.e.mine = to, f.k.owned
+	f.updates++
+	f.lastAt = now
+	if f.logs.held == 0 {
+		f.logs.from = from
+	}
+	f.logs.held++
+	f.logs.what = what
+	return f.flush(now, to)
+}
+
+// handOver gives up the knob to whoever set cur over from; the lock is held.
+func (f *Fit[V, D]) handOver(from, cur V) event {
+	k := f.k
+	f.stopLocked("")
+	f.handed, f.from, f.to = true, from, cur
+	k.owned, k.last, k.stack = false, cur, nil
+	return event{level: slog.LevelInfo, msg: "fitgo: " + f.k.txt.Name + " changed by someone else; fitgo stops managing it",
+		args: []any{f.k.txt.Name, cur, "was", from}}
+}
+
+// stop stops following for reason.
+func (f *Fit[V, D]) stop(reason string) {
+	f.k.mu.Lock()
+	f.stopLocked(reason)
+	f.k.mu.Unlock()
+}
+
+func (f *Fit[V, D]) stopLocked(reason string) {
+	if !f.following {
 		return
 	}
-	s.stop(reason) // also ends the subscription and the context's AfterFunc
+	f.following, f.reason = false, reason
+	if f.k.active == f.e {
+		f.k.active = nil
+	}
+	if f.release != nil {
+		f.release()
+	}
+	if f.wake != nil {
+		f.wake()
+	}
 }
 
-// stop ends the session's management; the lock is held.
-func (s *Session[V]) stop(reason string) {
-	if s.stopped {
-		return
+// Stop stops following, leaving the value as it is. Calling it again does
+// nothing.
+func (f *Fit[V, D]) Stop() { f.stop("stopped") }
+
+// Undo stops following and takes this Apply off the undo stack. When it was
+// the Apply in force and fitgo's value is still the runtime's, the value
+// goes back to what the Apply before it left in force or, when every Apply
+// is undone, to the state from before fitgo. Undo in any order, each once,
+// gives that state back; calling it again does nothing.
+func (f *Fit[V, D]) Undo() {
+	k := f.k
+	k.mu.Lock()
+	f.stopLocked("undone")
+	i := slices.Index(k.stack, f.e)
+	if i < 0 {
+		k.mu.Unlock()
+		return // undone already, or the value has not been fitgo's since
 	}
-	s.stopped, s.reason = true, reason
-	if s.k.active == s {
-		s.k.active = nil
+	k.stack = slices.Delete(k.stack, i, i+1)
+	var ev event
+	if cur := k.get(); i == len(k.stack) && k.owned && cur == k.last {
+		if n := len(k.stack); n > 0 && k.stack[n-1].mine {
+			if v := k.stack[n-1].value; v != cur {
+				if got, ok := k.write(cur, v); !ok {
+					ev = f.handOver(cur, got)
+				}
+			}
+		} else if got, ok := k.putBack(cur); !ok {
+			ev = f.handOver(cur, got)
+		}
 	}
-	if s.stopCtx != nil {
-		s.stopCtx()
-	}
-	s.sub.Cancel()
+	k.mu.Unlock()
+	f.emit(ev)
 }
 
-// event is a log line to write once the knob's lock is released.
+// State is the live state of a Fit.
+type State[V comparable, D any] struct {
+	Value      V // the runtime's current value
+	Following  bool
+	Reason     string // why following stopped, "" when handed over
+	HandedOver bool   // someone else changed the value From To
+	From, To   V
+	Err        error // of the last reading
+	Limit      D     // the last good reading
+	Updates    int
+	LastUpdate time.Time
+}
+
+// Why is the reason a Status gives for the state: someone else's change,
+// a failing reading, or why following stopped; "" when there is none to add
+// to the reason of Apply. format writes a value.
+func (f *Fit[V, D]) Why(s State[V, D], format func(V) string) string {
+	txt := &f.k.txt
+	switch {
+	case s.HandedOver:
+		return txt.Value + " was changed from " + format(s.From) + " to " + format(s.To) + " outside fitgo; no longer managed"
+	case s.Following && s.Err != nil:
+		return "the " + txt.Limit + " cannot be read: " + txt.Name + " is not fitted until it can"
+	case !s.Following:
+		return s.Reason
+	}
+	return ""
+}
+
+// Join makes a following Fit a member of the Loop that ctx carries (see
+// WithLoop) or, without one, of a new Loop of its own at the interval every
+// over open (ticked by ticks when not nil), and returns the Loop. step is
+// the Fit's package's reading of a tick.
+func (f *Fit[V, D]) Join(ctx context.Context, every time.Duration, open func() (Source, error), ticks <-chan time.Time,
+	step func(time.Time, cgroup.Limits, error) bool) *Loop {
+	l := LoopOf(ctx)
+	if l == nil {
+		l = NewLoop(every, open, ticks)
+	}
+	f.Follow(ctx, l.Wake)
+	l.Add(step, f.Following)
+	if !f.Following() {
+		l.Wake() // superseded or stopped before it joined
+	}
+	return l
+}
+
+// State returns the Fit's live state.
+func (f *Fit[V, D]) State() State[V, D] {
+	k := f.k
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return State[V, D]{
+		Value: k.get(), Following: f.following, Reason: f.reason,
+		HandedOver: f.handed, From: f.from, To: f.to,
+		Err: f.err, Limit: f.limit, Updates: f.updates, LastUpdate: f.lastAt,
+	}
+}
+
+// event is a log line, written once the lock is released.
 type event struct {
 	level slog.Level
 	msg   string
 	args  []any
 }
 
-// Flush writes the log line of the last Step, if any, to the session's
-// logger. The caller does not hold the lock, so that a handler may call back
-// into the knob's package (Status, say).
-func (s *Session[V]) Flush() {
-	if s.log == nil {
-		return // Step records no log lines
-	}
-	s.k.Lock()
-	ev := s.ev
-	s.ev = event{}
-	s.k.Unlock()
-	if ev.msg != "" {
-		s.log.Log(context.Background(), ev.level, ev.msg, ev.args...)
+func (f *Fit[V, D]) emit(ev event) {
+	if ev.msg != "" && f.log != nil {
+		f.log.Log(context.Background(), ev.level, ev.msg, ev.args...)
 	}
 }
 
-// Step is a refresh tick, done by the package's Tick in three steps: under
-// the knob's lock, and only while the session follows (not Stopped), the
-// package observes the reading: the error that concerns this knob (kerr,
-// nil when the reading is good for it) and, for a good reading, the value
-// it calls for (want; ok false when it calls for none: the limit is gone).
-// Then Step does the rest and returns whether to keep receiving readings;
-// its log line is written by Flush once the lock is released.
-func (s *Session[V]) Step(now time.Time, want V, ok bool, kerr error) bool {
-	k := s.k
-	cur := k.Get()
-	if cur != k.last {
-		if !k.owned && s.h.Adopt(cur) {
-			// The runtime's own update, which fitgo was leaving to it.
-			k.last = cur
-		} else {
-			s.handOver(cur)
-			return false
-		}
-	}
+// LogEvery is how often a Fit logs the changes its refresh makes: the first
+// change at once; later ones within LogEvery of the last line are held back
+// and logged as one line (with their count) at the first reading after the
+// period, so that a flapping limit cannot flood the logs. The value itself
+// follows every reading.
+const LogEvery = 10 * time.Second
 
-	if kerr != nil {
-		if s.err == nil && s.log != nil {
-			s.ev = event{slog.LevelWarn, s.text.ReadWarn, []any{s.text.Name, cur, "err", kerr}}
-		}
-		s.err = kerr
-		return true
-	}
-	s.err = nil
-
-	s.h.Commit()
-	if !ok {
-		if k.owned {
-			// The limit is gone: the value goes back to what it would be
-			// without fitgo.
-			s.h.Restore()
-			s.updated(now, cur, s.text.Removed)
-		}
-		return true
-	}
-	if want == cur {
-		return true
-	}
-	if !k.owned && s.h.Defer(now, want) {
-		return true
-	}
-	k.Own(cur, want)
-	s.updated(now, cur, s.text.Changed)
-	return true
+// coalescer holds back change lines within LogEvery of the last one.
+type coalescer[V comparable] struct {
+	at   time.Time // of the last line
+	held int       // changes since, not logged
+	from V         // the value before the first of them
+	what string
 }
 
-// updated counts a change made by the refresh loop; the lock is held.
-func (s *Session[V]) updated(now time.Time, from V, msg string) {
-	s.updates++
-	s.lastAt = now
-	if s.log != nil {
-		s.ev = event{slog.LevelInfo, msg, s.h.UpdatedArgs(from)}
+// flush logs the held-back changes unless the last line is too recent; the
+// lock is held. It does not allocate when there is nothing to log.
+func (f *Fit[V, D]) flush(now time.Time, cur V) event {
+	c := &f.logs
+	if c.held == 0 || !c.at.IsZero() && now.Sub(c.at) < LogEvery {
+		return event{}
 	}
-}
-
-// handOver gives up the knob to whoever changed it; the lock is held.
-func (s *Session[V]) handOver(cur V) {
-	k := s.k
-	from := k.last
-	s.stop(s.h.HandOverReason(from, cur))
-	k.owned, k.last = false, cur
-	if s.log != nil {
-		s.ev = event{slog.LevelInfo, s.text.HandOver, []any{s.text.Name, cur, "was", from}}
+	n, from := c.held, c.from
+	c.held, c.at = 0, now
+	args := []any{f.k.txt.Name, cur, "before", from, f.k.txt.Key, f.limit}
+	if n > 1 {
+		args = append(args, "changes", n)
 	}
-}
-
-// Undo stops the session and puts back the value from before its Apply:
-// the value an earlier Apply had set, else what Hooks.Restore puts back. It
-// restores nothing when fitgo does not own the current value or a later
-// Apply is in force; Applies are undone in LIFO order. Calling it again
-// does nothing.
-func (s *Session[V]) Undo() {
-	k := s.k
-	k.Lock()
-	defer k.Unlock()
-	s.stop("undone")
-	if k.gen != s.gen {
-		return // a later Apply is in force, or this one was undone
-	}
-	k.gen = s.prevGen
-	if !k.owned || k.Get() != k.last {
-		return // fitgo did not set the current value
-	}
-	if s.beforeOwned {
-		// An earlier Apply had set the value before this one.
-		k.Set(s.before)
-		k.last = s.before
-		return
-	}
-	s.h.Restore()
-}
-
-// Stop stops following, leaving the value as it is. Calling it again does
-// nothing.
-func (s *Session[V]) Stop() {
-	s.k.Lock()
-	defer s.k.Unlock()
-	s.stop("stopped")
-}
-
-// State is the live state of a session.
-type State[V comparable] struct {
-	Value      V         // the runtime's current value
-	Following  bool      // the session still follows the limit
-	Updates    int       // changes the refresh loop made
-	LastUpdate time.Time // time of the last one
-	Err        error     // error of the last reading
-	Reason     string    // why following stopped
-}
-
-// State returns the session's live state; the lock is held.
-func (s *Session[V]) State() State[V] {
-	return State[V]{
-		Value:      s.k.Get(),
-		Following:  !s.stopped,
-		Updates:    s.updates,
-		LastUpdate: s.lastAt,
-		Err:        s.err,
-		Reason:     s.reason,
-	}
+	return event{level: slog.LevelInfo, msg: "fitgo: " + f.k.txt.Name + " updated: " + f.k.txt.Limit + " " + c.what, args: args}
 }

@@ -1,149 +1,266 @@
 package knob
 
 import (
+	"bytes"
 	"fmt"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/fitgo/fitgo/cgroup"
 )
 
-// fakeHooks is a session of a knob over an int, with fixed answers.
-type fakeHooks struct {
-	Session[int]
-	adopt    bool // Adopt's answer
-	defer_   bool // Defer's answer
-	commits  int
+// fakeKnob is a runtime setting over an int. between, when set, is a value
+// someone else writes between fitgo's read and its write.
+type fakeKnob struct {
+	val      int
 	restores int
+	between  *int
 }
 
-func (h *fakeHooks) Tick(time.Time, cgroup.Limits, error) bool { return true }
-func (h *fakeHooks) Commit()                                   { h.commits++ }
-func (h *fakeHooks) Adopt(int) bool                            { return h.adopt }
-func (h *fakeHooks) Defer(time.Time, int) bool                 { return h.defer_ }
-func (h *fakeHooks) HandOverReason(from, cur int) string {
-	return fmt.Sprintf("changed from %d to %d", from, cur)
-}
-func (h *fakeHooks) UpdatedArgs(from int) []any { return []any{"from", from} }
-func (h *fakeHooks) Restore() {
-	h.restores++
-	h.k.Set(h.k.Orig())
-	h.k.Disown(h.k.Orig())
-}
-
-var testText = &Text{Name: "X"}
-
-func newKnob(v int) (*Knob[int], *int) {
-	val := v
-	return &Knob[int]{Get: func() int { return val }, Set: func(n int) { val = n }}, &val
-}
-
-// apply is an Apply that sets v when it differs from the current value.
-func apply(k *Knob[int], v int) *fakeHooks {
-	h := &fakeHooks{}
-	k.Lock()
-	defer k.Unlock()
-	cur := k.Get()
-	h.Begin(k, h, testText, nil, cur, true)
-	if v != cur {
-		k.Own(cur, v)
+func (f *fakeKnob) knob() *Knob[int] {
+	set := func(n int) int {
+		if f.between != nil {
+			f.val, f.between = *f.between, nil
+		}
+		p := f.val
+		f.val = n
+		return p
 	}
-	h.Follow(time.Hour, time.Second)
-	return h
+	return New(Text{Name: "X", Value: "x", Limit: "x limit", Key: "x_limit"},
+		func() int { return f.val }, set, func(orig int) int { f.restores++; return set(orig) })
 }
 
-func step(h *fakeHooks, want int, ok bool, err error) bool {
-	h.k.Lock()
-	defer h.k.Unlock()
-	return h.Step(time.Now(), want, ok, err)
+// apply is an Apply that sets v when it differs from the current value and
+// follows.
+func apply(t *testing.T, k *Knob[int], v int, log *slog.Logger) *Fit[int, string] {
+	t.Helper()
+	cur, _ := k.Peek()
+	f, ok := Start(k, log, cur, v, v != cur, true, "", nil)
+	require.True(t, ok)
+	return f
 }
 
-func state(h *fakeHooks) State[int] {
-	h.k.Lock()
-	defer h.k.Unlock()
-	return h.State()
-}
+func want(v int) Reading[int, string] { return Reading[int, string]{Want: v, Has: true, Limit: "lim"} }
 
 func TestUndoLIFO(t *testing.T) {
-	k, val := newKnob(8)
-	s1 := apply(k, 4)
-	s2 := apply(k, 2)
-	s3 := apply(k, 1)
-	assert.False(t, state(s1).Following)
-	assert.Equal(t, "superseded by a later Apply", state(s1).Reason)
+	fk := &fakeKnob{val: 8}
+	k := fk.knob()
+	s1 := apply(t, k, 4, nil)
+	s2 := apply(t, k, 2, nil)
+	s3 := apply(t, k, 1, nil)
+	assert.False(t, s1.State().Following)
+	assert.Equal(t, "superseded by a later Apply", s1.State().Reason)
 
 	s3.Undo()
-	assert.Equal(t, 2, *val, "back to the value of the Apply before")
+	assert.Equal(t, 2, fk.val, "back to the value of the Apply before")
 	s3.Undo()
-	assert.Equal(t, 2, *val, "again: nothing")
+	assert.Equal(t, 2, fk.val, "again: nothing")
 	s2.Undo()
-	assert.Equal(t, 4, *val)
+	assert.Equal(t, 4, fk.val)
 	s1.Undo()
-	assert.Equal(t, 8, *val, "Restore: the value before fitgo")
-	assert.Equal(t, 1, s1.restores)
-	assert.Equal(t, "undone", state(s3).Reason)
-	assert.Equal(t, "superseded by a later Apply", state(s1).Reason, "Undo keeps the reason it stopped for")
+	assert.Equal(t, 8, fk.val, "restore: the value before fitgo")
+	assert.Equal(t, 1, fk.restores)
+	assert.Equal(t, "undone", s3.State().Reason)
+	assert.Equal(t, "superseded by a later Apply", s1.State().Reason, "Undo keeps the reason it stopped for")
 }
 
+// TestUndoOutOfOrder: once every Apply is undone, in any order, the value
+// from before fitgo is back, and a second Undo does nothing. (Before, the
+// last Undo left the first Apply's value, and a second Undo changed it.)
 func TestUndoOutOfOrder(t *testing.T) {
-	k, val := newKnob(8)
-	s1 := apply(k, 4)
-	apply(k, 2)
+	fk := &fakeKnob{val: 8}
+	k := fk.knob()
+	lib := apply(t, k, 4, nil)
+	app := apply(t, k, 2, nil)
+	lib.Undo()
+	assert.Equal(t, 2, fk.val, "a later Apply is in force")
+	assert.Zero(t, fk.restores)
+	app.Undo()
+	assert.Equal(t, 8, fk.val, "every Apply undone: the value before fitgo")
+	lib.Undo()
+	app.Undo()
+	assert.Equal(t, 8, fk.val, "a second Undo does nothing")
+	assert.Equal(t, 1, fk.restores)
+
+	// Three Applies, the middle one undone first.
+	s1, s2, s3 := apply(t, k, 4, nil), apply(t, k, 2, nil), apply(t, k, 1, nil)
+	s2.Undo()
+	assert.Equal(t, 1, fk.val)
+	s3.Undo()
+	assert.Equal(t, 4, fk.val, "back to the value of the Apply still standing")
 	s1.Undo()
-	assert.Equal(t, 2, *val, "a later Apply is in force")
-	assert.Zero(t, s1.restores)
+	assert.Equal(t, 8, fk.val)
 }
 
 func TestUndoAfterSomeoneElse(t *testing.T) {
-	k, val := newKnob(8)
-	s := apply(k, 4)
-	*val = 6
+	fk := &fakeKnob{val: 8}
+	k := fk.knob()
+	s := apply(t, k, 4, nil)
+	fk.val = 6
 	s.Undo()
-	assert.Equal(t, 6, *val, "fitgo does not own the value")
+	assert.Equal(t, 6, fk.val, "fitgo does not own the value")
+	assert.Zero(t, fk.restores)
+}
+
+func TestStartFailsWhenTheValueMoved(t *testing.T) {
+	fk := &fakeKnob{val: 8}
+	k := fk.knob()
+	_, ok := Start(k, nil, 7, 4, true, false, "", nil)
+	assert.False(t, ok, "the caller read 7, the value is 8: decide again")
+	assert.Equal(t, 8, fk.val)
 }
 
 func TestStep(t *testing.T) {
-	k, val := newKnob(8)
-	s := apply(k, 4)
+	fk := &fakeKnob{val: 8}
+	k := fk.knob()
+	s := apply(t, k, 4, nil)
+	now := time.Now()
 
-	assert.True(t, step(s, 4, true, nil), "nothing to do")
-	assert.Zero(t, state(s).Updates)
-	assert.Equal(t, 1, s.commits)
+	assert.True(t, s.Step(now, want(4)), "nothing to do")
+	assert.Zero(t, s.State().Updates)
+	assert.Equal(t, "lim", s.State().Limit, "the reading is recorded")
 
-	assert.True(t, step(s, 3, true, nil))
-	assert.Equal(t, 3, *val)
-	assert.Equal(t, 1, state(s).Updates)
+	assert.True(t, s.Step(now, want(3)))
+	assert.Equal(t, 3, fk.val)
+	assert.Equal(t, 1, s.State().Updates)
 
 	errBad := fmt.Errorf("bad file")
-	assert.True(t, step(s, 0, false, errBad))
-	assert.Equal(t, 3, *val, "a bad reading changes nothing")
-	assert.Equal(t, errBad, state(s).Err)
-	assert.Equal(t, 2, s.commits, "and is not committed")
+	assert.True(t, s.Step(now, Reading[int, string]{Err: errBad, Limit: "bad"}))
+	assert.Equal(t, 3, fk.val, "a bad reading changes nothing")
+	assert.Equal(t, errBad, s.State().Err)
+	assert.Equal(t, "lim", s.State().Limit, "and is not recorded")
+	assert.True(t, s.State().Following, "it follows again once the reading is good")
 
-	assert.True(t, step(s, 0, false, nil), "the limit is gone")
-	assert.Equal(t, 8, *val)
-	assert.Equal(t, 1, s.restores)
-	assert.NoError(t, state(s).Err)
-	assert.Equal(t, 2, state(s).Updates)
+	assert.True(t, s.Step(now, Reading[int, string]{}), "the limit is gone")
+	assert.Equal(t, 8, fk.val)
+	assert.Equal(t, 1, fk.restores)
+	assert.NoError(t, s.State().Err)
+	assert.Equal(t, 2, s.State().Updates)
 
-	s.defer_ = true
-	assert.True(t, step(s, 5, true, nil))
-	assert.Equal(t, 8, *val, "left to the runtime: fitgo does not own the value")
+	r := want(5)
+	r.Wait = true
+	assert.True(t, s.Step(now, r))
+	assert.Equal(t, 8, fk.val, "left to the runtime: fitgo does not own the value")
 
-	*val = 7
-	s.adopt = true
-	assert.True(t, step(s, 7, true, nil), "the runtime's own update is adopted")
-	assert.True(t, state(s).Following)
+	fk.val = 7
+	r = want(7)
+	r.Adopting, r.Adopt = true, [2]int{7, 8}
+	assert.True(t, s.Step(now, r), "the runtime's own update is adopted")
+	assert.True(t, s.State().Following)
 
-	s.adopt = false
-	*val = 9
-	assert.False(t, step(s, 7, true, nil), "someone else's change: hand over")
-	assert.Equal(t, 9, *val)
-	st := state(s)
+	fk.val = 9
+	assert.False(t, s.Step(now, r), "someone else's change: hand over")
+	assert.Equal(t, 9, fk.val)
+	st := s.State()
 	assert.False(t, st.Following)
-	assert.Equal(t, "changed from 7 to 9", st.Reason)
-	require.True(t, s.Stopped(), "the package's Tick steps no more")
+	assert.True(t, st.HandedOver)
+	assert.Equal(t, [2]int{7, 9}, [2]int{st.From, st.To})
+	assert.False(t, s.Step(now, want(1)), "a stopped Fit steps no more")
+	assert.Equal(t, 9, fk.val)
+}
+
+// TestWriteRace: someone writes between fitgo's read and its write. The
+// previous value the setter returns is not the one fitgo read: fitgo puts it
+// back and hands over, in a refresh and in Undo. (Before, fitgo overwrote it
+// and kept ownership.)
+func TestWriteRace(t *testing.T) {
+	t.Run("refresh", func(t *testing.T) {
+		fk := &fakeKnob{val: 8}
+		k := fk.knob()
+		s := apply(t, k, 4, nil)
+		other := 6
+		fk.between = &other
+		assert.False(t, s.Step(time.Now(), want(2)))
+		assert.Equal(t, 6, fk.val, "the other write stands")
+		st := s.State()
+		assert.True(t, st.HandedOver)
+		assert.Equal(t, 6, st.To)
+		s.Undo()
+		assert.Equal(t, 6, fk.val)
+	})
+	t.Run("undo", func(t *testing.T) {
+		fk := &fakeKnob{val: 8}
+		k := fk.knob()
+		s := apply(t, k, 4, nil)
+		other := 5
+		fk.between = &other
+		s.Undo()
+		assert.Equal(t, 5, fk.val, "the other write stands")
+		assert.True(t, s.State().HandedOver)
+	})
+	t.Run("start", func(t *testing.T) {
+		fk := &fakeKnob{val: 8}
+		k := fk.knob()
+		other := 3
+		fk.between = &other
+		_, ok := Start(k, nil, 8, 4, true, true, "", nil)
+		assert.False(t, ok, "the caller decides again")
+		assert.Equal(t, 3, fk.val)
+	})
+}
+
+// TestChangeLinesCoalesce: a resize storm (200 changes in 2 s) logs the first
+// change at once and the rest in one line after LogEvery; the value follows
+// every reading.
+func TestChangeLinesCoalesce(t *testing.T) {
+	var buf bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&buf, nil))
+	fk := &fakeKnob{val: 8}
+	s := apply(t, fk.knob(), 4, log)
+	start := time.Unix(1000, 0)
+	for i := 0; i < 200; i++ {
+		require.True(t, s.Step(start.Add(time.Duration(i)*10*time.Millisecond), want(1+i%5)))
+		require.Equal(t, 1+i%5, fk.val, "the value follows every reading")
+	}
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	require.Len(t, lines, 1, buf.String())
+	assert.Contains(t, lines[0], `msg="fitgo: X updated: x limit changed" X=1 before=4 x_limit=lim`)
+
+	// Quiet readings within LogEvery log nothing; the first after it logs
+	// the held-back changes in one line.
+	s.Step(start.Add(5*time.Second), want(5))
+	assert.Len(t, strings.Split(strings.TrimSpace(buf.String()), "\n"), 1)
+	s.Step(start.Add(LogEvery), want(5))
+	lines = strings.Split(strings.TrimSpace(buf.String()), "\n")
+	require.Len(t, lines, 2, buf.String())
+	assert.Contains(t, lines[1], `msg="fitgo: X updated: x limit changed" X=5 before=1 x_limit=lim changes=199`)
+	assert.Equal(t, 200, s.State().Updates)
+
+	// A change long after the last line is logged at once again.
+	s.Step(start.Add(3*LogEvery), want(2))
+	lines = strings.Split(strings.TrimSpace(buf.String()), "\n")
+	require.Len(t, lines, 3)
+	assert.Contains(t, lines[2], "X=2 before=5")
+	assert.NotContains(t, lines[2], "changes=")
+}
+
+func TestReadErrorWarnsOnce(t *testing.T) {
+	var buf bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&buf, nil))
+	fk := &fakeKnob{val: 8}
+	s := apply(t, fk.knob(), 4, log)
+	bad := Reading[int, string]{Err: fmt.Errorf("too many open files")}
+	for i := 0; i < 3; i++ {
+		assert.True(t, s.Step(time.Now(), bad))
+	}
+	assert.Equal(t, 1, strings.Count(buf.String(), "\n"))
+	assert.Contains(t, buf.String(), `level=WARN msg="fitgo: cannot read the x limit; X not fitted until it can"`)
+	assert.True(t, s.Step(time.Now(), want(2)))
+	assert.Equal(t, 2, fk.val, "followed again")
+	assert.NoError(t, s.State().Err)
+}
+
+func TestStopAndUndoAreIdempotent(t *testing.T) {
+	fk := &fakeKnob{val: 8}
+	s := apply(t, fk.knob(), 4, nil)
+	s.Stop()
+	s.Stop()
+	assert.Equal(t, "stopped", s.State().Reason)
+	assert.Equal(t, 4, fk.val, "Stop keeps the value")
+	s.Undo()
+	assert.Equal(t, 8, fk.val)
+	assert.Equal(t, "stopped", s.State().Reason)
 }

@@ -21,7 +21,7 @@ import (
 // program that sets it itself would); "setmem N" calls debug.SetMemoryLimit(N).
 // It returns when stdin is closed.
 func Run() {
-	rep := fitgo.Results()
+	rep := fitgo.Startup()
 	start := time.Now()
 	enc := json.NewEncoder(os.Stdout)
 	cur := func() testprog.State {
@@ -37,8 +37,15 @@ func Run() {
 		}
 	}
 	first := cur()
-	first.MaxProcs, first.MemLimit = rep.MaxProcs.String(), rep.MemLimit.String()
-	first.Changed = rep.MaxProcs.Changed || rep.MemLimit.Changed
+	mp, ml := rep.MaxProcs.Status(), rep.MemLimit.Status()
+	first.MaxProcs, first.MemLimit = mp.String(), ml.String()
+	if rep.MaxProcs == nil {
+		first.MaxProcs = "turned off by FITGO=" + rep.Setting
+	}
+	if rep.MemLimit == nil {
+		first.MemLimit = "turned off by FITGO=" + rep.Setting
+	}
+	first.Changed = mp.Changed || ml.Changed
 	if rep.Err != nil {
 		first.Err = rep.Err.Error()
 	}

@@ -2,7 +2,7 @@
 // happens in fitgo's init, before main, with the defaults and the FITGO
 // environment variable, exactly as in a program that imports it.
 //
-//	blank report -scenario S              the knobs as fitgo's init left them, with fitgo.Results
+//	blank report -scenario S              the knobs as fitgo's init left them, with fitgo.Startup
 //	blank watch -scenario S [-for D]      poll the knobs while the limits change, and report each change
 //
 // This repository's go.mod says go 1.23, so this program has Go 1.23's
@@ -47,13 +47,14 @@ func main() {
 }
 
 func results() report.Fitgo {
-	r := fitgo.Results()
+	r := fitgo.Startup()
+	mp, ml := r.MaxProcs.Status(), r.MemLimit.Status()
 	f := report.Fitgo{
 		Setting:        r.Setting,
-		MaxProcs:       report.NewMaxProcs(r.MaxProcs),
-		MemLimit:       report.NewMemLimit(r.MemLimit),
-		MaxProcsStatus: report.NewMaxProcsStatus(r.MaxProcs.Status()),
-		MemLimitStatus: report.NewMemLimitStatus(r.MemLimit.Status()),
+		MaxProcs:       report.NewMaxProcs(mp),
+		MemLimit:       report.NewMemLimit(ml),
+		MaxProcsStatus: report.NewMaxProcsStatus(mp),
+		MemLimitStatus: report.NewMemLimitStatus(ml),
 	}
 	if r.SettingErr != nil {
 		f.SettingErr = r.SettingErr.Error()

@@ -37,8 +37,8 @@ func main() {
 	case "burn":
 		burn(h, *threads, *burnFor)
 	case "ceil":
-		res, _ := maxprocs.Apply(maxprocs.WithRounding(maxprocs.Ceil)) // the error is in res.Err
-		report.Emit(report.Ceil{Header: h, MaxProcs: report.NewMaxProcs(res), Runtime: report.ReadRuntime()})
+		fit, _ := maxprocs.Apply(maxprocs.Options{Policy: maxprocs.Policy{Rounding: maxprocs.Ceil}}) // the error is in the Result
+		report.Emit(report.Ceil{Header: h, MaxProcs: report.NewMaxProcs(fit.Status()), Runtime: report.ReadRuntime()})
 	default:
 		report.Fail("unknown command " + cmd)
 	}

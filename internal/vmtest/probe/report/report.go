@@ -124,7 +124,8 @@ func NewMaxProcs(r maxprocs.Result) MaxProcs {
 	}
 }
 
-// MaxProcsStatus is maxprocs.Status with its error as text.
+// MaxProcsStatus is the live part of maxprocs.Fit.Status, with its error as
+// text.
 type MaxProcsStatus struct {
 	GOMAXPROCS int
 	Following  bool
@@ -136,10 +137,10 @@ type MaxProcsStatus struct {
 	Reason     string
 }
 
-// NewMaxProcsStatus converts a maxprocs.Status.
-func NewMaxProcsStatus(s maxprocs.Status) MaxProcsStatus {
+// NewMaxProcsStatus converts a maxprocs.Fit.Status.
+func NewMaxProcsStatus(s maxprocs.Result) MaxProcsStatus {
 	return MaxProcsStatus{
-		GOMAXPROCS: s.GOMAXPROCS, Following: s.Following, Updates: s.Updates, LastUpdate: s.LastUpdate,
+		GOMAXPROCS: s.After, Following: s.Following, Updates: s.Updates, LastUpdate: s.LastUpdate,
 		Limit: s.Limit, Source: s.Source, Err: errText(s.Err), Reason: s.Reason,
 	}
 }
@@ -167,7 +168,8 @@ func NewMemLimit(r memlimit.Result) MemLimit {
 	}
 }
 
-// MemLimitStatus is memlimit.Status with its error as text.
+// MemLimitStatus is the live part of memlimit.Fit.Status, with its error as
+// text.
 type MemLimitStatus struct {
 	GOMEMLIMIT int64
 	Following  bool
@@ -180,15 +182,15 @@ type MemLimitStatus struct {
 	Reason     string
 }
 
-// NewMemLimitStatus converts a memlimit.Status.
-func NewMemLimitStatus(s memlimit.Status) MemLimitStatus {
+// NewMemLimitStatus converts a memlimit.Fit.Status.
+func NewMemLimitStatus(s memlimit.Result) MemLimitStatus {
 	return MemLimitStatus{
-		GOMEMLIMIT: s.GOMEMLIMIT, Following: s.Following, Updates: s.Updates, LastUpdate: s.LastUpdate,
+		GOMEMLIMIT: s.After, Following: s.Following, Updates: s.Updates, LastUpdate: s.LastUpdate,
 		Limit: s.Limit, Source: s.Source, From: s.From, Err: errText(s.Err), Reason: s.Reason,
 	}
 }
 
-// Fitgo is what the blank import reports (fitgo.Results), with the live
+// Fitgo is what the blank import reports (fitgo.Startup), with the live
 // status of its refresh loop.
 type Fitgo struct {
 	Setting        string
