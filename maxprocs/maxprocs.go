@@ -292,7 +292,8 @@ func (f *Fit) tick(now time.Time, lim cgroup.Limits, err error) bool {
 	if has {
 		cl = cpuLimit{q, lim.CPU.Source}
 	}
-	moved := rt.Updates && f.f.Moved()
+	seen, moved := f.f.Moved()
+	moved = moved && rt.Updates
 	if moved {
 		f.ncpu = f.env.numCPU()
 	}
@@ -308,6 +309,7 @@ func (f *Fit) tick(now time.Time, lim cgroup.Limits, err error) bool {
 	rd.Want = f.res.Policy.Procs(q, f.ncpu)
 	rd.Adopting, rd.Adopt = rt.Updates, [2]int{f.rtDef, f.rtPrev}
 	rd.Wait = rt.Updates && f.rtDef == rd.Want && now.Sub(f.changedAt) < runtimeGrace
+	rd.Seen, rd.Checked = seen, rt.Updates
 	return f.f.Step(now, rd)
 }
 

@@ -200,13 +200,14 @@ func (f *Fit[V, D]) Following() bool {
 	return f.following
 }
 
-// Moved reports whether the runtime's value is no longer the one fitgo last
-// saw: someone else, or the runtime itself, changed it.
-func (f *Fit[V, D]) Moved() bool {
+// Moved returns the runtime's value and whether it is no longer the one
+// fitgo last saw: someone else, or the runtime itself, changed it.
+func (f *Fit[V, D]) Moved() (V, bool) {
 	k := f.k
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	return k.get() != k.last
+	cur := k.get()
+	return cur, cur != k.last
 }
 
 // Reading is what one reading of the limits calls for.
@@ -222,6 +223,11 @@ type Reading[V comparable, D any] struct {
 	// Wait leaves a change to the runtime for now, while fitgo has not set
 	// the value.
 	Wait bool
+	// Seen is the value the reading was computed for, when Checked: if the
+	// runtime's value has changed since (its own update racing the tick),
+	// the step is left to the next reading instead of taken as a hand-over.
+	Seen    V
+	Checked bool
 }
 
 // Step applies a reading taken at now, and reports whether the Fit still
@@ -243,6 +249,9 @@ func (f *Fit[V, D]) Step(now time.Time, r Reading[V, D]) bool {
 func (f *Fit[V, D]) step(now time.Time, r *Reading[V, D]) event {
 	k := f.k
 	cur := k.get()
+	if r.Checked && cur != r.Seen {
+		return event{}
+	}
 	if cur != k.last {
 		if k.owned || !r.Adopting || (cur != r.Adopt[0] && cur != r.Adopt[1]) {
 			return f.handOver(k.last, cur)

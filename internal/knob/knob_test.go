@@ -162,6 +162,44 @@ func TestStep(t *testing.T) {
 	assert.Equal(t, 9, fk.val)
 }
 
+// TestRuntimeUpdateRacesTheTick: the runtime changes the value after the tick
+// looked at it (Moved) and before Step reads it. The prediction was made for
+// the old value, so the step is left to the next tick, which adopts the
+// runtime's update. (Before, Step took it for someone else's and handed over:
+// seen in CI as "changed from 2 to 1 outside fitgo" after taskset.)
+func TestRuntimeUpdateRacesTheTick(t *testing.T) {
+	fk := &fakeKnob{val: 8}
+	k := fk.knob()
+	cur, _ := k.Peek()
+	s, ok := Start(k, nil, cur, cur, false, true, "", nil)
+	require.True(t, ok)
+	now := time.Now()
+
+	seen, moved := s.Moved()
+	assert.Equal(t, 8, seen)
+	assert.False(t, moved)
+	fk.val = 1 // the runtime's own update, after the tick's look
+	r := want(8)
+	r.Adopting, r.Adopt, r.Seen, r.Checked = true, [2]int{8, 8}, seen, true
+	assert.True(t, s.Step(now, r), "not a hand-over: the reading was for the value 8")
+	assert.True(t, s.State().Following)
+	assert.Equal(t, 1, fk.val, "nothing written")
+
+	seen, moved = s.Moved()
+	assert.Equal(t, 1, seen)
+	assert.True(t, moved)
+	r = want(1)
+	r.Adopting, r.Adopt, r.Seen, r.Checked = true, [2]int{1, 8}, seen, true
+	assert.True(t, s.Step(now, r), "the next tick adopts the runtime's update")
+	assert.True(t, s.State().Following)
+
+	fk.val = 5 // someone else, seen by the tick
+	seen, _ = s.Moved()
+	r.Seen = seen
+	assert.False(t, s.Step(now, r), "a change the tick saw and cannot explain is handed over")
+	assert.True(t, s.State().HandedOver)
+}
+
 // TestWriteRace: someone writes between fitgo's read and its write. The
 // previous value the setter returns is not the one fitgo read: fitgo puts it
 // back and hands over, in a refresh and in Undo. (Before, fitgo overwrote it
