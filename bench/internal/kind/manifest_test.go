@@ -97,8 +97,8 @@ func TestPodManifestResizable(t *testing.T) {
 	}, c.ResizePolicy)
 	// Small fixed requests, so that a resize to larger limits always fits the
 	// node and keeps the QoS class (Burstable), which a resize cannot change.
-	assert.True(t, resource.MustParse(resizableCPURequest).Equal(c.Resources.Requests[corev1.ResourceCPU]))
-	assert.True(t, resource.MustParse(resizableMemoryRequest).Equal(c.Resources.Requests[corev1.ResourceMemory]))
+	assert.True(t, resizableCPURequest.Equal(c.Resources.Requests[corev1.ResourceCPU]))
+	assert.True(t, resizableMemoryRequest.Equal(c.Resources.Requests[corev1.ResourceMemory]))
 	assert.True(t, resource.MustParse("1").Equal(c.Resources.Limits[corev1.ResourceCPU]))
 }
 
@@ -118,7 +118,7 @@ func TestQuantities(t *testing.T) {
 		q := resource.MustParse(want)
 		assert.InDelta(t, in, float64(q.MilliValue())/1000, 1e-9, "Kubernetes reads %s back", want)
 	}
-	for in, want := range map[int64]string{256 << 20: "256Mi", 1 << 30: "1Gi", 3 << 30: "3Gi", 1536 << 20: "1536Mi", 1000: "1000", 5<<20 + 1: "5242881"} {
+	for in, want := range map[int64]string{256 << 20: "256Mi", 1 << 30: "1Gi", 3 << 30: "3Gi", 1536 << 20: "1536Mi", 1000: "1k", 5<<20 + 1: "5242881"} {
 		assert.Equal(t, want, MemoryQuantity(in))
 		q := resource.MustParse(want)
 		assert.Equal(t, in, q.Value())
