@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/version"
 
 	"github.com/fitgo/fitgo/bench/internal/k8stest"
@@ -203,6 +204,12 @@ func (f *fakeCluster) Run(ctx context.Context, c Cmd) ([]byte, error) {
 			return nil, err
 		}
 		f.created = append(f.created, obj)
+		if m, ok := obj.(metav1.Object); ok {
+			f.checkLabels(call, m.GetLabels())
+		}
+		if j, ok := obj.(*batchv1.Job); ok {
+			f.checkLabels(call, j.Spec.Template.Labels)
+		}
 		switch o := obj.(type) {
 		case *batchv1.Job:
 			call += " <<< Job " + o.Name
@@ -385,6 +392,9 @@ func (f *fakeCluster) kubectl(args []string, stdin []byte) ([]byte, error) {
 				return nil, &ExitError{Cmd: "kubectl patch", Code: 1, Stderr: fmt.Sprintf(`The Pod %q is invalid: spec.containers[0].resources.requests: Invalid value: %q: must be less than or equal to %s limit of %s`, args[2], v.String(), k, l.String())}
 			}
 		}
+		if guaranteed(fp.pod.Spec.Containers[0].Resources.Limits, req) != guaranteed(lim, req) {
+			return nil, &ExitError{Cmd: "kubectl patch", Code: 1, Stderr: fmt.Sprintf(`The Pod %q is invalid: spec: Invalid value: "Guaranteed": Pod QOS Class may not change as a result of resizing`, args[2])}
+		}
 		fp.patched = lim
 		return []byte("pod/" + args[2] + " patched\n"), nil
 	case args[0] == "delete":
@@ -521,4 +531,26 @@ func (f *fakeCluster) unschedulable(p *corev1.Pod) string {
 		}
 	}
 	return fmt.Sprintf("0/%d nodes are available: %d Insufficient cpu.", len(nodes), len(nodes))
+}
+
+// guaranteed reports whether a one-container pod with these limits and
+// requests has the Guaranteed QoS class: CPU and memory limits, and requests
+// equal to them.
+func guaranteed(lim, req corev1.ResourceList) bool {
+	for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		l, ok := lim[r]
+		if q, rok := req[r]; !ok || rok && q.Cmp(l) != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// checkLabels fails the test on a label the API server rejects.
+func (f *fakeCluster) checkLabels(call string, labels map[string]string) {
+	for k, v := range labels {
+		if errs := append(validation.IsQualifiedName(k), validation.IsValidLabelValue(v)...); len(errs) > 0 {
+			f.t.Errorf("%s: label %s=%s: %v", call, k, v, errs)
+		}
+	}
 }

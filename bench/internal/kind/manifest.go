@@ -53,8 +53,10 @@ type Workload struct {
 }
 
 // Fixed requests of a resizable pod: it keeps Burstable QoS whatever its
-// limits become, and always fits. A limit below them lowers the request to
-// the limit (the API rejects a request above its limit).
+// limits become, and always fits. A limit at or below them lowers the
+// request to half the limit: a request may not exceed its limit, and one
+// equal to it would make the pod Guaranteed, a QoS class a resize may not
+// change.
 var (
 	resizableCPURequest    = resource.MustParse("100m")
 	resizableMemoryRequest = resource.MustParse("64Mi")
@@ -89,8 +91,15 @@ func Cores(q resource.Quantity) float64 { return float64(q.MilliValue()) / 1000 
 
 func ptr[T any](v T) *T { return &v }
 
+// labels are the object's labels. A label value may not hold the "+" of
+// automaxprocs+automemlimit: the variant label is its slug, and the
+// annotation of the same name has the variant's name.
 func (w Workload) labels() map[string]string {
-	return map[string]string{LabelApp: AppName, LabelRunID: w.RunID, LabelVariant: w.Variant}
+	return map[string]string{LabelApp: AppName, LabelRunID: w.RunID, LabelVariant: slug(w.Variant)}
+}
+
+func (w Workload) annotations() map[string]string {
+	return map[string]string{LabelVariant: w.Variant}
 }
 
 // Limits returns the container's limits: cpu and memory when set.
@@ -105,21 +114,28 @@ func (w Workload) Limits() corev1.ResourceList {
 	return lim
 }
 
+// below returns the fixed request for the resource, or half its limit when
+// the limit is not above it (no limit: the fixed request).
+func below(lim corev1.ResourceList, name corev1.ResourceName, fixed resource.Quantity) resource.Quantity {
+	l, ok := lim[name]
+	if !ok || l.Cmp(fixed) > 0 {
+		return fixed
+	}
+	if name == corev1.ResourceCPU {
+		return *resource.NewMilliQuantity(max(l.MilliValue()/2, 1), resource.DecimalSI)
+	}
+	return *resource.NewQuantity(l.Value()/2, resource.BinarySI)
+}
+
 func (w Workload) resources() corev1.ResourceRequirements {
 	lim := w.Limits()
 	if len(lim) == 0 {
 		return corev1.ResourceRequirements{}
 	}
 	if w.Resizable {
-		req := corev1.ResourceList{corev1.ResourceCPU: resizableCPURequest}
-		if l, ok := lim[corev1.ResourceCPU]; ok && l.Cmp(resizableCPURequest) < 0 {
-			req[corev1.ResourceCPU] = l
-		}
-		if l, ok := lim[corev1.ResourceMemory]; ok {
-			req[corev1.ResourceMemory] = resizableMemoryRequest
-			if l.Cmp(resizableMemoryRequest) < 0 {
-				req[corev1.ResourceMemory] = l
-			}
+		req := corev1.ResourceList{corev1.ResourceCPU: below(lim, corev1.ResourceCPU, resizableCPURequest)}
+		if _, ok := lim[corev1.ResourceMemory]; ok {
+			req[corev1.ResourceMemory] = below(lim, corev1.ResourceMemory, resizableMemoryRequest)
 		}
 		return corev1.ResourceRequirements{Limits: lim, Requests: req}
 	}
@@ -188,11 +204,11 @@ func DownwardEnv(containerName string) []corev1.EnvVar {
 func Job(w Workload) *batchv1.Job {
 	j := &batchv1.Job{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
-		ObjectMeta: metav1.ObjectMeta{Name: w.Name, Namespace: w.Namespace, Labels: w.labels()},
+		ObjectMeta: metav1.ObjectMeta{Name: w.Name, Namespace: w.Namespace, Labels: w.labels(), Annotations: w.annotations()},
 		Spec: batchv1.JobSpec{
 			BackoffLimit: ptr(int32(0)),
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: w.labels()},
+				ObjectMeta: metav1.ObjectMeta{Labels: w.labels(), Annotations: w.annotations()},
 				Spec:       w.podSpec(),
 			},
 		},
@@ -208,7 +224,7 @@ func Job(w Workload) *batchv1.Job {
 func Pod(w Workload) *corev1.Pod {
 	p := &corev1.Pod{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
-		ObjectMeta: metav1.ObjectMeta{Name: w.Name, Namespace: w.Namespace, Labels: w.labels()},
+		ObjectMeta: metav1.ObjectMeta{Name: w.Name, Namespace: w.Namespace, Labels: w.labels(), Annotations: w.annotations()},
 		Spec:       w.podSpec(),
 	}
 	if w.DeadlineSeconds > 0 {

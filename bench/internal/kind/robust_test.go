@@ -216,8 +216,10 @@ func TestDockerfileNeedsNoBuildKit(t *testing.T) {
 	}
 }
 
-// Resize with limits below the fixed requests: the requests follow them
-// down (the fake, like the API server, rejects a request above its limit).
+// Resize with limits below the fixed requests: the requests go below them,
+// to half the limits (the fake, like the API server, rejects a request above
+// its limit, and a resize that would change the pod's QoS class: requests
+// equal to the limits would make it Guaranteed).
 func TestResizeSmallLimits(t *testing.T) {
 	f := newFakeCluster(t)
 	f.outcome = func(p *corev1.Pod) outcome {
@@ -227,8 +229,9 @@ func TestResizeSmallLimits(t *testing.T) {
 	require.NoError(t, res.err, res.stderr)
 	p := f.created[0].(*corev1.Pod)
 	req := p.Spec.Containers[0].Resources.Requests
-	assert.True(t, resource.MustParse("50m").Equal(req[corev1.ResourceCPU]), "%v", req)
-	assert.True(t, resource.MustParse("48Mi").Equal(req[corev1.ResourceMemory]), "%v", req)
+	assert.True(t, resource.MustParse("25m").Equal(req[corev1.ResourceCPU]), "%v", req)
+	assert.True(t, resource.MustParse("24Mi").Equal(req[corev1.ResourceMemory]), "%v", req)
+	assert.Equal(t, "applied", resizeRows(t, res.out)[0].Status)
 }
 
 func resizeRows(t *testing.T, dir string) []ResizeResult {
