@@ -156,6 +156,15 @@ func TestRunContainerdImageStore(t *testing.T) {
 	for _, c := range calls {
 		assert.NotContains(t, c, "docker-image")
 	}
+
+	// Docker 24 to 27 have the containerd store but no save --platform.
+	f = newFakeCluster(t)
+	f.engine = dockerInfoJSON("2", "io.containerd.snapshotter.v1")
+	f.fail["docker save --platform"] = &ExitError{Cmd: "docker save", Code: 125, Stderr: "unknown flag: --platform\nSee 'docker save --help'."}
+	res = runWith(t, f, "-cpus=1", "-runs=1", "-variants=fitgo", "-work-iters=1000")
+	require.NoError(t, res.err, res.stderr)
+	assert.Contains(t, f.Calls(), "docker save -o $TMP/image.tar fitgo-bench:dev")
+	assert.Contains(t, f.Calls(), "kind load image-archive $TMP/image.tar --name fitgo-bench")
 }
 
 // "TLS handshake timeout" and friends are retried; the run goes on.

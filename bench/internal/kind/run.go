@@ -363,12 +363,17 @@ func (r *Runner) provideImage(ctx context.Context) error {
 	if tool == ProviderDocker {
 		save = []string{"save", "--platform", "linux/" + r.info.arch, "-o", archive, cfg.Image}
 	}
-	if _, err := r.Exec.Run(ctx, Cmd{Name: tool, Args: save}); err != nil {
+	_, err := r.Exec.Run(ctx, Cmd{Name: tool, Args: save})
+	if err != nil && tool == ProviderDocker && strings.Contains(err.Error(), "unknown flag: --platform") {
+		// Docker before 28 saves one platform anyway.
+		_, err = r.Exec.Run(ctx, Cmd{Name: tool, Args: []string{"save", "-o", archive, cfg.Image}})
+	}
+	if err != nil {
 		return err
 	}
 	c := r.kindCmd("load", "image-archive", archive, "--name", cfg.Cluster)
 	c.Stream = true
-	_, err := r.Exec.Run(ctx, c)
+	_, err = r.Exec.Run(ctx, c)
 	return err
 }
 

@@ -18,9 +18,9 @@
 # directories of its own repository; replace directives of a dependency do not
 # apply, so the build module here replaces each of them with the published v0.x.
 #
-# Needs only Go and the Go module proxy. A cold build takes about half an hour
-# on two cores (see the README); set FITGO_KUBETEST_CACHE to a kept directory
-# on CI.
+# Needs only Go and the Go module proxy. A cold build (empty module and build
+# caches) takes minutes on two cores, most of it kube-apiserver (the README
+# has the time measured); set FITGO_KUBETEST_CACHE to a kept directory on CI.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
