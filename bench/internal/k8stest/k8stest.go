@@ -3,9 +3,11 @@
 // misspelt field, a wrong type or a duplicate key is an error, as it is for
 // "kubectl apply --validate=strict" and "kind create cluster".
 //
-// It is imported only by tests, so the k8s.io/api and sigs.k8s.io/kind
-// dependencies stay out of the harness's binary (and out of the library's
-// go.mod entirely).
+// It is imported only by tests, so the sigs.k8s.io/kind dependency stays out
+// of the harness's binary (the kind runner builds its manifests from the
+// k8s.io/api types; the library's go.mod has none of them). Strict decoding
+// catches a misspelt field; bench/internal/kubetest has a real API server
+// validate the same files.
 package k8stest
 
 import (

@@ -10,8 +10,11 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/fitgo/fitgo/bench/internal/settings"
 	"github.com/fitgo/fitgo/bench/internal/variant"
@@ -60,13 +63,28 @@ type Config struct {
 	Cluster    string // kind cluster name
 	KindConfig string // cluster config for kind create cluster
 	NodeImage  string // kind create cluster --image; empty for kind's default
-	Image      string // workload image
-	Build      bool   // build the image with docker
-	RepoRoot   string // docker build context
-	Keep       bool   // keep what the runner created
-	Timeout    time.Duration
-	Poll       time.Duration
-	RunID      string // names the namespace; default from the start time
+	// Provider is kind's node provider, docker or podman
+	// (KIND_EXPERIMENTAL_PROVIDER); it also builds the image.
+	Provider string
+	Image    string // workload image
+	Build    bool   // build the image with the provider
+	RepoRoot string // build context
+	Keep     bool   // keep what the runner created
+
+	// An existing cluster instead of kind: KubeContext names its kubeconfig
+	// context (and switches kind off), Kubeconfig its file (empty: kubectl's
+	// default). Push builds Image and pushes it where the cluster pulls it.
+	KubeContext  string
+	Kubeconfig   string
+	Push         bool
+	NodeSelector map[string]string
+	// NamespaceName is an existing namespace to run in (nothing but the
+	// runner's Jobs and Pods is deleted there); empty: a new one.
+	NamespaceName string
+
+	Timeout time.Duration
+	Poll    time.Duration
+	RunID   string // names the namespace; default from the start time
 
 	// Args is the command line, for the report.
 	Args []string
@@ -75,11 +93,31 @@ type Config struct {
 // Resize reports whether this is the resize scenario.
 func (c Config) Resize() bool { return len(c.Scenarios) == 1 && c.Scenarios[0] == ScenarioResize }
 
+// Kind reports whether the runner uses a kind cluster (the default), not an
+// existing cluster named by -context.
+func (c Config) Kind() bool { return c.KubeContext == "" }
+
 // Context is the kubectl context of the cluster.
-func (c Config) Context() string { return "kind-" + c.Cluster }
+func (c Config) Context() string {
+	if !c.Kind() {
+		return c.KubeContext
+	}
+	return "kind-" + c.Cluster
+}
 
 // Namespace is where the runner creates its Jobs and Pods.
-func (c Config) Namespace() string { return "fitgo-bench-" + c.RunID }
+func (c Config) Namespace() string {
+	if c.NamespaceName != "" {
+		return c.NamespaceName
+	}
+	return "fitgo-bench-" + c.RunID
+}
+
+// Providers kind supports, and that build the image.
+const (
+	ProviderDocker = "docker"
+	ProviderPodman = "podman"
+)
 
 // Defaults; the scenario ones are the local runner's.
 const (
@@ -106,6 +144,7 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 		c                          = Config{Args: args}
 		scenario, cpus, mem        string
 		variants, resizeMem        string
+		nodeSelector               string
 		defaultRepo, defaultConfig = defaultPaths()
 	)
 	fs.StringVar(&scenario, "scenario", ScenarioCPU, "scenarios, comma-separated: cpu (CPU limit sweep), memory (memory limit below the untuned heap peak), all (both); or resize alone (in-place resize of running pods)")
@@ -127,10 +166,16 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.StringVar(&c.Cluster, "cluster", DefaultCluster, "kind cluster; created from -kind-config (and deleted at the end, unless -keep) when it does not exist")
 	fs.StringVar(&c.KindConfig, "kind-config", defaultConfig, "kind cluster config for a new cluster")
 	fs.StringVar(&c.NodeImage, "node-image", "", "kind node image for a new cluster (default: kind's), e.g. kindest/node:v1.35.8@sha256:<digest from your kind release's notes>")
-	fs.StringVar(&c.Image, "image", DefaultImage, "workload image")
-	fs.BoolVar(&c.Build, "build", true, "build -image from bench/Dockerfile (-build=false: use the image already in the local Docker)")
-	fs.StringVar(&c.RepoRoot, "repo", defaultRepo, "repository root: the docker build context")
+	fs.StringVar(&c.Provider, "provider", defaultProvider(), "kind's node provider, docker or podman (default $KIND_EXPERIMENTAL_PROVIDER, else docker); it builds the image too")
+	fs.StringVar(&c.Image, "image", DefaultImage, "workload image; with -context, a reference the cluster can pull")
+	fs.BoolVar(&c.Build, "build", true, "build -image from bench/Dockerfile (-build=false: use the image already in the local Docker or Podman)")
+	fs.StringVar(&c.RepoRoot, "repo", defaultRepo, "repository root: the image's build context")
 	fs.BoolVar(&c.Keep, "keep", false, "keep what the runner created: the namespace with its Jobs and Pods, and the cluster if it created it")
+	fs.StringVar(&c.KubeContext, "context", "", "run in an existing cluster: this kubeconfig context, instead of kind (needs -image)")
+	fs.StringVar(&c.Kubeconfig, "kubeconfig", "", "with -context: the kubeconfig file (default: kubectl's)")
+	fs.BoolVar(&c.Push, "push", false, "with -context: build -image from bench/Dockerfile and push it (the cluster pulls it)")
+	fs.StringVar(&c.NamespaceName, "namespace", "", "an existing namespace to run in (default: a new one, fitgo-bench-<run id>, deleted at the end)")
+	fs.StringVar(&nodeSelector, "node-selector", "", "run the pods on nodes with these labels, comma-separated key=value")
 	fs.DurationVar(&c.Timeout, "timeout", 0, "give up on a run after this long (default 2 × duration + 3m)")
 	fs.DurationVar(&c.Poll, "poll", 2*time.Second, "how often to poll the cluster")
 	fs.StringVar(&c.RunID, "run-id", "", "names the namespace fitgo-bench-<run id> (default: the start time, yyyymmdd-hhmmss)")
@@ -145,6 +190,12 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	var err error
+	if c.NodeSelector, err = parseSelector(nodeSelector); err != nil {
+		return c, err
+	}
+	if err := c.checkCluster(fs); err != nil {
+		return c, err
+	}
 	c.Scenarios, err = settings.ParseScenarios(scenario, []string{ScenarioCPU, ScenarioMemory, ScenarioResize},
 		[]string{ScenarioCPU, ScenarioMemory}, "cpu, memory, all, or resize")
 	var unknown *settings.UnknownScenarioError
@@ -208,10 +259,88 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 	if c.RunID == "" {
 		c.RunID = time.Now().Format("20060102-150405")
 	}
-	if !validLabel(c.RunID) || len(c.Namespace()) > 63 {
+	if !validLabel(c.RunID) || len("fitgo-bench-"+c.RunID) > 63 {
 		return c, fmt.Errorf("-run-id %q: lower-case letters, digits and '-' only, at most %d characters", c.RunID, 63-len("fitgo-bench-"))
 	}
+	if c.NamespaceName != "" && (!validLabel(c.NamespaceName) || len(c.NamespaceName) > 63) {
+		return c, fmt.Errorf("-namespace %q: not a namespace name", c.NamespaceName)
+	}
 	return c, nil
+}
+
+func defaultProvider() string {
+	if p := os.Getenv("KIND_EXPERIMENTAL_PROVIDER"); p != "" {
+		return p
+	}
+	return ProviderDocker
+}
+
+// checkCluster checks the flags that choose the cluster and the image.
+func (c *Config) checkCluster(fs *flag.FlagSet) error {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if c.Provider != ProviderDocker && c.Provider != ProviderPodman {
+		return fmt.Errorf("-provider %q: docker or podman", c.Provider)
+	}
+	if c.Kind() {
+		for _, f := range []string{"kubeconfig", "push"} {
+			if set[f] {
+				return fmt.Errorf("-%s needs -context (an existing cluster); the kind cluster's kubeconfig comes from kind", f)
+			}
+		}
+		return nil
+	}
+	for _, f := range []string{"cluster", "kind-config", "node-image"} {
+		if set[f] {
+			return fmt.Errorf("-%s is for a kind cluster; -context names an existing one", f)
+		}
+	}
+	if !set["image"] {
+		return errors.New("-context needs -image: a reference the cluster can pull, e.g. registry.example.com/fitgo-bench:v1 (-push builds and pushes it)")
+	}
+	if set["build"] && c.Build && !c.Push {
+		return errors.New("-build with -context needs -push: the cluster pulls the image from a registry")
+	}
+	c.Build = c.Push
+	return nil
+}
+
+// parseSelector parses key=value,key=value into a node selector.
+func parseSelector(s string) (map[string]string, error) {
+	if s == "" {
+		return nil, nil
+	}
+	out := map[string]string{}
+	for _, kv := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("-node-selector %q: want key=value pairs, comma-separated", s)
+		}
+		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
+			return nil, fmt.Errorf("-node-selector: label key %q: %s", k, strings.Join(errs, "; "))
+		}
+		if errs := validation.IsValidLabelValue(v); len(errs) > 0 {
+			return nil, fmt.Errorf("-node-selector: label value %q: %s", v, strings.Join(errs, "; "))
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+// nodeImageMinor returns the Kubernetes minor version in a kind node image's
+// tag (kindest/node:v1.34.3@sha256:...), or false when it has none.
+func nodeImageMinor(ref string) (int, bool) {
+	ref, _, _ = strings.Cut(ref, "@")
+	i := strings.LastIndex(ref, ":")
+	if i < 0 || strings.Contains(ref[i:], "/") {
+		return 0, false
+	}
+	f := strings.Split(strings.TrimPrefix(ref[i+1:], "v"), ".")
+	if len(f) < 2 || f[0] != "1" {
+		return 0, false
+	}
+	m, err := strconv.Atoi(f[1])
+	return m, err == nil
 }
 
 // Setting is one scenario setting: the runs of every variant under the same
@@ -305,7 +434,12 @@ const usage = `Runs the benchmark's workload variants as Kubernetes Jobs in a ki
 each with the scenario's resources.limits (requests equal to the limits),
 interleaved for -runs rounds, collects their JSON results from the pod logs,
 writes the same report as the local runner and deletes what it created.
-Needs docker, kind (v0.31 or later: Kubernetes 1.35) and kubectl in PATH.
+Needs Docker or Podman, kind and kubectl in PATH.
+
+With -context, it runs the same scenarios in an existing cluster instead:
+the pods pull -image (which -push builds and pushes), in a new namespace or
+-namespace, on the nodes -node-selector picks; only kubectl is needed (and
+Docker or Podman for -push).
 
 -scenario resize instead runs each variant in a Pod with -report-every,
 resizes its CPU and memory limits in place (kubectl patch pod --subresource

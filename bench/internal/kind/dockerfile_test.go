@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -123,4 +124,30 @@ func TestDockerfileBuild(t *testing.T) {
 		assert.NoError(t, err, "%s -h: %s", v.Name, help)
 		assert.Contains(t, string(help), "-report-every", "%s has the flag the resize scenario needs", v.Name)
 	}
+}
+
+// TestDockerfileDownloadsWhatTheVariantsImport checks the Dockerfile's go
+// mod download against the modules the variants import, so that the cached
+// layer holds all of them (and nothing of the harness's).
+func TestDockerfileDownloadsWhatTheVariantsImport(t *testing.T) {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("needs the go command")
+	}
+	var listed []string
+	for _, in := range dockerfile(t) {
+		if rest, ok := strings.CutPrefix(in, "RUN cd bench && go mod download "); ok {
+			listed = strings.Fields(rest)
+		}
+	}
+	require.NotEmpty(t, listed, "no RUN cd bench && go mod download in bench/Dockerfile")
+	out, err := exec.Command(goBin, "list", "-deps", "-f", "{{with .Module}}{{.Path}}{{end}}", "../../cmd/...").Output()
+	require.NoError(t, err)
+	var want []string
+	for _, m := range strings.Fields(string(out)) {
+		if !strings.HasPrefix(m, "github.com/fitgo/fitgo") && !slices.Contains(want, m) {
+			want = append(want, m)
+		}
+	}
+	assert.ElementsMatch(t, want, listed)
 }

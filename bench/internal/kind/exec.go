@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -16,16 +17,22 @@ type Cmd struct {
 	Name  string   // program, looked up in PATH
 	Args  []string // arguments
 	Dir   string   // working directory; empty for the current one
+	Env   []string // KEY=value added to the environment
 	Stdin []byte   // standard input, e.g. a manifest for "kubectl create -f -"
 	// Stream asks the executor to copy the command's output to the user as it
 	// runs (docker build, kind create cluster): long steps show their progress.
 	Stream bool
 }
 
-// String is the command as a shell would show it; arguments with spaces or
-// shell metacharacters are quoted. Stdin is not shown.
+// String is the command as a shell would show it, after its extra
+// environment; arguments with spaces or shell metacharacters are quoted.
+// Stdin is not shown.
 func (c Cmd) String() string {
-	parts := make([]string, 0, len(c.Args)+1)
+	parts := make([]string, 0, len(c.Env)+len(c.Args)+1)
+	for _, e := range c.Env {
+		k, v, _ := strings.Cut(e, "=")
+		parts = append(parts, k+"="+shellQuote(v))
+	}
 	for _, a := range append([]string{c.Name}, c.Args...) {
 		parts = append(parts, shellQuote(a))
 	}
@@ -77,6 +84,9 @@ func (e *ExitError) Error() string {
 func (x OSExecutor) Run(ctx context.Context, c Cmd) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, c.Name, c.Args...)
 	cmd.Dir = c.Dir
+	if len(c.Env) > 0 {
+		cmd.Env = append(os.Environ(), c.Env...)
+	}
 	if c.Stdin != nil {
 		cmd.Stdin = bytes.NewReader(c.Stdin)
 	}

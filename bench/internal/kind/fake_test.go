@@ -16,9 +16,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/version"
 
 	"github.com/fitgo/fitgo/bench/internal/k8stest"
+	"github.com/fitgo/fitgo/bench/internal/results"
 )
 
 // fakeCluster plays docker, kind and kubectl for the runner. Every manifest
@@ -30,14 +32,36 @@ type fakeCluster struct {
 
 	mu          sync.Mutex
 	now         time.Time
+	tmp         string // the runner's TempDir, shown as $TMP in calls
 	clusters    []string
 	minor       string // server minor version
 	clientMinor string // kubectl's minor version
 	allocCPU    string
+	// engine is what "docker info" or "podman info" prints (JSON).
+	engine string
+	// nodes, when set, replace the one kind node with allocCPU.
+	nodes []corev1.Node
+	// system are the pods already running (kind's own: control plane, CoreDNS, kindnet).
+	system []corev1.Pod
+	// saMissing is how many times the default ServiceAccount is not found yet.
+	saMissing int
+	// flaky makes the commands with these prefixes fail that many times
+	// with a transient error before they work.
+	flaky map[string]int
+	// kubeconfigs are the kubeconfig files kubectl was given, read when used.
+	kubeconfigs []string
+	// resizeCond, when set, is the condition the kubelet reports instead of
+	// applying a resize.
+	resizeCond *corev1.PodCondition
+	// nodeSkew is how far the node's clock is ahead of this machine's.
+	nodeSkew    time.Duration
+	calibration []byte // the calibration pod's log
 	calls       []string
 	pods        map[string]*fakePod // by pod name
 	byJob       map[string]string   // job name -> pod name
 	created     []any               // every object created, decoded strictly
+	deleted     []string            // kind/name of the Jobs and Pods deleted
+	nsCreated   bool
 
 	// outcome decides how each workload pod ends; nil: success with the
 	// variant's recorded log.
@@ -71,10 +95,64 @@ func newFakeCluster(t *testing.T) *fakeCluster {
 		minor:       "35",
 		clientMinor: "35",
 		allocCPU:    "8",
+		engine:      dockerInfoJSON("2", ""),
 		pods:        map[string]*fakePod{},
 		byJob:       map[string]string{},
 		fail:        map[string]error{},
+		flaky:       map[string]int{},
+		calibration: []byte("38695\n"),
 	}
+}
+
+// dockerInfoJSON is Docker's "info" as JSON, with the given cgroup version
+// and driver-type (io.containerd.snapshotter.v1: the containerd image store).
+func dockerInfoJSON(cgroup, driverType string) string {
+	status := `[["Backing Filesystem","extfs"],["Supports d_type","true"]]`
+	if driverType != "" {
+		status = `[["driver-type","` + driverType + `"]]`
+	}
+	return `{"ID":"x","Containers":3,"Driver":"overlay2","DriverStatus":` + status + `,"CgroupDriver":"systemd","CgroupVersion":"` + cgroup + `","ServerVersion":"28.1.1","OperatingSystem":"Debian GNU/Linux 13 (trixie)","NCPU":2}`
+}
+
+// podmanInfoJSON is Podman's "info" as JSON (also what podman-docker's
+// "docker info" prints).
+const podmanInfoJSON = `{"host":{"arch":"amd64","cgroupManager":"systemd","cgroupVersion":"v2","cpus":2,"os":"linux"},"store":{"graphDriverName":"overlay"},"version":{"APIVersion":"5.4.2","Version":"5.4.2"}}`
+
+// kindNode is kind's single node: the control plane, untainted because it
+// is alone, with cpus CPUs and 8Gi of memory allocatable.
+func kindNode(cpus string) corev1.Node {
+	n := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "fitgo-bench-control-plane", Labels: map[string]string{"kubernetes.io/hostname": "fitgo-bench-control-plane"}}}
+	n.Status.Capacity = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpus), corev1.ResourceMemory: resource.MustParse("16Gi")}
+	n.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpus), corev1.ResourceMemory: resource.MustParse("16Gi")}
+	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
+	n.Status.NodeInfo = corev1.NodeSystemInfo{KernelVersion: "6.18.0", OSImage: "Debian GNU/Linux 12 (bookworm)", ContainerRuntimeVersion: "containerd://2.1.4", KubeletVersion: "v1.35.8", Architecture: "amd64"}
+	return n
+}
+
+// kindSystemPods are the pods of a fresh kind cluster on node, with their
+// requests: 950m CPU and 290Mi in all.
+func kindSystemPods(node string) []corev1.Pod {
+	var pods []corev1.Pod
+	for _, p := range []struct{ name, cpu, mem string }{
+		{"etcd", "100m", "100Mi"}, {"kube-apiserver", "250m", ""}, {"kube-controller-manager", "200m", ""},
+		{"kube-scheduler", "100m", ""}, {"coredns-1", "100m", "70Mi"}, {"coredns-2", "100m", "70Mi"}, {"kindnet", "100m", "50Mi"},
+	} {
+		req := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(p.cpu)}
+		if p.mem != "" {
+			req[corev1.ResourceMemory] = resource.MustParse(p.mem)
+		}
+		pods = append(pods, corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: p.name, Namespace: "kube-system"},
+			Spec:       corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: p.name, Resources: corev1.ResourceRequirements{Requests: req}}}},
+			Status:     corev1.PodStatus{Phase: corev1.PodRunning},
+		})
+	}
+	return pods
+}
+
+// transient is the error a loaded laptop's API server gives now and then.
+func transient(call string) error {
+	return &ExitError{Cmd: call, Code: 1, Stderr: "Unable to connect to the server: net/http: TLS handshake timeout"}
 }
 
 func (f *fakeCluster) Now() time.Time {
@@ -113,6 +191,9 @@ func (f *fakeCluster) Run(ctx context.Context, c Cmd) ([]byte, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	call := c.String()
+	if f.tmp != "" {
+		call = strings.ReplaceAll(call, f.tmp, "$TMP")
+	}
 	if c.Dir != "" {
 		call = "(cd " + shellQuote(c.Dir) + ") " + call
 	}
@@ -123,6 +204,12 @@ func (f *fakeCluster) Run(ctx context.Context, c Cmd) ([]byte, error) {
 			return nil, err
 		}
 		f.created = append(f.created, obj)
+		if m, ok := obj.(metav1.Object); ok {
+			f.checkLabels(call, m.GetLabels())
+		}
+		if j, ok := obj.(*batchv1.Job); ok {
+			f.checkLabels(call, j.Spec.Template.Labels)
+		}
 		switch o := obj.(type) {
 		case *batchv1.Job:
 			call += " <<< Job " + o.Name
@@ -136,21 +223,43 @@ func (f *fakeCluster) Run(ctx context.Context, c Cmd) ([]byte, error) {
 			return nil, err
 		}
 	}
+	for prefix, n := range f.flaky {
+		if n > 0 && strings.HasPrefix(call, prefix) {
+			f.flaky[prefix] = n - 1
+			return nil, transient(call)
+		}
+	}
 	args := c.Args
 	switch c.Name {
 	case "kind":
 		return f.kind(args)
-	case "docker":
+	case "docker", "podman":
 		if args[0] == "info" {
-			return []byte("2 systemd\n"), nil
+			if strings.Join(args, " ") != "info --format {{json .}}" {
+				return nil, fmt.Errorf("fake %s: %q", c.Name, args)
+			}
+			return []byte(f.engine + "\n"), nil
 		}
 		return nil, nil
 	case "kubectl":
+		if len(args) >= 2 && args[0] == "--kubeconfig" {
+			if filepath.Base(args[1]) == "kubeconfig" { // the one the runner wrote from kind get kubeconfig
+				b, err := os.ReadFile(args[1])
+				if err != nil || !strings.Contains(string(b), "kind-fitgo-bench") {
+					f.t.Errorf("%s: kubeconfig %s: %v %q", call, args[1], err, b)
+				}
+				f.kubeconfigs = append(f.kubeconfigs, args[1])
+			}
+			args = args[2:]
+		}
 		if len(args) >= 2 && args[0] == "--context" {
 			args = args[2:]
 		}
 		if len(args) >= 2 && args[0] == "-n" {
 			args = args[2:]
+		}
+		if len(args) > 0 && args[len(args)-1] == requestTimeout {
+			args = args[:len(args)-1]
 		}
 		return f.kubectl(args, c.Stdin)
 	}
@@ -172,7 +281,12 @@ func (f *fakeCluster) kind(args []string) ([]byte, error) {
 	case "delete cluster":
 		f.clusters = slices.DeleteFunc(f.clusters, func(s string) bool { return s == args[3] })
 		return nil, nil
-	case "load docker-image":
+	case "get kubeconfig":
+		if !slices.Contains(f.clusters, args[3]) {
+			return nil, fmt.Errorf("fake kind: no cluster %s", args[3])
+		}
+		return []byte("apiVersion: v1\nkind: Config\ncurrent-context: kind-" + args[3] + "\ncontexts:\n- name: kind-" + args[3] + "\n"), nil
+	case "load docker-image", "load image-archive":
 		return nil, nil
 	}
 	return nil, fmt.Errorf("fake kind: %q", args)
@@ -187,6 +301,12 @@ func mustJSON(t *testing.T, v any) []byte {
 }
 
 func (f *fakeCluster) kubectl(args []string, stdin []byte) ([]byte, error) {
+	// The controller manager creates the default ServiceAccount a while
+	// after the namespace.
+	saExists := f.saMissing == 0
+	if f.saMissing > 0 && f.nsCreated {
+		f.saMissing--
+	}
 	switch {
 	case strings.Join(args, " ") == "version --client -o json":
 		return mustJSON(f.t, map[string]any{"clientVersion": version.Info{Major: "1", Minor: f.clientMinor, GitVersion: "v1." + f.clientMinor + ".4"}}), nil
@@ -196,11 +316,20 @@ func (f *fakeCluster) kubectl(args []string, stdin []byte) ([]byte, error) {
 			"serverVersion": version.Info{Major: "1", Minor: f.minor, GitVersion: "v1." + f.minor + ".8"},
 		}), nil
 	case strings.Join(args, " ") == "get nodes -o json":
-		n := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "fitgo-bench-control-plane"}}
-		n.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(f.allocCPU), corev1.ResourceMemory: resource.MustParse("16Gi")}
-		n.Status.NodeInfo = corev1.NodeSystemInfo{KernelVersion: "6.18.0", OSImage: "Debian GNU/Linux 12 (bookworm)", ContainerRuntimeVersion: "containerd://2.1.4", KubeletVersion: "v1." + f.minor + ".8"}
-		return mustJSON(f.t, corev1.NodeList{Items: []corev1.Node{n}}), nil
+		nodes := f.nodes
+		if nodes == nil {
+			nodes = []corev1.Node{kindNode(f.allocCPU)}
+		}
+		return mustJSON(f.t, corev1.NodeList{Items: nodes}), nil
+	case strings.Join(args, " ") == "get pods --all-namespaces --field-selector=status.phase!=Succeeded,status.phase!=Failed -o json":
+		return mustJSON(f.t, corev1.PodList{Items: f.system}), nil
+	case strings.Join(args, " ") == "get serviceaccount default -o name":
+		if !saExists {
+			return nil, &ExitError{Cmd: "kubectl get serviceaccount", Code: 1, Stderr: `Error from server (NotFound): serviceaccounts "default" not found`}
+		}
+		return []byte("serviceaccount/default\n"), nil
 	case args[0] == "create" && args[1] == "namespace":
+		f.nsCreated = true
 		return []byte("namespace/" + args[2] + " created\n"), nil
 	case args[0] == "create" && args[1] == "-f":
 		obj := f.created[len(f.created)-1]
@@ -211,6 +340,9 @@ func (f *fakeCluster) kubectl(args []string, stdin []byte) ([]byte, error) {
 			f.byJob[o.Name] = p.Name
 			return []byte("job.batch/" + o.Name + " created\n"), nil
 		case *corev1.Pod:
+			if !saExists {
+				return nil, &ExitError{Cmd: "kubectl create", Code: 1, Stderr: `Error from server (Forbidden): error when creating "STDIN": pods "` + o.Name + `" is forbidden: error looking up service account ns/default: serviceaccount "default" not found`}
+			}
 			f.addPod(o.DeepCopy())
 			return []byte("pod/" + o.Name + " created\n"), nil
 		}
@@ -235,6 +367,9 @@ func (f *fakeCluster) kubectl(args []string, stdin []byte) ([]byte, error) {
 		if fp == nil || fp.polls < 2 {
 			return nil, fmt.Errorf("fake kubectl: logs of %s before it ran", args[1])
 		}
+		if fp.pod.Status.Phase == corev1.PodRunning {
+			return f.logsSoFar(fp), nil
+		}
 		return fp.out.logs, nil
 	case args[0] == "patch":
 		fp := f.pods[args[2]]
@@ -250,9 +385,22 @@ func (f *fakeCluster) kubectl(args []string, stdin []byte) ([]byte, error) {
 		if len(patch.Spec.Containers) != 1 || patch.Spec.Containers[0].Name != ContainerName {
 			f.t.Errorf("resize patch names %+v, want the container %s", patch.Spec.Containers, ContainerName)
 		}
-		fp.patched = patch.Spec.Containers[0].Resources.Limits
+		lim := patch.Spec.Containers[0].Resources.Limits
+		req := fp.pod.Spec.Containers[0].Resources.Requests
+		for k, v := range req {
+			if l, ok := lim[k]; ok && v.Cmp(l) > 0 {
+				return nil, &ExitError{Cmd: "kubectl patch", Code: 1, Stderr: fmt.Sprintf(`The Pod %q is invalid: spec.containers[0].resources.requests: Invalid value: %q: must be less than or equal to %s limit of %s`, args[2], v.String(), k, l.String())}
+			}
+		}
+		if guaranteed(fp.pod.Spec.Containers[0].Resources.Limits, req) != guaranteed(lim, req) {
+			return nil, &ExitError{Cmd: "kubectl patch", Code: 1, Stderr: fmt.Sprintf(`The Pod %q is invalid: spec: Invalid value: "Guaranteed": Pod QOS Class may not change as a result of resizing`, args[2])}
+		}
+		fp.patched = lim
 		return []byte("pod/" + args[2] + " patched\n"), nil
 	case args[0] == "delete":
+		if args[1] == "pod" || args[1] == "job" {
+			f.deleted = append(f.deleted, args[1]+"/"+args[2])
+		}
 		return nil, nil
 	}
 	return nil, fmt.Errorf("fake kubectl: %q", args)
@@ -261,8 +409,13 @@ func (f *fakeCluster) kubectl(args []string, stdin []byte) ([]byte, error) {
 func (f *fakeCluster) addPod(p *corev1.Pod) {
 	out := outcome{exitCode: 0, reason: "Completed"}
 	variant := p.Labels[LabelVariant]
+	for k, v := range p.Spec.Containers[0].Resources.Requests {
+		if l, ok := p.Spec.Containers[0].Resources.Limits[k]; ok && v.Cmp(l) > 0 {
+			f.t.Errorf("pod %s: the API server rejects a %s request %s above its limit %s", p.Name, k, v.String(), l.String())
+		}
+	}
 	if p.Name == "calibrate-x7k2p" {
-		out.logs = []byte("38695\n")
+		out.logs = f.calibration
 	} else if f.outcome != nil {
 		out = f.outcome(p)
 	}
@@ -280,6 +433,12 @@ func (f *fakeCluster) step(fp *fakePod) *corev1.Pod {
 	c := p.Spec.Containers[0]
 	cs := corev1.ContainerStatus{Name: c.Name, Image: c.Image}
 	st := &p.Status
+	if why := f.unschedulable(p); why != "" {
+		st.Phase = corev1.PodPending
+		st.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: why}}
+		st.ContainerStatuses = nil
+		return p.DeepCopy()
+	}
 	switch {
 	case fp.out.never:
 		st.Phase = corev1.PodPending
@@ -297,10 +456,14 @@ func (f *fakeCluster) step(fp *fakePod) *corev1.Pod {
 			fp.started = f.now
 		}
 		st.Phase = corev1.PodRunning
-		cs.State.Running = &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(fp.started)}
+		// The node reports the start on its own clock, in whole seconds.
+		cs.State.Running = &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(fp.started.Add(f.nodeSkew).Truncate(time.Second))}
 		cs.Ready = true
 		lim := c.Resources.Limits
-		if fp.patched != nil {
+		if fp.patched != nil && f.resizeCond != nil {
+			st.Conditions = []corev1.PodCondition{*f.resizeCond}
+			fp.sincePatc++
+		} else if fp.patched != nil {
 			fp.sincePatc++
 			if fp.sincePatc >= 2 { // the kubelet applies the resize on the second poll
 				lim = fp.patched
@@ -322,4 +485,72 @@ func (f *fakeCluster) step(fp *fakePod) *corev1.Pod {
 	}
 	st.ContainerStatuses = []corev1.ContainerStatus{cs}
 	return p.DeepCopy()
+}
+
+// logsSoFar is the part of a running pod's log written by now: the lines
+// before the first progress line after the time it has been running.
+func (f *fakeCluster) logsSoFar(fp *fakePod) []byte {
+	elapsed := f.now.Sub(fp.started).Seconds()
+	var out []byte
+	for _, l := range strings.SplitAfter(string(fp.out.logs), "\n") {
+		if line, err := results.ParseLine([]byte(strings.TrimSpace(l))); err == nil {
+			if line.Result != nil || line.Progress != nil && line.Progress.ElapsedMS/1000 > elapsed {
+				break
+			}
+		}
+		out = append(out, l...)
+	}
+	return out
+}
+
+// unschedulable is the scheduler's verdict on p: "" when some node without
+// a taint, matching its node selector, has room for its CPU request besides
+// the pods already there.
+func (f *fakeCluster) unschedulable(p *corev1.Pod) string {
+	nodes := f.nodes
+	if nodes == nil {
+		nodes = []corev1.Node{kindNode(f.allocCPU)}
+	}
+	want := p.Spec.Containers[0].Resources.Requests.Cpu().MilliValue()
+	for _, n := range nodes {
+		matches := len(n.Spec.Taints) == 0
+		for k, v := range p.Spec.NodeSelector {
+			matches = matches && n.Labels[k] == v
+		}
+		if !matches {
+			continue
+		}
+		free := n.Status.Allocatable.Cpu().MilliValue()
+		for _, sp := range f.system {
+			if sp.Spec.NodeName == n.Name {
+				free -= sp.Spec.Containers[0].Resources.Requests.Cpu().MilliValue()
+			}
+		}
+		if want <= free {
+			return ""
+		}
+	}
+	return fmt.Sprintf("0/%d nodes are available: %d Insufficient cpu.", len(nodes), len(nodes))
+}
+
+// guaranteed reports whether a one-container pod with these limits and
+// requests has the Guaranteed QoS class: CPU and memory limits, and requests
+// equal to them.
+func guaranteed(lim, req corev1.ResourceList) bool {
+	for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		l, ok := lim[r]
+		if q, rok := req[r]; !ok || rok && q.Cmp(l) != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// checkLabels fails the test on a label the API server rejects.
+func (f *fakeCluster) checkLabels(call string, labels map[string]string) {
+	for k, v := range labels {
+		if errs := append(validation.IsQualifiedName(k), validation.IsValidLabelValue(v)...); len(errs) > 0 {
+			f.t.Errorf("%s: label %s=%s: %v", call, k, v, errs)
+		}
+	}
 }

@@ -3,113 +3,13 @@ package kind
 import (
 	"encoding/json"
 	"math"
-	"strconv"
 	"strings"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
-
-// The manifests the runner creates, as the subset of the Kubernetes API they
-// use. The package does not import k8s.io/api (it would make the harness's
-// binary much larger and slower to build); its tests decode every generated
-// manifest strictly into the k8s.io/api types, so a wrong field name fails.
-
-type objectMeta struct {
-	Name      string            `json:"name,omitempty"`
-	Namespace string            `json:"namespace,omitempty"`
-	Labels    map[string]string `json:"labels,omitempty"`
-}
-
-type job struct {
-	APIVersion string     `json:"apiVersion"`
-	Kind       string     `json:"kind"`
-	Metadata   objectMeta `json:"metadata"`
-	Spec       jobSpec    `json:"spec"`
-}
-
-type jobSpec struct {
-	BackoffLimit          *int32      `json:"backoffLimit"`
-	ActiveDeadlineSeconds *int64      `json:"activeDeadlineSeconds,omitempty"`
-	Template              podTemplate `json:"template"`
-}
-
-type podTemplate struct {
-	Metadata objectMeta `json:"metadata"`
-	Spec     podSpec    `json:"spec"`
-}
-
-type pod struct {
-	APIVersion string     `json:"apiVersion"`
-	Kind       string     `json:"kind"`
-	Metadata   objectMeta `json:"metadata"`
-	Spec       podSpec    `json:"spec"`
-}
-
-type podSpec struct {
-	RestartPolicy                 string              `json:"restartPolicy"`
-	TerminationGracePeriodSeconds *int64              `json:"terminationGracePeriodSeconds,omitempty"`
-	ActiveDeadlineSeconds         *int64              `json:"activeDeadlineSeconds,omitempty"`
-	EnableServiceLinks            *bool               `json:"enableServiceLinks,omitempty"`
-	AutomountServiceAccountToken  *bool               `json:"automountServiceAccountToken,omitempty"`
-	SecurityContext               *podSecurityContext `json:"securityContext,omitempty"`
-	Containers                    []container         `json:"containers"`
-}
-
-type podSecurityContext struct {
-	RunAsNonRoot   *bool           `json:"runAsNonRoot,omitempty"`
-	RunAsUser      *int64          `json:"runAsUser,omitempty"`
-	SeccompProfile *seccompProfile `json:"seccompProfile,omitempty"`
-}
-
-type seccompProfile struct {
-	Type string `json:"type"`
-}
-
-type container struct {
-	Name            string             `json:"name"`
-	Image           string             `json:"image"`
-	ImagePullPolicy string             `json:"imagePullPolicy,omitempty"`
-	Command         []string           `json:"command,omitempty"`
-	Args            []string           `json:"args,omitempty"`
-	Env             []envVar           `json:"env,omitempty"`
-	Resources       resources          `json:"resources"`
-	ResizePolicy    []resizePolicy     `json:"resizePolicy,omitempty"`
-	SecurityContext *containerSecurity `json:"securityContext,omitempty"`
-}
-
-type containerSecurity struct {
-	AllowPrivilegeEscalation *bool         `json:"allowPrivilegeEscalation,omitempty"`
-	ReadOnlyRootFilesystem   *bool         `json:"readOnlyRootFilesystem,omitempty"`
-	Capabilities             *capabilities `json:"capabilities,omitempty"`
-}
-
-type capabilities struct {
-	Drop []string `json:"drop,omitempty"`
-}
-
-type envVar struct {
-	Name      string     `json:"name"`
-	Value     string     `json:"value,omitempty"`
-	ValueFrom *envSource `json:"valueFrom,omitempty"`
-}
-
-type envSource struct {
-	ResourceFieldRef *resourceFieldRef `json:"resourceFieldRef,omitempty"`
-}
-
-type resourceFieldRef struct {
-	ContainerName string `json:"containerName,omitempty"`
-	Resource      string `json:"resource"`
-	Divisor       string `json:"divisor,omitempty"`
-}
-
-type resources struct {
-	Limits   map[string]string `json:"limits,omitempty"`
-	Requests map[string]string `json:"requests,omitempty"`
-}
-
-type resizePolicy struct {
-	ResourceName  string `json:"resourceName"`
-	RestartPolicy string `json:"restartPolicy"`
-}
 
 // ContainerName is the name of the workload's container in every manifest.
 const ContainerName = "workload"
@@ -129,99 +29,140 @@ type Workload struct {
 	Namespace string
 	RunID     string
 	Variant   string   // variant name, for the label
-	Image     string   // image loaded into the cluster
+	Image     string   // image loaded into the cluster, or one it can pull
 	Command   []string // the variant's binary in the image, and fixed arguments
 	Args      []string // workload flags
+	// PullPolicy is the container's imagePullPolicy; empty for IfNotPresent
+	// (the image kind load put on the node).
+	PullPolicy corev1.PullPolicy
+	// NodeSelector restricts the nodes the pod may run on.
+	NodeSelector map[string]string
 	// CPUs and MemoryBytes are the container's limits (0: none).
 	CPUs        float64
 	MemoryBytes int64
 	// DownwardEnv sets GOMAXPROCS and GOMEMLIMIT from the container's limits
 	// through the downward API: the "env" variant.
 	DownwardEnv bool
-	// Env is more of the container's environment, as NAME=value.
+	// Env is more of the container's environment, as NAME=value (a
+	// variant's FITGO or GOMAXPROCS setting).
 	Env []string
 	// Resizable makes the container resizable in place without a restart, and
-	// requests a small fixed amount instead of the limits, so that a resize to
-	// larger limits is never infeasible on a small node.
+	// requests a small fixed amount (at most the limits) instead of the
+	// limits, so that a resize to larger limits is never infeasible on a
+	// small node.
 	Resizable bool
 	// Deadline bounds the pod's run time (activeDeadlineSeconds); 0 for none.
 	DeadlineSeconds int64
 }
 
 // Fixed requests of a resizable pod: it keeps Burstable QoS whatever its
-// limits become, and always fits.
-const (
-	resizableCPURequest    = "100m"
-	resizableMemoryRequest = "64Mi"
+// limits become, and always fits. A limit at or below them lowers the
+// request to half the limit: a request may not exceed its limit, and one
+// equal to it would make the pod Guaranteed, a QoS class a resize may not
+// change.
+var (
+	resizableCPURequest    = resource.MustParse("100m")
+	resizableMemoryRequest = resource.MustParse("64Mi")
 )
 
-// CPUQuantity formats cores as a Kubernetes quantity: whole cores as "1",
-// fractions in millicores ("1500m").
-func CPUQuantity(cores float64) string {
-	milli := int64(math.Round(cores * 1000))
-	if milli%1000 == 0 {
-		return strconv.FormatInt(milli/1000, 10)
-	}
-	return strconv.FormatInt(milli, 10) + "m"
+// CPU returns cores as a Kubernetes quantity, rounded to millicores: whole
+// cores print as "1", fractions in millicores ("1500m").
+func CPU(cores float64) resource.Quantity {
+	return *resource.NewMilliQuantity(int64(math.Round(cores*1000)), resource.DecimalSI)
 }
 
-// MemoryQuantity formats bytes as a Kubernetes quantity: "512Mi" when a whole
-// number of MiB (or Gi), else plain bytes.
-func MemoryQuantity(b int64) string {
-	switch {
-	case b > 0 && b%(1<<30) == 0:
-		return strconv.FormatInt(b>>30, 10) + "Gi"
-	case b > 0 && b%(1<<20) == 0:
-		return strconv.FormatInt(b>>20, 10) + "Mi"
-	}
-	return strconv.FormatInt(b, 10)
+// Memory returns bytes as a Kubernetes quantity: "512Mi" when a whole number
+// of MiB (or Gi), else plain bytes.
+func Memory(b int64) resource.Quantity {
+	return *resource.NewQuantity(b, resource.BinarySI)
 }
+
+// CPUQuantity formats cores as the API server does: "1", "1500m".
+func CPUQuantity(cores float64) string {
+	q := CPU(cores)
+	return q.String()
+}
+
+// MemoryQuantity formats bytes as the API server does: "256Mi", "1Gi", "1000".
+func MemoryQuantity(b int64) string {
+	q := Memory(b)
+	return q.String()
+}
+
+// Cores returns a CPU quantity in cores.
+func Cores(q resource.Quantity) float64 { return float64(q.MilliValue()) / 1000 }
 
 func ptr[T any](v T) *T { return &v }
 
+// labels are the object's labels. A label value may not hold the "+" of
+// automaxprocs+automemlimit: the variant label is its slug, and the
+// annotation of the same name has the variant's name.
 func (w Workload) labels() map[string]string {
-	return map[string]string{LabelApp: AppName, LabelRunID: w.RunID, LabelVariant: w.Variant}
+	return map[string]string{LabelApp: AppName, LabelRunID: w.RunID, LabelVariant: slug(w.Variant)}
 }
 
-func (w Workload) resources() resources {
-	lim := map[string]string{}
+func (w Workload) annotations() map[string]string {
+	return map[string]string{LabelVariant: w.Variant}
+}
+
+// Limits returns the container's limits: cpu and memory when set.
+func (w Workload) Limits() corev1.ResourceList {
+	lim := corev1.ResourceList{}
 	if w.CPUs > 0 {
-		lim["cpu"] = CPUQuantity(w.CPUs)
+		lim[corev1.ResourceCPU] = CPU(w.CPUs)
 	}
 	if w.MemoryBytes > 0 {
-		lim["memory"] = MemoryQuantity(w.MemoryBytes)
+		lim[corev1.ResourceMemory] = Memory(w.MemoryBytes)
 	}
+	return lim
+}
+
+// below returns the fixed request for the resource, or half its limit when
+// the limit is not above it (no limit: the fixed request).
+func below(lim corev1.ResourceList, name corev1.ResourceName, fixed resource.Quantity) resource.Quantity {
+	l, ok := lim[name]
+	if !ok || l.Cmp(fixed) > 0 {
+		return fixed
+	}
+	if name == corev1.ResourceCPU {
+		return *resource.NewMilliQuantity(max(l.MilliValue()/2, 1), resource.DecimalSI)
+	}
+	return *resource.NewQuantity(l.Value()/2, resource.BinarySI)
+}
+
+func (w Workload) resources() corev1.ResourceRequirements {
+	lim := w.Limits()
 	if len(lim) == 0 {
-		return resources{}
+		return corev1.ResourceRequirements{}
 	}
 	if w.Resizable {
-		req := map[string]string{"cpu": resizableCPURequest}
-		if w.MemoryBytes > 0 {
-			req["memory"] = resizableMemoryRequest
+		req := corev1.ResourceList{corev1.ResourceCPU: below(lim, corev1.ResourceCPU, resizableCPURequest)}
+		if _, ok := lim[corev1.ResourceMemory]; ok {
+			req[corev1.ResourceMemory] = below(lim, corev1.ResourceMemory, resizableMemoryRequest)
 		}
-		return resources{Limits: lim, Requests: req}
+		return corev1.ResourceRequirements{Limits: lim, Requests: req}
 	}
 	// Requests equal to the limits: a latency-sensitive service's usual
 	// Guaranteed QoS (with both set), and the scheduler checks the node fits.
-	req := map[string]string{}
-	for k, v := range lim {
-		req[k] = v
-	}
-	return resources{Limits: lim, Requests: req}
+	return corev1.ResourceRequirements{Limits: lim, Requests: lim.DeepCopy()}
 }
 
-func (w Workload) podSpec(restart string) podSpec {
-	c := container{
+func (w Workload) podSpec() corev1.PodSpec {
+	pull := w.PullPolicy
+	if pull == "" {
+		pull = corev1.PullIfNotPresent
+	}
+	c := corev1.Container{
 		Name:            ContainerName,
 		Image:           w.Image,
-		ImagePullPolicy: "IfNotPresent",
+		ImagePullPolicy: pull,
 		Command:         w.Command,
 		Args:            w.Args,
 		Resources:       w.resources(),
-		SecurityContext: &containerSecurity{
+		SecurityContext: &corev1.SecurityContext{
 			AllowPrivilegeEscalation: ptr(false),
 			ReadOnlyRootFilesystem:   ptr(true),
-			Capabilities:             &capabilities{Drop: []string{"ALL"}},
+			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
 		},
 	}
 	if w.DownwardEnv {
@@ -229,25 +170,26 @@ func (w Workload) podSpec(restart string) podSpec {
 	}
 	for _, kv := range w.Env {
 		name, value, _ := strings.Cut(kv, "=")
-		c.Env = append(c.Env, envVar{Name: name, Value: value})
+		c.Env = append(c.Env, corev1.EnvVar{Name: name, Value: value})
 	}
 	if w.Resizable {
-		c.ResizePolicy = []resizePolicy{
-			{ResourceName: "cpu", RestartPolicy: "NotRequired"},
-			{ResourceName: "memory", RestartPolicy: "NotRequired"},
+		c.ResizePolicy = []corev1.ContainerResizePolicy{
+			{ResourceName: corev1.ResourceCPU, RestartPolicy: corev1.NotRequired},
+			{ResourceName: corev1.ResourceMemory, RestartPolicy: corev1.NotRequired},
 		}
 	}
-	s := podSpec{
-		RestartPolicy:                 restart,
+	s := corev1.PodSpec{
+		RestartPolicy:                 corev1.RestartPolicyNever,
 		TerminationGracePeriodSeconds: ptr(int64(5)),
 		EnableServiceLinks:            ptr(false),
 		AutomountServiceAccountToken:  ptr(false),
-		SecurityContext: &podSecurityContext{
+		NodeSelector:                  w.NodeSelector,
+		SecurityContext: &corev1.PodSecurityContext{
 			RunAsNonRoot:   ptr(true),
 			RunAsUser:      ptr(int64(65532)),
-			SeccompProfile: &seccompProfile{Type: "RuntimeDefault"},
+			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 		},
-		Containers: []container{c},
+		Containers: []corev1.Container{c},
 	}
 	return s
 }
@@ -255,66 +197,75 @@ func (w Workload) podSpec(restart string) podSpec {
 // DownwardEnv is the downward-API recipe: GOMAXPROCS from limits.cpu (which
 // the kubelet rounds up to whole cores) and GOMEMLIMIT from limits.memory in
 // bytes. Both are fixed when the container starts.
-func DownwardEnv(containerName string) []envVar {
-	return []envVar{
-		{Name: "GOMAXPROCS", ValueFrom: &envSource{ResourceFieldRef: &resourceFieldRef{ContainerName: containerName, Resource: "limits.cpu", Divisor: "1"}}},
-		{Name: "GOMEMLIMIT", ValueFrom: &envSource{ResourceFieldRef: &resourceFieldRef{ContainerName: containerName, Resource: "limits.memory", Divisor: "1"}}},
+func DownwardEnv(containerName string) []corev1.EnvVar {
+	env := func(name, res string) corev1.EnvVar {
+		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{
+			ContainerName: containerName, Resource: res, Divisor: resource.MustParse("1"),
+		}}}
 	}
+	return []corev1.EnvVar{env("GOMAXPROCS", "limits.cpu"), env("GOMEMLIMIT", "limits.memory")}
 }
 
-// JobManifest returns the Job that runs w once: no retry (an OOM kill is a
-// result, not something to retry), a deadline, and the pod's limits.
-func JobManifest(w Workload) ([]byte, error) {
-	j := job{
-		APIVersion: "batch/v1",
-		Kind:       "Job",
-		Metadata:   objectMeta{Name: w.Name, Namespace: w.Namespace, Labels: w.labels()},
-		Spec: jobSpec{
+// Job returns the Job that runs w once: no retry (an OOM kill is a result,
+// not something to retry), a deadline, and the pod's limits.
+func Job(w Workload) *batchv1.Job {
+	j := &batchv1.Job{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
+		ObjectMeta: metav1.ObjectMeta{Name: w.Name, Namespace: w.Namespace, Labels: w.labels(), Annotations: w.annotations()},
+		Spec: batchv1.JobSpec{
 			BackoffLimit: ptr(int32(0)),
-			Template: podTemplate{
-				Metadata: objectMeta{Labels: w.labels()},
-				Spec:     w.podSpec("Never"),
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: w.labels(), Annotations: w.annotations()},
+				Spec:       w.podSpec(),
 			},
 		},
 	}
 	if w.DeadlineSeconds > 0 {
 		j.Spec.ActiveDeadlineSeconds = ptr(w.DeadlineSeconds)
 	}
-	return json.MarshalIndent(j, "", "  ")
+	return j
 }
 
-// PodManifest returns a bare Pod that runs w once; the resize scenario uses it
+// Pod returns a bare Pod that runs w once; the resize scenario uses it
 // because the resize subresource is a pod's.
-func PodManifest(w Workload) ([]byte, error) {
-	p := pod{
-		APIVersion: "v1",
-		Kind:       "Pod",
-		Metadata:   objectMeta{Name: w.Name, Namespace: w.Namespace, Labels: w.labels()},
-		Spec:       w.podSpec("Never"),
+func Pod(w Workload) *corev1.Pod {
+	p := &corev1.Pod{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{Name: w.Name, Namespace: w.Namespace, Labels: w.labels(), Annotations: w.annotations()},
+		Spec:       w.podSpec(),
 	}
 	if w.DeadlineSeconds > 0 {
 		p.Spec.ActiveDeadlineSeconds = ptr(w.DeadlineSeconds)
 	}
-	return json.MarshalIndent(p, "", "  ")
+	return p
 }
+
+// JobManifest returns Job(w) as JSON, for kubectl create -f -.
+func JobManifest(w Workload) ([]byte, error) { return json.MarshalIndent(Job(w), "", "  ") }
+
+// PodManifest returns Pod(w) as JSON, for kubectl create -f -.
+func PodManifest(w Workload) ([]byte, error) { return json.MarshalIndent(Pod(w), "", "  ") }
 
 // ResizePatch is the strategic-merge patch for the resize subresource that
 // sets the workload container's CPU and memory limits (requests stay).
 func ResizePatch(cpus float64, memBytes int64) ([]byte, error) {
-	lim := map[string]string{}
-	if cpus > 0 {
-		lim["cpu"] = CPUQuantity(cpus)
+	type container struct {
+		Name      string                      `json:"name"`
+		Resources corev1.ResourceRequirements `json:"resources"`
 	}
-	if memBytes > 0 {
-		lim["memory"] = MemoryQuantity(memBytes)
+	var patch struct {
+		Spec struct {
+			Containers []container `json:"containers"`
+		} `json:"spec"`
 	}
-	patch := map[string]any{
-		"spec": map[string]any{
-			"containers": []any{map[string]any{
-				"name":      ContainerName,
-				"resources": map[string]any{"limits": lim},
-			}},
-		},
-	}
+	w := Workload{CPUs: cpus, MemoryBytes: memBytes}
+	patch.Spec.Containers = []container{{Name: ContainerName, Resources: corev1.ResourceRequirements{Limits: w.Limits()}}}
 	return json.Marshal(patch)
+}
+
+// localImage reports whether ref names no registry (fitgo-bench:dev), which
+// Podman stores as localhost/fitgo-bench:dev.
+func localImage(ref string) bool {
+	first, _, ok := strings.Cut(ref, "/")
+	return !ok || !strings.ContainsAny(first, ".:") && first != "localhost"
 }

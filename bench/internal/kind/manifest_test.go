@@ -80,6 +80,15 @@ func TestJobManifestDownwardEnv(t *testing.T) {
 	assert.Equal(t, []string{"/bench/env"}, c.Command)
 }
 
+// TestJobManifestVariantEnv: a variant's own environment (a rounding rule, a
+// static GOMAXPROCS) reaches the container.
+func TestJobManifestVariantEnv(t *testing.T) {
+	w := testWorkload("fitgo-floor", 1.5, 0)
+	w.Env = []string{"FITGO=rounding=floor", "GOMAXPROCS=2"}
+	c := decodeJob(t, w).Spec.Template.Spec.Containers[0]
+	assert.Equal(t, []corev1.EnvVar{{Name: "FITGO", Value: "rounding=floor"}, {Name: "GOMAXPROCS", Value: "2"}}, c.Env)
+}
+
 func TestPodManifestResizable(t *testing.T) {
 	w := testWorkload("fitgo", 1, 256<<20)
 	w.Resizable = true
@@ -97,8 +106,8 @@ func TestPodManifestResizable(t *testing.T) {
 	}, c.ResizePolicy)
 	// Small fixed requests, so that a resize to larger limits always fits the
 	// node and keeps the QoS class (Burstable), which a resize cannot change.
-	assert.True(t, resource.MustParse(resizableCPURequest).Equal(c.Resources.Requests[corev1.ResourceCPU]))
-	assert.True(t, resource.MustParse(resizableMemoryRequest).Equal(c.Resources.Requests[corev1.ResourceMemory]))
+	assert.True(t, resizableCPURequest.Equal(c.Resources.Requests[corev1.ResourceCPU]))
+	assert.True(t, resizableMemoryRequest.Equal(c.Resources.Requests[corev1.ResourceMemory]))
 	assert.True(t, resource.MustParse("1").Equal(c.Resources.Limits[corev1.ResourceCPU]))
 }
 
@@ -118,7 +127,7 @@ func TestQuantities(t *testing.T) {
 		q := resource.MustParse(want)
 		assert.InDelta(t, in, float64(q.MilliValue())/1000, 1e-9, "Kubernetes reads %s back", want)
 	}
-	for in, want := range map[int64]string{256 << 20: "256Mi", 1 << 30: "1Gi", 3 << 30: "3Gi", 1536 << 20: "1536Mi", 1000: "1000", 5<<20 + 1: "5242881"} {
+	for in, want := range map[int64]string{256 << 20: "256Mi", 1 << 30: "1Gi", 3 << 30: "3Gi", 1536 << 20: "1536Mi", 1000: "1k", 5<<20 + 1: "5242881"} {
 		assert.Equal(t, want, MemoryQuantity(in))
 		q := resource.MustParse(want)
 		assert.Equal(t, in, q.Value())

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -14,8 +15,9 @@ import (
 	"text/tabwriter"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/fitgo/fitgo/bench/internal/results"
-	"github.com/fitgo/fitgo/bench/internal/settings"
 	"github.com/fitgo/fitgo/bench/internal/variant"
 )
 
@@ -126,42 +128,95 @@ func AnalyzeResize(logs []byte, resizeAt float64) (ResizeResult, error) {
 }
 
 // resizeScenario runs each variant in a resizable Pod, resizes its limits in
-// place after -resize-after and reports which variants follow.
+// place after -resize-after and reports which variants follow. A variant
+// whose run fails is a row with the error; the files are written after every
+// variant.
 func (r *Runner) resizeScenario(ctx context.Context, start time.Time) error {
 	cfg := r.cfg
+	st := cfg.Settings()[0]
+	req := Workload{CPUs: st.CPUs, MemoryBytes: st.Memory, Resizable: true}.resources().Requests
+	if why := r.fit(Cores(req[corev1.ResourceCPU]), req.Memory().Value()); why != "" {
+		return fmt.Errorf("%s: %s", st, why)
+	}
+	if r.info.capCPU > 0 && cfg.ResizeCPUs > r.info.capCPU {
+		msg := fmt.Sprintf("The node %s has %v CPUs, fewer than -resize-cpus %v: GOMAXPROCS cannot follow the limit above %v, and the runtime's own GOMAXPROCS (at least 2, at most the node's CPUs) may not change at all; -resize-cpus %v or less shows the difference.",
+			r.info.node, r.info.capCPU, cfg.ResizeCPUs, r.info.capCPU, r.info.capCPU)
+		r.logf("warning: %s", msg)
+		r.notes = append(r.notes, msg)
+	}
 	var rows []ResizeResult
 	for i, v := range cfg.Variants {
 		label := fmt.Sprintf("resize %d/%d %s", i+1, len(cfg.Variants), v.Name)
 		r.logf("%s: cpus %s → %s, memory %s → %s at %v", label, CPUQuantity(cfg.CPUs[0]), CPUQuantity(cfg.ResizeCPUs),
 			MemoryQuantity(cfg.Memory[0]), MemoryQuantity(cfg.ResizeMemory), cfg.ResizeAfter)
 		row, err := r.resizeRun(ctx, label, v)
+		if err != nil && fatal(ctx, err) {
+			why := fmt.Sprintf("not run: the scenario stopped after %d of %d variants: %v", i, len(cfg.Variants), err)
+			for _, rest := range cfg.Variants[i:] {
+				rows = append(rows, ResizeResult{Variant: rest.Name, Status: "not run", Err: why})
+			}
+			return errors.Join(err, r.writeResize(start, rows, true))
+		}
 		if err != nil {
-			return err
+			row.Err = err.Error()
+			r.deletePod(ctx, resizePodName(v))
 		}
 		if row.Err != "" {
 			r.failed++
+			r.errs = append(r.errs, fmt.Errorf("%s: %s", label, row.Err))
 			r.logf("  %s: FAILED: %s", label, row.Err)
 		} else {
 			r.logf("  %s: GOMAXPROCS %d → %d, GOMEMLIMIT %s → %s", label, row.GOMAXPROCSBefore, row.GOMAXPROCSAfter,
 				limitString(row.GOMEMLIMITBefore), limitString(row.GOMEMLIMITAfter))
 		}
 		rows = append(rows, row)
+		if i < len(cfg.Variants)-1 {
+			if err := r.writeResizeFiles(start, rows); err != nil {
+				return err
+			}
+		}
 	}
-	return r.writeResize(start, rows)
+	return r.writeResize(start, rows, false)
 }
 
-func (r *Runner) getPod(ctx context.Context, name string) (podStatusObject, error) {
-	out, err := r.kubectl(ctx, true, "get", "pod", name, "-o", "json")
+func resizePodName(v variant.Variant) string { return slug(v.Name) + "-resize" }
+
+// deletePod deletes a pod whose run failed, so that it does not keep running
+// beside the next variant's.
+func (r *Runner) deletePod(ctx context.Context, name string) {
+	if _, err := r.kubectl(ctx, true, "delete", "pod", name, "--ignore-not-found", "--wait=false"); err != nil {
+		r.logf("  deleting the Pod %s: %v", name, err)
+	}
+}
+
+func (r *Runner) getPod(ctx context.Context, name string) (podState, error) {
+	out, err := r.read(ctx, true, "get", "pod", name, "-o", "json")
 	if err != nil {
-		return podStatusObject{}, err
+		return podState{}, err
 	}
 	return decodePod(out)
+}
+
+// lastProgress returns the elapsed time of the last progress line in the
+// workload's log so far (0: none).
+func (r *Runner) lastProgress(ctx context.Context, name string) float64 {
+	logs, err := r.read(ctx, true, "logs", name, "-c", ContainerName)
+	if err != nil {
+		return 0
+	}
+	last := 0.0
+	for _, l := range bytes.Split(logs, []byte("\n")) {
+		if line, err := results.ParseLine(l); err == nil && line.Progress != nil {
+			last = line.Progress.ElapsedMS / 1000
+		}
+	}
+	return last
 }
 
 func (r *Runner) resizeRun(ctx context.Context, label string, v variant.Variant) (ResizeResult, error) {
 	cfg := r.cfg
 	row := ResizeResult{Variant: v.Name, CPUsBefore: cfg.CPUs[0], CPUsAfter: cfg.ResizeCPUs, MemoryBefore: cfg.Memory[0], MemoryAfter: cfg.ResizeMemory}
-	name := slug(v.Name) + "-resize"
+	name := resizePodName(v)
 	st := cfg.Settings()[0]
 	w := r.workload(name, v, st.CPUs, st.Memory, r.workloadArgs(st.HeapMiB, "-report-every="+cfg.ReportEvery.String()))
 	w.Resizable = true
@@ -172,7 +227,8 @@ func (r *Runner) resizeRun(ctx context.Context, label string, v variant.Variant)
 	if _, err := r.Exec.Run(ctx, r.kubectlCmd(true, manifest, "create", "-f", "-")); err != nil {
 		return row, err
 	}
-	p, err := r.waitPod(ctx, label, cfg.Timeout, func() (podStatusObject, bool, error) {
+	r.createdObjs = true
+	p, err := r.waitPod(ctx, label, cfg.Timeout, func() (podState, bool, error) {
 		p, err := r.getPod(ctx, name)
 		c := p.workload()
 		return p, err == nil && (p.done() || c != nil && c.State.Running != nil), err
@@ -185,8 +241,11 @@ func (r *Runner) resizeRun(ctx context.Context, label string, v variant.Variant)
 		row.Err = "the pod finished before the resize: " + p.describe()
 		return row, nil
 	}
-	started := c.State.Running.StartedAt
-	if wait := cfg.ResizeAfter - r.now().Sub(started); wait > 0 {
+	// Time the resize on this machine's clock from when the container was
+	// first seen running: its startedAt is the node's clock, in whole
+	// seconds, and a laptop's container VM drifts after a sleep.
+	seen := r.now()
+	if wait := cfg.ResizeAfter - r.now().Sub(seen); wait > 0 {
 		if err := r.sleep(ctx, wait); err != nil {
 			return row, err
 		}
@@ -196,39 +255,45 @@ func (r *Runner) resizeRun(ctx context.Context, label string, v variant.Variant)
 		return row, err
 	}
 	if _, err := r.kubectl(ctx, true, "patch", "pod", name, "--subresource", "resize", "--patch", string(patch)); err != nil {
-		return row, fmt.Errorf("%s: resize: %w", label, err)
+		return row, fmt.Errorf("resize: %w", err)
 	}
-	resizeAt := r.now().Sub(started).Seconds()
+	// The container started before it was seen, so the time since is a lower
+	// bound of the workload's own clock at the patch; so is its last report.
+	resizeAt := math.Max(r.now().Sub(seen).Seconds(), r.lastProgress(ctx, name))
 	r.logf("  %s: resized at %.1fs", label, resizeAt)
 
-	// Until the pod ends: note when the kubelet applies the new limits.
+	// Until the pod ends: note when the kubelet applies the new limits, or why
+	// it does not.
 	row.Status = "not applied before the pod ended"
-	p, err = r.waitPod(ctx, label, cfg.Timeout, func() (podStatusObject, bool, error) {
+	p, err = r.waitPod(ctx, label, cfg.Timeout, func() (podState, bool, error) {
 		p, err := r.getPod(ctx, name)
 		if err != nil {
 			return p, false, err
 		}
 		if row.AppliedAtS == 0 && p.limitsApplied(cfg.ResizeCPUs, cfg.ResizeMemory) {
-			row.AppliedAtS = math.Max(r.now().Sub(started).Seconds(), resizeAt)
+			row.AppliedAtS = math.Max(r.now().Sub(seen).Seconds(), resizeAt)
 			row.Status = "applied"
 			r.logf("  %s: the kubelet applied the new limits at %.1fs", label, row.AppliedAtS)
 		}
-		if c := p.condition("PodResizePending"); c != nil && c.Status == "True" && row.AppliedAtS == 0 {
-			row.Status = "pending (" + c.Reason + "): " + c.Message
+		if row.AppliedAtS == 0 {
+			if s := p.resizeTrouble(); s != "" && s != row.Status {
+				row.Status = s
+				r.logf("  %s: resize %s", label, s)
+			}
 		}
 		return p, p.done(), nil
 	})
 	if err != nil {
 		return row, err
 	}
-	logs, err := r.kubectl(ctx, true, "logs", name, "-c", ContainerName)
+	logs, err := r.read(ctx, true, "logs", name, "-c", ContainerName)
 	if err != nil {
 		return row, err
 	}
 	a, aerr := AnalyzeResize(logs, resizeAt)
 	a.Variant, a.CPUsBefore, a.CPUsAfter, a.MemoryBefore, a.MemoryAfter = row.Variant, row.CPUsBefore, row.CPUsAfter, row.MemoryBefore, row.MemoryAfter
 	a.AppliedAtS, a.Status = row.AppliedAtS, row.Status
-	if run := RunFromPod(p, logs); run.Err != "" || run.Killed() {
+	if run := RunFromPod(&p.Pod, logs); run.Err != "" || run.Killed() {
 		a.Err = run.Err
 		if run.Killed() {
 			a.Err = "OOM-killed"
@@ -239,19 +304,33 @@ func (r *Runner) resizeRun(ctx context.Context, label string, v variant.Variant)
 	return a, nil
 }
 
+// resizeTrouble returns why a resize is not applied yet, from the pod's
+// conditions: PodResizePending (Deferred: waits for room on the node;
+// Infeasible: never on this node) and PodResizeInProgress with reason Error
+// (the kubelet or the runtime failed to apply it); "" when neither.
+func (p podState) resizeTrouble() string {
+	if c := p.condition(corev1.PodResizeInProgress); c != nil && c.Status == corev1.ConditionTrue && c.Reason == corev1.PodReasonError {
+		return strings.TrimSpace("failed (Error): " + c.Message)
+	}
+	if c := p.condition(corev1.PodResizePending); c != nil && c.Status == corev1.ConditionTrue {
+		what := "pending"
+		if c.Reason == corev1.PodReasonInfeasible {
+			what = "infeasible"
+		}
+		return strings.TrimSpace(what + " (" + c.Reason + "): " + c.Message)
+	}
+	return ""
+}
+
 // limitsApplied reports whether the kubelet reports the workload container
 // running with the given limits.
-func (p podStatusObject) limitsApplied(cpus float64, mem int64) bool {
+func (p podState) limitsApplied(cpus float64, mem int64) bool {
 	c := p.workload()
 	if c == nil || c.Resources == nil {
 		return false
 	}
-	got, err := parseCPUQuantity(c.Resources.Limits["cpu"])
-	if err != nil || math.Abs(got-cpus) > 1e-3 {
-		return false
-	}
-	m, err := settings.ParseBytes(c.Resources.Limits["memory"])
-	return err == nil && m == mem
+	cpu, mq := c.Resources.Limits[corev1.ResourceCPU], c.Resources.Limits[corev1.ResourceMemory]
+	return cpu.Cmp(CPU(cpus)) == 0 && mq.Cmp(Memory(mem)) == 0
 }
 
 func limitString(v int64) string {
@@ -283,29 +362,39 @@ func WriteResizeTable(w io.Writer, rows []ResizeResult) error {
 	return tw.Flush()
 }
 
-func (r *Runner) writeResize(start time.Time, rows []ResizeResult) error {
+// writeResizeFiles writes resize.json and resize.md to -out (if set).
+func (r *Runner) writeResizeFiles(start time.Time, rows []ResizeResult) error {
 	cfg := r.cfg
+	if cfg.Out == "" {
+		return nil
+	}
+	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(rows, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(cfg.Out, ResizeJSON), append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(cfg.Out, ResizeMD), r.resizeMarkdown(start, rows), 0o644)
+}
+
+// writeResize prints the table and writes the files at the end of the
+// scenario; stopped: it ended early (the caller has the error).
+func (r *Runner) writeResize(start time.Time, rows []ResizeResult, stopped bool) error {
 	if err := WriteResizeTable(r.Stdout, rows); err != nil {
 		return err
 	}
-	if cfg.Out != "" {
-		if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
-			return err
-		}
-		b, err := json.MarshalIndent(rows, "", "  ")
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(filepath.Join(cfg.Out, ResizeJSON), append(b, '\n'), 0o644); err != nil {
-			return err
-		}
-		if err := os.WriteFile(filepath.Join(cfg.Out, ResizeMD), r.resizeMarkdown(start, rows), 0o644); err != nil {
-			return err
-		}
-		r.logf("wrote %s", cfg.Out)
+	if err := r.writeResizeFiles(start, rows); err != nil {
+		return err
 	}
-	if r.failed > 0 {
-		return fmt.Errorf("%d resize run(s) failed (the errors are above, and in %s with -out)", r.failed, ResizeJSON)
+	if r.cfg.Out != "" {
+		r.logf("wrote %s", r.cfg.Out)
+	}
+	if r.failed > 0 && !stopped {
+		return fmt.Errorf("%d resize run(s) failed (the errors are above, and in %s with -out): %w", r.failed, ResizeJSON, errors.Join(r.errs...))
 	}
 	return nil
 }
@@ -331,5 +420,8 @@ func (r *Runner) resizeMarkdown(start time.Time, rows []ResizeResult) []byte {
 	md.WriteString("\nValues before: the workload's last report before the patch; after: at the end of the run. " +
 		"\"follows\" means the workload reported a different value after the resize, the delay counted from the patch. " +
 		"Environment variables (the env variant) are fixed at start; the runtime follows only the CPU quota (at least 2); automaxprocs and automemlimit apply once at start.\n")
+	for _, n := range r.notes {
+		md.WriteString("\n" + n + "\n")
+	}
 	return md.Bytes()
 }

@@ -8,6 +8,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/fitgo/fitgo/bench/internal/report"
 	"github.com/fitgo/fitgo/bench/internal/results"
@@ -47,12 +49,23 @@ type runResult struct {
 // repository and output directory).
 func runWith(t *testing.T, f *fakeCluster, args ...string) runResult {
 	t.Helper()
+	return runWithExec(t, f, f, args...)
+}
+
+// runWithExec is runWith with x in front of the fake cluster.
+func runWithExec(t *testing.T, f *fakeCluster, x Executor, args ...string) runResult {
+	t.Helper()
 	out := t.TempDir()
-	args = append([]string{"-run-id=test", "-repo=/repo", "-kind-config=/repo/bench/kind/cluster.yaml", "-out=" + out}, args...)
+	base := []string{"-run-id=test", "-repo=/repo", "-kind-config=/repo/bench/kind/cluster.yaml", "-out=" + out}
+	if slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "-context=") }) {
+		base = slices.Delete(base, 2, 3) // no kind
+	}
+	args = append(base, args...)
 	cfg, err := ParseFlags(args, os.Stderr)
 	require.NoError(t, err)
 	var stdout, stderr bytes.Buffer
-	r := &Runner{Exec: f, Stdout: &stdout, Stderr: &stderr, Now: f.Now, Sleep: f.Sleep}
+	f.tmp = t.TempDir()
+	r := &Runner{Exec: x, Stdout: &stdout, Stderr: &stderr, Now: f.Now, Sleep: f.Sleep, TempDir: f.tmp}
 	err = r.Run(context.Background(), cfg)
 	return runResult{f: f, err: err, stdout: stdout.String(), stderr: stderr.String(), out: out}
 }
@@ -131,7 +144,7 @@ func TestRunReusesClusterDeletesNamespace(t *testing.T) {
 	res := runWith(t, f, "-cpus=1.5", "-runs=1", "-variants=untuned", "-work-iters=1000")
 	require.NoError(t, res.err, res.stderr)
 	calls := f.Calls()
-	assert.Equal(t, "kubectl --context kind-fitgo-bench delete namespace fitgo-bench-test --ignore-not-found --timeout=2m", calls[len(calls)-1])
+	assert.Equal(t, "kubectl --kubeconfig $TMP/kubeconfig --context kind-fitgo-bench delete namespace fitgo-bench-test --ignore-not-found --timeout=2m", calls[len(calls)-1])
 	assert.Equal(t, []string{"fitgo-bench"}, f.clusters, "a cluster it did not create stays")
 	for _, c := range calls {
 		assert.NotContains(t, c, "kind delete")
@@ -239,13 +252,84 @@ func TestRunCancelledStillCleansUp(t *testing.T) {
 	assert.Equal(t, "kind delete cluster --name fitgo-bench", calls[len(calls)-1])
 }
 
-func TestRunRefusesWhatTheNodeCannotHold(t *testing.T) {
+// A setting the node cannot hold is skipped, with the reason in the report,
+// and the others run.
+func TestRunSkipsWhatTheNodeCannotHold(t *testing.T) {
 	f := newFakeCluster(t)
 	f.allocCPU = "1900m"
 	res := runWith(t, f, "-cpus=1,2", "-runs=1", "-variants=fitgo")
-	require.Error(t, res.err)
-	assert.Contains(t, res.err.Error(), "cpu cpus=2: the node fitgo-bench-control-plane has 1.9 CPUs allocatable")
+	require.NoError(t, res.err, res.stderr)
+	assert.Contains(t, res.stderr, "skipping cpu cpus=2: the node fitgo-bench-control-plane has 1.9 CPUs allocatable")
 	assert.Empty(t, f.clusters)
+	sums := readSummaries(t, res.out)
+	require.Len(t, sums, 2)
+	slices.SortFunc(sums, func(a, b results.Summary) int { return int(a.CPUs - b.CPUs) })
+	assert.InDelta(t, 1, sums[0].CPUs, 0)
+	assert.Equal(t, 1, sums[0].CompletedRuns)
+	assert.InDelta(t, 2, sums[1].CPUs, 0)
+	assert.Equal(t, 0, sums[1].CompletedRuns, "skipped")
+	for _, c := range f.Calls() {
+		assert.NotContains(t, c, "Job cpu-fitgo-c2-r1", "no Job for a setting that cannot fit")
+	}
+	md, err := os.ReadFile(filepath.Join(res.out, report.ReportFile))
+	require.NoError(t, err)
+	assert.Contains(t, string(md), "Skipped cpu cpus=2: the node fitgo-bench-control-plane has 1.9 CPUs allocatable")
+}
+
+// Colima's default, a 2-CPU Docker Desktop VM, a small CI runner: kind's own
+// pods request 950m of the 2 CPUs, so the 1.5-CPU setting cannot be
+// scheduled. It is skipped (it used to stay Pending, and end the run).
+func TestRunTwoCPUKindNode(t *testing.T) {
+	f := newFakeCluster(t)
+	f.allocCPU = "2"
+	f.system = kindSystemPods("fitgo-bench-control-plane")
+	res := runWith(t, f, "-runs=1", "-variants=runtime,fitgo", "-work-iters=1000")
+	require.NoError(t, res.err, res.stderr)
+	assert.Contains(t, res.stderr, "skipping cpu cpus=1500m: the node fitgo-bench-control-plane has 2 CPUs allocatable, 0.95 of them requested by the pods already on it (1.05 free)")
+	sums := readSummaries(t, res.out)
+	require.Len(t, sums, 6)
+	for _, s := range sums {
+		want := 1
+		if s.CPUs == 1.5 {
+			want = 0
+		}
+		assert.Equal(t, want, s.CompletedRuns, "%s %v", s.Variant, s.CPUs)
+	}
+}
+
+func TestRunNothingFits(t *testing.T) {
+	f := newFakeCluster(t)
+	f.allocCPU = "2"
+	f.system = kindSystemPods("fitgo-bench-control-plane")
+	res := runWith(t, f, "-cpus=1.5,2", "-runs=1", "-variants=fitgo", "-work-iters=1000")
+	require.Error(t, res.err)
+	assert.Contains(t, res.err.Error(), "no setting fits the cluster")
+	assert.Contains(t, res.err.Error(), "Skipped cpu cpus=2: the node fitgo-bench-control-plane has 2 CPUs allocatable")
+	assert.Empty(t, f.clusters)
+}
+
+// A Pending pod the scheduler gives up on mid-run (another workload took the
+// room) is a failed run, not the end of the benchmark.
+func TestRunUnschedulableMidRunIsAFailedRun(t *testing.T) {
+	f := newFakeCluster(t)
+	f.allocCPU = "4"
+	f.outcome = func(p *corev1.Pod) outcome {
+		if p.Labels[LabelVariant] == "runtime" {
+			f.system = kindSystemPods("fitgo-bench-control-plane")
+			f.system[0].Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("3")
+		} else {
+			f.system = nil
+		}
+		return outcome{reason: "Completed"}
+	}
+	res := runWith(t, f, "-cpus=1", "-runs=1", "-variants=runtime,fitgo", "-work-iters=1000")
+	require.Error(t, res.err)
+	assert.Contains(t, res.err.Error(), "1 run(s) failed")
+	assert.Contains(t, res.err.Error(), "cannot run: unschedulable: 0/1 nodes are available")
+	assert.Contains(t, f.deleted, "job/cpu-runtime-c1-r1", "the Pending Job is deleted")
+	sums := readSummaries(t, res.out)
+	require.Len(t, sums, 2)
+	assert.Equal(t, 1, sums[0].FailedRuns)
 }
 
 func TestResizeScenario(t *testing.T) {
@@ -296,7 +380,7 @@ func TestResizeNeedsANewEnoughKubectl(t *testing.T) {
 	require.Error(t, res.err)
 	assert.Contains(t, res.err.Error(), "kubectl 1.32 or later")
 	assert.Equal(t, []string{
-		"docker info --format '{{.CgroupVersion}} {{.CgroupDriver}}'",
+		"docker info --format '{{json .}}'",
 		"kind version",
 		"kubectl version --client -o json",
 	}, f.Calls(), "nothing is created before the tools are checked")

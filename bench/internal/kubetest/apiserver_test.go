@@ -1,0 +1,77 @@
+package kubetest
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fitgo/fitgo/bench/internal/k8stest"
+)
+
+// examplesRoot is the repository's examples/, relative to this package.
+const examplesRoot = "../../../examples"
+
+// TestAPIServer checks the rig against the real API server, then every
+// Kubernetes manifest under examples/ with a server-side dry run. The
+// runner's own manifests are checked in package kind
+// (TestAPIServerRunnerManifests).
+func TestAPIServer(t *testing.T) {
+	s := Start(t)
+	ctx := context.Background()
+	t.Logf("kube-apiserver %s at %s", s.Version, s.URL)
+	require.NoError(t, s.Namespace(ctx, "examples"))
+
+	// The server refuses what a cluster refuses, so a pass below means
+	// something: a request above its limit, a misspelt field, a Job without
+	// containers.
+	t.Run("rejects", func(t *testing.T) {
+		for name, doc := range map[string]string{
+			"request above limit": `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[{"name":"c","image":"x","resources":{"requests":{"cpu":"2"},"limits":{"cpu":"1"}}}]}}`,
+			"unknown field":       `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[{"name":"c","image":"x","resourcez":{}}]}}`,
+			"no containers":       `{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"j"},"spec":{"template":{"spec":{"restartPolicy":"Never","containers":[]}}}}`,
+			"no namespace":        `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"missing"},"spec":{"containers":[{"name":"c","image":"x"}]}}`,
+		} {
+			err := s.DryRun(ctx, "examples", []byte(doc))
+			var se *StatusError
+			if assert.True(t, errors.As(err, &se), "%s: %v", name, err) {
+				assert.Contains(t, []int{400, 404, 422}, se.Code, "%s: %v", name, err)
+			}
+		}
+		ok := `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[{"name":"c","image":"x"}]}}`
+		require.NoError(t, s.DryRun(ctx, "examples", []byte(ok)), "a minimal Pod")
+		err := s.DryRun(ctx, "examples", []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[{"name":"c","image":"x"}]}}`))
+		require.NoError(t, err, "a dry run stores nothing: the same name again")
+	})
+
+	t.Run("examples", func(t *testing.T) {
+		n := 0
+		err := filepath.WalkDir(examplesRoot, func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !(strings.HasSuffix(path, ".yaml") || strings.HasSuffix(path, ".yml")) {
+				return err
+			}
+			data, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			if strings.Contains(string(data), "apiVersion: kind.x-k8s.io/") {
+				// kind's cluster configuration: no API object (k8stest
+				// decodes it into kind's types).
+				return nil
+			}
+			for i, doc := range k8stest.Documents(data) {
+				assert.NoError(t, s.DryRun(ctx, "examples", doc), "%s, document %d", path, i+1)
+				n++
+			}
+			return nil
+		})
+		require.NoError(t, err)
+		assert.GreaterOrEqual(t, n, 2, "the Deployments of examples/kubernetes")
+	})
+}
