@@ -358,6 +358,53 @@ func TestRealKernelV1Rounding(t *testing.T) {
 	}
 }
 
+// TestRealKernelV1StartupEnvironment: an init that runs before fitgo's
+// unsets GOMAXPROCS=2 and sets GOMEMLIMIT=1GiB. The runtime went by the
+// environment the process started with, and so does fitgo: it keeps the
+// operator's GOMAXPROCS 2 and sets GOMEMLIMIT from the 512 MiB limit. (Before,
+// fitgo read the environment at its own init: it overrode GOMAXPROCS and left
+// GOMEMLIMIT alone as "set in the environment".)
+func TestRealKernelV1StartupEnvironment(t *testing.T) {
+	requireV1(t)
+	prog := buildProgram(t, "./internal/testprog/blankunset")
+	cg := newCgroupPair(t)
+	cg.setParentCPU(t, 50000)
+	cg.setParentMemory(t, 512*mib)
+	c := cg.startIn(t, prog, "GOMAXPROCS=2")
+	first, ok := c.next(t, 10*time.Second)
+	require.True(t, ok, "stderr: %s", c.stderr)
+	assert.Equal(t, 2, first.GOMAXPROCS, first.MaxProcs)
+	assert.Contains(t, first.MaxProcs, "environment")
+	assert.Equal(t, int64(512*mib*9/10), first.GOMEMLIMIT, first.MemLimit)
+}
+
+// TestRealKernelV1FollowsAfterFailedOpen: the process has three free file
+// descriptors while the refresh loop first opens its files ("too many open
+// files"), then frees them; a resize after that is still followed. (Before,
+// the loop kept its first open error for good and never followed again.)
+func TestRealKernelV1FollowsAfterFailedOpen(t *testing.T) {
+	requireV1(t)
+	prog := buildProgram(t, "./internal/testprog/blankhog")
+	cg := newCgroupPair(t)
+	cg.setParentCPU(t, 50000)
+	c := cg.startIn(t, prog, "FITGO=refresh=100ms")
+	start := time.Now()
+	first, ok := c.next(t, 10*time.Second)
+	require.True(t, ok, "stderr: %s", c.stderr)
+	assert.Equal(t, 1, first.GOMAXPROCS, first.MaxProcs)
+	// The loop's failed open is logged (a Warn line through slog.Default).
+	for !strings.Contains(c.stderr.String(), "too many open files") {
+		require.Less(t, time.Since(start), 10*time.Second, "no failed open within 10s; stderr: %s", c.stderr)
+		time.Sleep(20 * time.Millisecond)
+	}
+	require.NoError(t, c.cmd.Process.Signal(syscall.SIGUSR1))
+	cg.setParentCPU(t, 200000)
+	resized := time.Now()
+	s, took := c.waitFor(t, resized, 20*time.Second, func(s testprog.State) bool { return s.GOMAXPROCS == 2 })
+	t.Logf("followed the resize %v after the descriptors were freed: %s", took, s.MaxProcsReason)
+	assert.True(t, s.MaxProcsFollowing)
+}
+
 // TestRealKernelV1Disabled: FITGO=off leaves everything alone, silently.
 func TestRealKernelV1Disabled(t *testing.T) {
 	requireV1(t)
