@@ -5,7 +5,7 @@
 // latency, CFS throttling and OOM kills side by side.
 //
 //	go run -C bench . local [flags]   # in real cgroups on this machine (root)
-//	go run -C bench . kind [flags]    # as Kubernetes Jobs in a kind cluster
+//	go run -C bench . kind [flags]    # as Kubernetes Jobs in a kind cluster, or an existing one (-context)
 //
 // Run a subcommand with -h for its flags.
 package main
@@ -34,7 +34,7 @@ const usage = `usage: go run -C bench . <command> [flags]
 
 Commands:
   local   run the benchmark in cgroups on this machine (needs root or a delegated cgroup v2 subtree)
-  kind    run the benchmark as Jobs in a kind cluster (needs Docker and kind)
+  kind    run the benchmark as Jobs in a kind cluster (Docker or Podman, and kind), or in an existing cluster (-context)
 
 Run "go run -C bench . <command> -h" for a command's flags.
 `
