@@ -5,7 +5,6 @@ import (
 	"image/color"
 	"math"
 	"os"
-	"slices"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
@@ -134,7 +133,7 @@ func latencyPlot(st results.Setting, group []results.Summary) (*plot.Plot, error
 	// would be, rather than show it as fast.
 	var killed plotter.XYLabels
 	for j, s := range group {
-		if slices.Contains(killedLabels(group), s.Variant) {
+		if s.AllKilled() {
 			killed.XYs = append(killed.XYs, plotter.XY{X: float64(j)})
 			killed.Labels = append(killed.Labels, "OOM-killed")
 		}
@@ -157,18 +156,6 @@ func latencyPlot(st results.Setting, group []results.Summary) (*plot.Plot, error
 	p.Legend.TextStyle.Font.Size = font.Length(9)
 	fitAxes(p, len(group), 1.2) // headroom for the legend
 	return p, nil
-}
-
-// killedLabels returns the variants of group that were OOM-killed in every
-// run, which the latency chart labels instead of drawing bars.
-func killedLabels(group []results.Summary) []string {
-	var out []string
-	for _, s := range group {
-		if s.CompletedRuns == 0 && s.OOMKills > 0 {
-			out = append(out, s.Variant)
-		}
-	}
-	return out
 }
 
 func sidePlot(st results.Setting, group []results.Summary) (*plot.Plot, error) {

@@ -212,15 +212,14 @@ func TestSweepChart(t *testing.T) {
 	assert.ErrorContains(t, WriteSweepChart(path, results.Summarize(sampleRuns()[12:])), "no setting has several CPU quotas")
 }
 
-func TestKilledLabels(t *testing.T) {
-	sums := results.Summarize(sampleRuns())
-	var mem []results.Summary
-	for _, s := range sums {
-		if s.Scenario == "memory" {
-			mem = append(mem, s)
+func TestAllKilled(t *testing.T) {
+	var killed []string
+	for _, s := range results.Summarize(sampleRuns()) {
+		if s.Scenario == "memory" && s.AllKilled() {
+			killed = append(killed, s.Variant)
 		}
 	}
-	assert.Equal(t, []string{"untuned"}, killedLabels(mem))
+	assert.Equal(t, []string{"untuned"}, killed)
 }
 
 func TestRunsLineSaysBusy(t *testing.T) {

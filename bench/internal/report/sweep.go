@@ -156,7 +156,7 @@ func sweepMarkdown(bw *bufio.Writer, meta Meta, sums []results.Summary) error {
 				case !ok:
 					row = append(row, "–")
 					continue
-				case s.CompletedRuns == 0 && s.OOMKills > 0:
+				case s.AllKilled():
 					row = append(row, "OOM-killed")
 					continue
 				}

@@ -67,6 +67,10 @@ type Summary struct {
 	Range map[string][2]Float `json:"range"`
 }
 
+// AllKilled reports whether every run was OOM-killed: there is no latency
+// to show, and a chart or table must say so rather than show it as fast.
+func (s Summary) AllKilled() bool { return s.CompletedRuns == 0 && s.OOMKills > 0 }
+
 // Setting identifies a scenario setting: the runs a Summary aggregates.
 type Setting struct {
 	Scenario    string
