@@ -146,7 +146,7 @@ func sweepMarkdown(bw *bufio.Writer, meta Meta, sums []results.Summary) error {
 			head = append(head, strconv.FormatFloat(st.CPUs, 'f', -1, 64)+" CPU")
 		}
 		head = append(head, "worst regret")
-		fmt.Fprintf(bw, "| %s |\n|---%s|\n", strings.Join(head, " | "), strings.Repeat("|--:", len(head)-1))
+		tableHead(bw, head)
 		for _, v := range variantsOf(sums) {
 			row := []string{v}
 			w, any := 0.0, false
@@ -172,11 +172,11 @@ func sweepMarkdown(bw *bufio.Writer, meta Meta, sums []results.Summary) error {
 			}
 			fmt.Fprintf(bw, "| %s |\n", strings.Join(row, " | "))
 		}
-		if meta.CPUs <= 0 || !slices.ContainsFunc(sums, func(s results.Summary) bool { return variant.IsStatic(s.Variant) }) {
+		if !canEvalRules(meta, sums) {
 			continue
 		}
 		fmt.Fprintf(bw, "\nThe rounding rules, read off the static variants: the GOMAXPROCS each rule gives on %d CPUs, and the regret of that static variant.\n\n", meta.CPUs)
-		fmt.Fprintf(bw, "| %s |\n|---%s|\n", strings.Join(head, " | "), strings.Repeat("|--:", len(head)-1))
+		tableHead(bw, head)
 		for _, r := range Rules {
 			rs := EvalRule(r, sums, sw.settings, meta.CPUs)
 			row := []string{r.Name}
@@ -194,7 +194,7 @@ func sweepMarkdown(bw *bufio.Writer, meta Meta, sums []results.Summary) error {
 // them: the number that chooses the default.
 func rulesOverall(bw *bufio.Writer, meta Meta, sums []results.Summary) error {
 	sws := sweeps(sums)
-	if len(sws) < 2 || meta.CPUs <= 0 || !slices.ContainsFunc(sums, func(s results.Summary) bool { return variant.IsStatic(s.Variant) }) {
+	if len(sws) < 2 || !canEvalRules(meta, sums) {
 		return nil
 	}
 	fmt.Fprintf(bw, "\n## Rounding rules over the whole sweep\n\nEach rule's worst regret (its GOMAXPROCS's p99 over the best static p99) in each sweep and over all cells.\n\n")
@@ -203,7 +203,7 @@ func rulesOverall(bw *bufio.Writer, meta Meta, sums []results.Summary) error {
 		head = append(head, sw.title())
 	}
 	head = append(head, "worst")
-	fmt.Fprintf(bw, "| %s |\n|---%s|\n", strings.Join(head, " | "), strings.Repeat("|--:", len(head)-1))
+	tableHead(bw, head)
 	for _, r := range Rules {
 		row := []string{r.Name}
 		var all []RuleRegret
@@ -216,6 +216,18 @@ func rulesOverall(bw *bufio.Writer, meta Meta, sums []results.Summary) error {
 		fmt.Fprintf(bw, "| %s |\n", strings.Join(row, " | "))
 	}
 	return nil
+}
+
+// tableHead writes a Markdown table's header: the first column left-aligned,
+// the others right-aligned.
+func tableHead(bw *bufio.Writer, head []string) {
+	fmt.Fprintf(bw, "| %s |\n|---%s|\n", strings.Join(head, " | "), strings.Repeat("|--:", len(head)-1))
+}
+
+// canEvalRules reports whether the rules can be read off sums: the CPU count
+// is known and static variants ran.
+func canEvalRules(meta Meta, sums []results.Summary) bool {
+	return meta.CPUs > 0 && slices.ContainsFunc(sums, func(s results.Summary) bool { return variant.IsStatic(s.Variant) })
 }
 
 func ratio(v float64) string {
