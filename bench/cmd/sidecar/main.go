@@ -1,0 +1,86 @@
+// Command sidecar is the other process of the benchmark's shared scenario: it
+// holds -mib MiB of resident anonymous memory (allocated and every page
+// written) in the memory limit it shares with the workload, prints one JSON
+// line on stdout when it holds it, and then waits. On SIGUSR1, or after
+// -free-after, it frees the memory, returns it to the kernel and prints a
+// second line, so that a run can show a workload following what the others
+// hold. It exits on SIGTERM or SIGINT.
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/fitgo/fitgo/bench/internal/results"
+)
+
+func main() {
+	mib := flag.Int("mib", 200, "resident memory to hold, MiB")
+	freeAfter := flag.Duration("free-after", 0, "free the memory after this time (0: only on SIGUSR1)")
+	flag.Parse()
+
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGUSR1, syscall.SIGTERM, syscall.SIGINT)
+
+	held := make([][]byte, *mib)
+	for i := range held {
+		b := make([]byte, 1<<20)
+		for j := 0; j < len(b); j += 4096 {
+			b[j] = 1 // fault the page in
+		}
+		held[i] = b
+	}
+	say(results.SidecarLine{State: "held", HeldBytes: int64(*mib) << 20})
+
+	var timeout <-chan time.Time
+	if *freeAfter > 0 {
+		timeout = time.After(*freeAfter)
+	}
+	for {
+		select {
+		case s := <-sig:
+			if s != syscall.SIGUSR1 {
+				return
+			}
+		case <-timeout:
+		}
+		if held != nil {
+			held = nil
+			debug.FreeOSMemory()
+			say(results.SidecarLine{State: "freed"})
+		}
+	}
+}
+
+func say(l results.SidecarLine) {
+	l.Type = results.TypeSidecar
+	l.RSSBytes = rss()
+	b, _ := json.Marshal(l)
+	fmt.Printf("%s\n", b)
+}
+
+// rss returns VmRSS of /proc/self/status in bytes, or 0.
+func rss() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+			f := strings.Fields(rest)
+			if len(f) > 0 {
+				n, _ := strconv.ParseInt(f[0], 10, 64)
+				return n << 10
+			}
+		}
+	}
+	return 0
+}
