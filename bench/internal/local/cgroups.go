@@ -426,12 +426,20 @@ func (g *Group) MemoryEvents() (map[string]uint64, int64, error) {
 				ev[k] = v
 			}
 		}
-		f, err := read("memory.failcnt")
-		if err != nil {
-			return nil, 0, err
-		}
-		if ev["failcnt"], err = strconv.ParseUint(strings.TrimSpace(f), 10, 64); err != nil {
-			return nil, 0, fmt.Errorf("memory.failcnt: %w", err)
+		// With swap accounting the memory+swap counter, whose limit the
+		// runner sets equal, is charged first and fails first: its failcnt
+		// is the one that counts then.
+		for _, c := range []struct{ file, key string }{{"memory.failcnt", "failcnt"}, {"memory.memsw.failcnt", "memsw_failcnt"}} {
+			f, err := read(c.file)
+			if errors.Is(err, fs.ErrNotExist) && c.key == "memsw_failcnt" {
+				continue
+			}
+			if err != nil {
+				return nil, 0, err
+			}
+			if ev[c.key], err = strconv.ParseUint(strings.TrimSpace(f), 10, 64); err != nil {
+				return nil, 0, fmt.Errorf("%s: %w", c.file, err)
+			}
 		}
 	}
 	var peak int64

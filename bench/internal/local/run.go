@@ -72,7 +72,8 @@ func (r *runner) runOne(ctx context.Context, st setting, v variant.Variant, roun
 	if r.host != nil {
 		r.seq++
 		name := fmt.Sprintf("%s%d-%d-%s", NamePrefix, pid(), r.seq, strings.ReplaceAll(v.Binary(), "+", "-"))
-		g, err := r.host.NewGroup(name, Spec{CPUs: st.cpus, Period: o.Period, Memory: st.memory, Nested: st.scenario == ScenarioNested})
+		g, err := r.host.NewGroup(name, Spec{CPUs: st.cpus, Period: o.Period, Memory: st.memory, Nested: st.scenario == ScenarioNested,
+			Sibling: st.sidecar > 0 && st.layout == LayoutSibling})
 		if err != nil {
 			return fail(fmt.Errorf("creating the run's cgroup: %w", err))
 		}

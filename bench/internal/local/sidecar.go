@@ -30,8 +30,8 @@ const sidecarTimeout = time.Minute
 // cgroups whose cgroup.procs files are procs (through the runner's
 // trampoline self), and waits until it holds them.
 func startSidecar(ctx context.Context, self, bin string, procs []string, size int64) (*sidecar, error) {
-	if bin == "" {
-		return nil, errors.New("no sidecar binary")
+	if bin == "" || len(procs) == 0 {
+		return nil, errors.New("no sidecar binary or no cgroup for it")
 	}
 	files, _ := json.Marshal(procs)
 	cmd := exec.Command(self, bin, "-mib", strconv.FormatInt((size+(1<<20)-1)>>20, 10))

@@ -300,7 +300,7 @@ func Events(ev map[string]uint64) string {
 	if len(ev) == 0 {
 		return "–"
 	}
-	order := []string{"failcnt", "high", "max", "oom", "oom_kill", "oom_group_kill", "under_oom", "low"}
+	order := []string{"failcnt", "memsw_failcnt", "high", "max", "oom", "oom_kill", "oom_group_kill", "under_oom", "low"}
 	var parts []string
 	for _, k := range order {
 		if v, ok := ev[k]; ok {
@@ -453,7 +453,7 @@ Throttled periods are nr_throttled / nr_periods of the quota cgroup's cpu.stat o
 "p99 vs runtime" is the variant's median p99 over the runtime variant's, in the same run; "regret" is it over the best static variant's (GOMAXPROCS=n), or over the best variant's when the run had no static one (marked *).
 A load is the request work as a fraction of the CPU quota (0.7: requests take 0.7 × quota CPU-seconds per second); without one, each request does the fixed work of the workload line.
 CPU s is the process's user+system CPU time, setup included.
-Memory events are the counters of the cgroup that carries the memory limit, summed over the runs (v1: memory.failcnt, and oom_kill and under_oom of memory.oom_control, where oom_kill counts only kills in that very cgroup; v2: memory.events).
+Memory events are the counters of the cgroup that carries the memory limit, summed over the runs (v1: memory.failcnt and memory.memsw.failcnt, and oom_kill and under_oom of memory.oom_control, where oom_kill counts only kills in that very cgroup; v2: memory.events).
 In the leak scenario, "GOMEMLIMIT bound at" is the process's age when GOMEMLIMIT first set the heap goal (below GOGC's), "then lasted" the time from there to the kill or the end of the run; GC CPU, p99 and requests "in the window" cover that time up to the last progress line (at most 1 s before the end); "brown-out" is the time in it with the GC above half of the CPU.`
 
 // BenchText writes the runs in the Go benchmark format, one line per run, named

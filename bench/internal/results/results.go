@@ -276,7 +276,8 @@ type Run struct {
 	OOMKills uint64 `json:"oom_kills"`
 	// MemoryEvents are the counters of the cgroup that carries the memory
 	// limit at the end of the run: v2 memory.events (low, high, max, oom,
-	// oom_kill, ...); v1 failcnt (memory.failcnt), oom_kill and under_oom
+	// oom_kill, ...); v1 failcnt (memory.failcnt), memsw_failcnt
+	// (memory.memsw.failcnt, where swap is accounted), oom_kill and under_oom
 	// (memory.oom_control). On v1 oom_kill counts only kills of processes in
 	// that very cgroup, not in its children (the sibling layout), unlike v2.
 	MemoryEvents map[string]uint64 `json:"memory_events,omitempty"`
