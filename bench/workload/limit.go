@@ -51,7 +51,7 @@ var latBounds = func() []float64 {
 func (h *latHist) add(d time.Duration) {
 	i := 0
 	if d >= latMin {
-		i = 1 + int(math.Log(float64(d)/float64(latMin))/math.Log(latGrowth))
+		i = min(1+int(math.Log(float64(d)/float64(latMin))/math.Log(latGrowth)), latBuckets+1)
 		// Rounding in the logarithm may put a value on a boundary one off.
 		for i > 1 && float64(d)/1e9 < latBounds[i] {
 			i--
