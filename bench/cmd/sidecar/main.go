@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -23,13 +24,21 @@ import (
 )
 
 func main() {
-	mib := flag.Int("mib", 200, "resident memory to hold, MiB")
-	freeAfter := flag.Duration("free-after", 0, "free the memory after this time (0: only on SIGUSR1)")
-	flag.Parse()
-
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGUSR1, syscall.SIGTERM, syscall.SIGINT)
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr, sig))
+}
 
+// run holds the memory, reports on stdout, and frees it on SIGUSR1 or after
+// -free-after, until sig delivers another signal; it returns the exit code.
+func run(args []string, stdout, stderr io.Writer, sig <-chan os.Signal) int {
+	fs := flag.NewFlagSet("sidecar", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	mib := fs.Int("mib", 200, "resident memory to hold, MiB")
+	freeAfter := fs.Duration("free-after", 0, "free the memory after this time (0: only on SIGUSR1)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
 	held := make([][]byte, *mib)
 	for i := range held {
 		b := make([]byte, 1<<20)
@@ -38,7 +47,7 @@ func main() {
 		}
 		held[i] = b
 	}
-	say(results.SidecarLine{State: "held", HeldBytes: int64(*mib) << 20})
+	say(stdout, results.SidecarLine{State: "held", HeldBytes: int64(*mib) << 20})
 
 	var timeout <-chan time.Time
 	if *freeAfter > 0 {
@@ -48,23 +57,24 @@ func main() {
 		select {
 		case s := <-sig:
 			if s != syscall.SIGUSR1 {
-				return
+				return 0
 			}
 		case <-timeout:
+			timeout = nil
 		}
 		if held != nil {
 			held = nil
 			debug.FreeOSMemory()
-			say(results.SidecarLine{State: "freed"})
+			say(stdout, results.SidecarLine{State: "freed"})
 		}
 	}
 }
 
-func say(l results.SidecarLine) {
+func say(w io.Writer, l results.SidecarLine) {
 	l.Type = results.TypeSidecar
 	l.RSSBytes = rss()
 	b, _ := json.Marshal(l)
-	fmt.Printf("%s\n", b)
+	fmt.Fprintf(w, "%s\n", b)
 }
 
 // rss returns VmRSS of /proc/self/status in bytes, or 0.
