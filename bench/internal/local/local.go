@@ -105,6 +105,10 @@ type Options struct {
 	// default), Layouts where it runs (empty: both).
 	Sidecar int64
 	Layouts []string
+	// SidecarFreeAfter, when positive, makes the sidecar free its memory
+	// this long after it started holding it (the workload then has the room
+	// to itself: a run can show a GOMEMLIMIT that follows).
+	SidecarFreeAfter time.Duration
 	// GrowMiB is the leak scenario's heap growth in MiB/s (0: the default).
 	GrowMiB float64
 	// DurationSet is true when Duration was given explicitly: the leak
@@ -194,6 +198,7 @@ func parseFlags(args []string, stderr io.Writer) (Options, error) {
 	var sidecar, layouts string
 	fs.StringVar(&sidecar, "sidecar", DefaultSidecar, "memory the shared scenario's sidecar holds resident")
 	fs.StringVar(&layouts, "layout", DefaultLayouts, "where the shared scenario's sidecar runs, comma-separated: sibling (in a sibling cgroup under the limited parent) or coprocess (in the workload's own limited cgroup)")
+	fs.DurationVar(&o.SidecarFreeAfter, "sidecar-free-after", 0, "make the shared scenario's sidecar free its memory this long after it holds it (0: it holds it to the end)")
 	fs.Float64Var(&o.GrowMiB, "grow-mib", DefaultLeakGrowMiB, "the leak scenario's heap growth, MiB/s")
 	fs.DurationVar(&o.Duration, "duration", DefaultDuration, "measured window of each run (after the live heap is built; default "+DefaultLeakDuration.String()+" for leak)")
 	fs.IntVar(&o.Runs, "runs", DefaultRuns, "rounds: each variant runs this many times per setting, interleaved (A B C A B C ...)")
@@ -272,6 +277,8 @@ Flags:
 		return o, errors.New("-duration must be at least 100ms")
 	case o.Period < time.Millisecond || o.Period > time.Second:
 		return o, errors.New("-period must be between 1ms and 1s")
+	case o.SidecarFreeAfter < 0:
+		return o, errors.New("-sidecar-free-after must not be negative")
 	case o.HeapMiB < 0 || o.AllocMiB <= 0 || o.Rate <= 0 || o.Work <= 0 || o.GrowMiB <= 0:
 		return o, errors.New("-heap-mib, -alloc-mib, -rate, -work and -grow-mib must be positive")
 	case o.Ticker != workload.TickerNetpoll && o.Ticker != workload.TickerSleep:
@@ -628,7 +635,21 @@ func (r *runner) run(ctx context.Context) ([]results.Run, error) {
 
 	total := len(sets) * len(o.Variants) * o.Runs
 	if slices.ContainsFunc(sets, func(s setting) bool { return s.sidecar > 0 }) {
-		r.meta.Notes = append(r.meta.Notes, sharedNote)
+		note := sharedNote
+		if o.SidecarFreeAfter > 0 {
+			note += fmt.Sprintf(" The sidecar freed its memory %v after it held it.", o.SidecarFreeAfter)
+		}
+		r.meta.Notes = append(r.meta.Notes, note)
+	}
+	for _, st := range sets {
+		if st.growMiB > 0 {
+			d := o.Duration
+			if st.duration > 0 {
+				d = st.duration
+			}
+			r.meta.Notes = append(r.meta.Notes, fmt.Sprintf("Leak (%s): the live heap starts at %g MiB and grows %g MiB/s for %v, never freed, until the run ends or the cgroup is OOM-killed.",
+				report.MiB(float64(st.memory)), st.heapMiB, st.growMiB, d))
+		}
 	}
 	var runs []results.Run
 	started := time.Now()

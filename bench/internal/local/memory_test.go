@@ -62,7 +62,7 @@ func TestSharedAndLeakSettings(t *testing.T) {
 	assert.Equal(t, names(variant.All), names(o.Variants), "with other scenarios, the common default")
 
 	for _, bad := range [][]string{
-		{"-layout", "sidecar"}, {"-layout", ","}, {"-sidecar", "x"}, {"-sidecar", "1Mi,2Mi"}, {"-grow-mib", "0"},
+		{"-layout", "sidecar"}, {"-layout", ","}, {"-sidecar", "x"}, {"-sidecar", "1Mi,2Mi"}, {"-grow-mib", "0"}, {"-sidecar-free-after", "-1s"},
 	} {
 		_, err := parseFlags(bad, io.Discard)
 		assert.Error(t, err, "%q", bad)
