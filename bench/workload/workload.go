@@ -62,6 +62,9 @@ type Config struct {
 	ReportEvery time.Duration
 	// Progress receives the progress lines (Main: stderr).
 	Progress io.Writer
+	// GrowMiBPerSec, when positive, makes the live heap grow at this rate for
+	// the measured window, from HeapMiB: a leak.
+	GrowMiBPerSec float64
 	// DrainTimeout bounds the wait for in-flight requests after the window
 	// (default 30s).
 	DrainTimeout time.Duration
@@ -121,6 +124,7 @@ func main1(variant string, args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&cfg.Work, "work", DefaultWork, "CPU work per request, calibrated at start-up unless -work-iters is set")
 	fs.IntVar(&cfg.WorkIterations, "work-iters", 0, "CPU work per request in loop iterations (0: calibrate for -work)")
 	fs.StringVar(&cfg.Ticker, "ticker", TickerNetpoll, "how the request generator wakes up: netpoll (a timerfd in the network poller, like requests arriving on sockets) or sleep (runtime timers)")
+	fs.Float64Var(&cfg.GrowMiBPerSec, "grow-mib", 0, "grow the live heap by this many MiB/s during the window, never freeing it (a leak; 0: a steady heap)")
 	fs.DurationVar(&cfg.ReportEvery, "report-every", 0, "write a JSON progress line (GOMAXPROCS, GOMEMLIMIT, requests, ...) to stderr at this interval (0: never)")
 	calibrate := fs.Bool("calibrate", false, "print the -work-iters that take -work on this machine, and exit")
 	fs.Usage = func() {
@@ -251,6 +255,10 @@ var metricNames = []string{
 	"/cpu/classes/gc/total:cpu-seconds",
 	"/cpu/classes/total:cpu-seconds",
 	"/gc/heap/live:bytes",
+	"/gc/heap/goal:bytes",
+	"/gc/gogc:percent",
+	"/gc/scan/stack:bytes",
+	"/gc/scan/globals:bytes",
 }
 
 type snapshot struct {
@@ -259,6 +267,10 @@ type snapshot struct {
 	sched        *metrics.Float64Histogram
 	gcCPU, total float64
 	heapLive     uint64
+	heapGoal     uint64
+	gogc         int64
+	stacks       uint64
+	globals      uint64
 }
 
 func readMetrics() snapshot {
@@ -274,6 +286,10 @@ func readMetrics() snapshot {
 		gcCPU:    s[3].Value.Float64(),
 		total:    s[4].Value.Float64(),
 		heapLive: s[5].Value.Uint64(),
+		heapGoal: s[6].Value.Uint64(),
+		gogc:     int64(s[7].Value.Uint64()),
+		stacks:   s[8].Value.Uint64(),
+		globals:  s[9].Value.Uint64(),
 	}
 }
 
@@ -333,6 +349,7 @@ func Run(ctx context.Context, cfg Config) (*results.Workload, error) {
 	var (
 		phase     atomic.Value // string
 		completed atomic.Uint64
+		latencies latHist // every request, for the limit window's p99
 	)
 	phase.Store("setup")
 	progressDone := make(chan struct{})
@@ -343,6 +360,7 @@ func Run(ctx context.Context, cfg Config) (*results.Workload, error) {
 			defer progressWG.Done()
 			t := time.NewTicker(cfg.ReportEvery)
 			defer t.Stop()
+			var win *windowStart
 			for {
 				select {
 				case <-progressDone:
@@ -357,6 +375,14 @@ func Run(ctx context.Context, cfg Config) (*results.Workload, error) {
 					GOMAXPROCS: runtime.GOMAXPROCS(0), GOMEMLIMIT: memLimit(),
 					Requests: completed.Load(), GCCycles: snap.gcCycles,
 					HeapLiveBytes: int64(snap.heapLive), RSSBytes: rss(),
+					HeapGoalBytes: int64(snap.heapGoal), GCCPUSeconds: snap.gcCPU, CPUSeconds: snap.total,
+				}
+				p.LimitBound = limitBound(snap.heapGoal, snap.heapLive, snap.stacks, snap.globals, snap.gogc, p.GOMEMLIMIT)
+				if win == nil && p.LimitBound {
+					win = &windowStart{ms: p.ElapsedMS, requests: p.Requests, gcCPU: snap.gcCPU, total: snap.total, lat: latencies.snapshot()}
+				}
+				if win != nil {
+					p.Window = win.window(p.Requests, snap, latencies.snapshot())
 				}
 				if b, err := jsonMarshal(p); err == nil {
 					fmt.Fprintf(cfg.Progress, "%s\n", b)
@@ -396,6 +422,13 @@ func Run(ctx context.Context, cfg Config) (*results.Workload, error) {
 			allocate(runCtx, h, bgRate, start)
 		}()
 	}
+	if cfg.GrowMiBPerSec > 0 {
+		bg.Add(1)
+		go func() {
+			defer bg.Done()
+			grow(runCtx, cfg.GrowMiBPerSec*(1<<20), start)
+		}()
+	}
 
 	tk, kind, err := newTicker(cfg.Ticker, start.Add(interval), interval)
 	if err != nil {
@@ -424,6 +457,7 @@ func Run(ctx context.Context, cfg Config) (*results.Workload, error) {
 				sink.Add(spin(cfg.WorkIterations, r) + h.read(r>>7))
 				h.replace(r >> 11)
 				lat[i] = time.Since(sched)
+				latencies.add(lat[i])
 				done[i] = true
 				completed.Add(1)
 			}(i, sched)
@@ -503,6 +537,29 @@ func Run(ctx context.Context, cfg Config) (*results.Workload, error) {
 		}
 	}
 	return res, nil
+}
+
+// windowStart is the state of the process when its heap goal was first set
+// by GOMEMLIMIT.
+type windowStart struct {
+	ms           float64
+	requests     uint64
+	gcCPU, total float64
+	lat          *metrics.Float64Histogram
+}
+
+// window returns the figures from w to now.
+func (w *windowStart) window(requests uint64, now snapshot, lat *metrics.Float64Histogram) *results.Window {
+	out := &results.Window{
+		StartMS:       w.ms,
+		Requests:      requests - w.requests,
+		LatencyP99MS:  results.Float(stats.HistogramQuantile(stats.HistogramSub(lat, w.lat), 0.99) * 1000),
+		GCCPUFraction: results.Float(math.NaN()),
+	}
+	if d := now.total - w.total; d > 0 {
+		out.GCCPUFraction = results.Float((now.gcCPU - w.gcCPU) / d)
+	}
+	return out
 }
 
 // allocate replaces heap groups at rate bytes per second from start until ctx

@@ -59,6 +59,9 @@ func TestRun(t *testing.T) {
 		require.NotNil(t, line.Progress)
 		assert.Equal(t, "test", line.Progress.Variant)
 		assert.Contains(t, []string{"setup", "run"}, line.Progress.Phase)
+		assert.Greater(t, line.Progress.HeapGoalBytes, int64(0))
+		assert.False(t, line.Progress.LimitBound, "no GOMEMLIMIT: GOGC sets the goal")
+		assert.Nil(t, line.Progress.Window)
 		lines++
 	}
 	assert.GreaterOrEqual(t, lines, 3)

@@ -214,6 +214,11 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 	if c.Variants, err = variant.Parse(variants, runtime.NumCPU()); err != nil {
 		return c, err
 	}
+	for _, v := range c.Variants {
+		if v.HeadroomOracle {
+			return c, fmt.Errorf("variant %s is for the local runner's shared scenario (there is no sidecar in these Jobs)", v.Name)
+		}
+	}
 	if c.Resize() {
 		if len(c.CPUs) == 0 {
 			c.CPUs, _ = settings.ParseCPUs(DefaultResizeCPUs, false)

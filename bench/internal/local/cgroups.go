@@ -169,6 +169,9 @@ type Spec struct {
 	// Nested puts the limits on a parent cgroup and the process in an
 	// unlimited child.
 	Nested bool
+	// Sibling adds a second unlimited child next to the process's, named
+	// "sidecar", for another process under the same limits (implies Nested).
+	Sibling bool
 }
 
 // Group is a run's cgroup(s).
@@ -179,6 +182,12 @@ type Group struct {
 	// cgroup.procs files the process must join (the leaves).
 	CPUDir, MemoryDir string
 	Procs             []string
+	// MemoryLeaf is the memory cgroup the process joins (MemoryDir unless
+	// nested). SidecarProcs are the cgroup.procs files of a Sibling's child,
+	// SidecarMemoryLeaf its memory cgroup.
+	MemoryLeaf        string
+	SidecarProcs      []string
+	SidecarMemoryLeaf string
 	// created lists the directories to remove, deepest first.
 	created []string
 }
@@ -195,34 +204,54 @@ func (h *Host) NewGroup(name string, spec Spec) (g *Group, err error) {
 			g.Remove()
 		}
 	}()
-	mk := func(parent string) (top, leaf string, err error) {
-		top = path.Join(parent, name)
-		if err := h.fs.mkdir(top); err != nil {
-			return "", "", err
+	nested := spec.Nested || spec.Sibling
+	child := func(dir string) error {
+		if err := h.fs.mkdir(dir); err != nil {
+			return err
 		}
-		g.created = append([]string{top}, g.created...)
-		leaf = top
-		if spec.Nested {
-			leaf = path.Join(top, "workload")
-			if err := h.fs.mkdir(leaf); err != nil {
-				return "", "", err
-			}
-			g.created = append([]string{leaf}, g.created...)
-		}
-		return top, leaf, nil
+		g.created = append([]string{dir}, g.created...)
+		return nil
 	}
+	// mk makes the run's cgroup under parent and its children; before is
+	// called on the new top cgroup before the children exist.
+	mk := func(parent string, before func(top string) error) (top, leaf, side string, err error) {
+		top = path.Join(parent, name)
+		if err := child(top); err != nil {
+			return "", "", "", err
+		}
+		if !nested {
+			return top, top, "", nil
+		}
+		if err := before(top); err != nil {
+			return "", "", "", err
+		}
+		leaf = path.Join(top, "workload")
+		if err := child(leaf); err != nil {
+			return "", "", "", err
+		}
+		if spec.Sibling {
+			side = path.Join(top, "sidecar")
+			if err := child(side); err != nil {
+				return "", "", "", err
+			}
+		}
+		return top, leaf, side, nil
+	}
+	none := func(string) error { return nil }
 	if h.Version == cgroup.V2 {
-		top, leaf, err := mk(h.CPUParent)
+		top, leaf, side, err := mk(h.CPUParent, func(top string) error {
+			// The children need the controllers too, for their (unlimited)
+			// files to exist; v2 accounts hierarchically.
+			return h.fs.write(path.Join(top, "cgroup.subtree_control"), "+cpu +memory")
+		})
 		if err != nil {
 			return g, err
 		}
-		if spec.Nested {
-			// The child needs the controllers too, for its (unlimited) files to exist.
-			if err := h.fs.write(path.Join(top, "cgroup.subtree_control"), "+cpu +memory"); err != nil {
-				return g, err
-			}
-		}
 		g.CPUDir, g.MemoryDir, g.Procs = top, top, []string{path.Join(leaf, "cgroup.procs")}
+		g.MemoryLeaf = leaf
+		if side != "" {
+			g.SidecarProcs, g.SidecarMemoryLeaf = []string{path.Join(side, "cgroup.procs")}, side
+		}
 		if spec.CPUs > 0 {
 			period := spec.period()
 			quota := quotaMicros(spec.CPUs, period)
@@ -243,16 +272,24 @@ func (h *Host) NewGroup(name string, spec Spec) (g *Group, err error) {
 		return g, nil
 	}
 
-	cpuTop, cpuLeaf, err := mk(h.CPUParent)
+	cpuTop, cpuLeaf, cpuSide, err := mk(h.CPUParent, none)
 	if err != nil {
 		return g, err
 	}
-	memTop, memLeaf, err := mk(h.MemoryParent)
+	hier := none
+	if spec.Sibling {
+		hier = h.hierarchical
+	}
+	memTop, memLeaf, memSide, err := mk(h.MemoryParent, hier)
 	if err != nil {
 		return g, err
 	}
-	g.CPUDir, g.MemoryDir = cpuTop, memTop
+	g.CPUDir, g.MemoryDir, g.MemoryLeaf = cpuTop, memTop, memLeaf
 	g.Procs = []string{path.Join(cpuLeaf, "cgroup.procs"), path.Join(memLeaf, "cgroup.procs")}
+	if spec.Sibling {
+		g.SidecarProcs = []string{path.Join(cpuSide, "cgroup.procs"), path.Join(memSide, "cgroup.procs")}
+		g.SidecarMemoryLeaf = memSide
+	}
 	if spec.CPUs > 0 {
 		period := spec.period()
 		if err := h.fs.write(path.Join(cpuTop, "cpu.cfs_period_us"), strconv.FormatInt(period.Microseconds(), 10)); err != nil {
@@ -277,6 +314,25 @@ func (h *Host) NewGroup(name string, spec Spec) (g *Group, err error) {
 	return g, nil
 }
 
+// hierarchical makes a v1 memory cgroup account its children's memory to its
+// own limit: memory.use_hierarchy 1, which must be set before it has
+// children. Kernels since 5.16 always account hierarchically (the file reads
+// 1 and refuses 0); older ones inherit the parent's setting.
+func (h *Host) hierarchical(dir string) error {
+	p := path.Join(dir, "memory.use_hierarchy")
+	v, err := h.fs.read(p)
+	if err != nil {
+		return fmt.Errorf("hierarchical memory accounting: %w", err)
+	}
+	if strings.TrimSpace(v) == "1" {
+		return nil
+	}
+	if err := h.fs.write(p, "1"); err != nil {
+		return fmt.Errorf("hierarchical memory accounting: %w", err)
+	}
+	return nil
+}
+
 func (s Spec) period() time.Duration {
 	if s.Period <= 0 {
 		return 100 * time.Millisecond
@@ -296,17 +352,125 @@ func (g *Group) CPUStat() (cgroup.CPUStat, error) {
 }
 
 // OOMKills returns the number of processes the kernel's OOM killer killed in
-// the group: oom_kill in memory.events (v2) or memory.oom_control (v1).
+// the process's memory cgroup (MemoryLeaf): oom_kill in memory.events (v2) or
+// memory.oom_control (v1). On v1 a kill counts only in the victim's own
+// cgroup, so the leaf is where the process's kill shows in every layout.
 func (g *Group) OOMKills() (uint64, error) {
+	return g.oomKillsIn(g.leaf())
+}
+
+// SidecarOOMKills is OOMKills for the Sibling's child.
+func (g *Group) SidecarOOMKills() (uint64, error) { return g.oomKillsIn(g.SidecarMemoryLeaf) }
+
+func (g *Group) leaf() string {
+	if g.MemoryLeaf != "" {
+		return g.MemoryLeaf
+	}
+	return g.MemoryDir
+}
+
+func (g *Group) oomKillsIn(dir string) (uint64, error) {
 	file := "memory.oom_control"
 	if g.v == cgroup.V2 {
 		file = "memory.events"
+	}
+	s, err := g.fs.read(path.Join(dir, file))
+	if err != nil {
+		return 0, err
+	}
+	return parseOOMKill(s)
+}
+
+// MemoryUsage returns the current usage of the limited cgroup (MemoryDir):
+// memory.current (v2) or memory.usage_in_bytes (v1).
+func (g *Group) MemoryUsage() (int64, error) {
+	file := "memory.usage_in_bytes"
+	if g.v == cgroup.V2 {
+		file = "memory.current"
 	}
 	s, err := g.fs.read(path.Join(g.MemoryDir, file))
 	if err != nil {
 		return 0, err
 	}
-	return parseOOMKill(s)
+	return strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+}
+
+// MemoryEvents returns the event counters of the limited cgroup (see
+// results.Run.MemoryEvents) and its peak usage (0 where the kernel has no
+// such file).
+func (g *Group) MemoryEvents() (map[string]uint64, int64, error) {
+	read := func(file string) (string, error) { return g.fs.read(path.Join(g.MemoryDir, file)) }
+	peakFile := "memory.max_usage_in_bytes"
+	var ev map[string]uint64
+	if g.v == cgroup.V2 {
+		s, err := read("memory.events")
+		if err != nil {
+			return nil, 0, err
+		}
+		if ev, err = parseFlatKeyed(s); err != nil {
+			return nil, 0, fmt.Errorf("memory.events: %w", err)
+		}
+		peakFile = "memory.peak"
+	} else {
+		s, err := read("memory.oom_control")
+		if err != nil {
+			return nil, 0, err
+		}
+		oc, err := parseFlatKeyed(s)
+		if err != nil {
+			return nil, 0, fmt.Errorf("memory.oom_control: %w", err)
+		}
+		ev = map[string]uint64{}
+		for _, k := range []string{"oom_kill", "under_oom"} {
+			if v, ok := oc[k]; ok {
+				ev[k] = v
+			}
+		}
+		// With swap accounting the memory+swap counter, whose limit the
+		// runner sets equal, is charged first and fails first: its failcnt
+		// is the one that counts then.
+		for _, c := range []struct{ file, key string }{{"memory.failcnt", "failcnt"}, {"memory.memsw.failcnt", "memsw_failcnt"}} {
+			f, err := read(c.file)
+			if errors.Is(err, fs.ErrNotExist) && c.key == "memsw_failcnt" {
+				continue
+			}
+			if err != nil {
+				return nil, 0, err
+			}
+			if ev[c.key], err = strconv.ParseUint(strings.TrimSpace(f), 10, 64); err != nil {
+				return nil, 0, fmt.Errorf("%s: %w", c.file, err)
+			}
+		}
+	}
+	var peak int64
+	if s, err := read(peakFile); err == nil {
+		peak, _ = strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	}
+	return ev, peak, nil
+}
+
+// parseFlatKeyed parses a cgroup flat-keyed file ("key value" lines, the
+// values unsigned integers), such as memory.events or memory.oom_control.
+func parseFlatKeyed(s string) (map[string]uint64, error) {
+	out := map[string]uint64{}
+	for _, l := range strings.Split(s, "\n") {
+		f := strings.Fields(l)
+		switch {
+		case len(f) == 0:
+			continue
+		case len(f) != 2:
+			return nil, fmt.Errorf("malformed line %q", l)
+		}
+		v, err := strconv.ParseUint(f[1], 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("malformed line %q: %w", l, err)
+		}
+		out[f[0]] = v
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no counters")
+	}
+	return out, nil
 }
 
 // parseOOMKill returns the oom_kill counter of a memory.events or
@@ -370,8 +534,10 @@ func (h *Host) RemoveStale() []string {
 				continue
 			}
 			dir := path.Join(parent, e.Name())
-			if sub := path.Join(dir, "workload"); h.fs.exists(sub) {
-				h.fs.rmdir(sub)
+			for _, c := range []string{"workload", "sidecar"} {
+				if sub := path.Join(dir, c); h.fs.exists(sub) {
+					h.fs.rmdir(sub)
+				}
 			}
 			if h.fs.rmdir(dir) == nil {
 				removed = append(removed, dir)

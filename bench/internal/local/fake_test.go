@@ -80,6 +80,9 @@ func (k *fakeKernel) populate(p string) {
 		k.put(path.Join(p, "memory.limit_in_bytes"), "9223372036854771712\n")
 		k.put(path.Join(p, "memory.memsw.limit_in_bytes"), "9223372036854771712\n")
 		k.put(path.Join(p, "memory.oom_control"), "oom_kill_disable 0\nunder_oom 0\noom_kill 0\n")
+		k.put(path.Join(p, "memory.use_hierarchy"), "1\n")
+		k.put(path.Join(p, "memory.failcnt"), "0\n")
+		k.put(path.Join(p, "memory.usage_in_bytes"), "0\n")
 	}
 }
 

@@ -36,7 +36,20 @@ const (
 	ScenarioNested  = "nested"   // the quota on a parent cgroup only
 	ScenarioMemory  = "memory"   // a memory limit below the untuned heap's peak
 	ScenarioSweep   = "sweep"    // CPU quotas × load levels, with the static oracles
+	ScenarioShared  = "shared"   // a memory limit shared with a sidecar process
+	ScenarioLeak    = "leak"     // a live heap that grows until the limit kills it
 	ScenarioInPlace = "in-place" // -in-place: the current cgroup's limits
+)
+
+// Layouts of the shared scenario: where the sidecar runs.
+const (
+	// LayoutSibling: the limit on a parent cgroup, the workload and the
+	// sidecar in two unlimited children of it (an ECS task, a systemd slice
+	// with MemoryMax=, a pod whose containers have no limits of their own).
+	LayoutSibling = "sibling"
+	// LayoutCoprocess: both processes in the one limited cgroup (a service
+	// that runs a helper binary in its container).
+	LayoutCoprocess = "coprocess"
 )
 
 // Defaults. A 10s window holds about six GC cycles of the default workload;
@@ -55,6 +68,30 @@ const (
 	// of the limit: with GOGC=100 the heap peaks near twice the live heap, so
 	// without a GOMEMLIMIT it outgrows the limit.
 	MemoryHeapFraction = 0.6
+
+	// The shared scenario: a 512 MiB limit with a sidecar holding 200 MiB.
+	DefaultSharedMemory = "512Mi"
+	DefaultSidecar      = "200Mi"
+	DefaultLayouts      = LayoutSibling + "," + LayoutCoprocess
+	// SharedHeapFraction is the shared scenario's live heap as a fraction of
+	// the room the sidecar leaves (limit − sidecar), as the memory scenario's
+	// is of the whole limit. At 512 MiB and 200 MiB: 187 MiB. A GOMEMLIMIT
+	// that accounts for the sidecar, 0.9 × 312 = 281 MiB, holds the heap
+	// below the 312 MiB left, with 94 MiB above the live heap for garbage (the
+	// GC runs at about half of GOGC=100's heap growth: moderate GC CPU). Every
+	// limit that ignores the sidecar lets the heap grow to GOGC's goal, twice
+	// the live heap, 374 MiB, before it collects (0.9 × 512 = 461 MiB and
+	// 512 MiB are above that, no limit is no bound): 62 MiB more than the room
+	// left, so the cgroup is OOM-killed.
+	SharedHeapFraction = MemoryHeapFraction
+
+	// The leak scenario: the live heap starts at half of a 512 MiB limit and
+	// grows 4 MiB/s; 100 s is enough for it to pass the limit (64 s of
+	// growth), with time to spare for a GC that slows the process down.
+	DefaultLeakMemory   = "512Mi"
+	LeakStartFraction   = 0.5
+	DefaultLeakGrowMiB  = 4
+	DefaultLeakDuration = 100 * time.Second
 )
 
 // Options configure a local benchmark.
@@ -64,6 +101,19 @@ type Options struct {
 	// memory limits of the memory scenario.
 	CPUs   []float64
 	Memory []int64
+	// Sidecar is the memory the shared scenario's sidecar holds (0: the
+	// default), Layouts where it runs (empty: both).
+	Sidecar int64
+	Layouts []string
+	// SidecarFreeAfter, when positive, makes the sidecar free its memory
+	// this long after it started holding it (the workload then has the room
+	// to itself: a run can show a GOMEMLIMIT that follows).
+	SidecarFreeAfter time.Duration
+	// GrowMiB is the leak scenario's heap growth in MiB/s (0: the default).
+	GrowMiB float64
+	// DurationSet is true when Duration was given explicitly: the leak
+	// scenario has a longer default.
+	DurationSet bool
 	// Loads are request work levels as fractions of the CPU quota (e.g. 0.7:
 	// requests take 0.7 × quota CPU-seconds per second); empty means the fixed
 	// Work per request. The sweep defaults to DefaultSweepLoads.
@@ -104,10 +154,18 @@ type setting struct {
 	memory   int64
 	heapMiB  float64
 	load     float64 // fraction of the quota; 0: the fixed work per request
+	layout   string  // the shared scenario's layout
+	sidecar  int64   // the memory the sidecar holds
+	growMiB  float64 // the leak's heap growth, MiB/s
+	duration time.Duration
 }
 
 func (s setting) String() string {
-	return report.SettingTitle(results.Setting{Scenario: s.scenario, CPUs: s.cpus, MemoryBytes: s.memory, Load: s.load})
+	return report.SettingTitle(s.results())
+}
+
+func (s setting) results() results.Setting {
+	return results.Setting{Scenario: s.scenario, CPUs: s.cpus, MemoryBytes: s.memory, Load: s.load, Layout: s.layout, SidecarBytes: s.sidecar}
 }
 
 // Main runs the local subcommand with args (flags) and returns the exit code:
@@ -133,17 +191,22 @@ func parseFlags(args []string, stderr io.Writer) (Options, error) {
 		scenario, cpus, memory, variantsFlag string
 		loads                                string
 	)
-	fs.StringVar(&scenario, "scenario", ScenarioCPU, "scenarios, comma-separated: cpu (quotas), nested (quota on a parent cgroup only), memory (memory limit below the untuned heap peak), sweep (quotas × loads, with static GOMAXPROCS oracles), or all (cpu, nested, memory)")
+	fs.StringVar(&scenario, "scenario", ScenarioCPU, "scenarios, comma-separated: cpu (quotas), nested (quota on a parent cgroup only), memory (memory limit below the untuned heap peak), sweep (quotas × loads, with static GOMAXPROCS oracles), shared (a memory limit shared with a sidecar process), leak (a live heap that grows until the limit), or all (cpu, nested, memory)")
 	fs.StringVar(&cpus, "cpus", "", "CPU quotas of the cpu, nested and sweep scenarios in cores or millicores (e.g. 0.5 or 500m), comma-separated; none for no quota (default "+DefaultCPUs+" for cpu, "+DefaultNestedCPUs+" for nested, "+DefaultSweepCPUs+" for sweep)")
 	fs.StringVar(&loads, "load", "", "request work as fractions of the CPU quota, comma-separated (0.7: requests take 0.7 × quota CPU-seconds per second; the host's CPUs without a quota); default: the fixed -work per request, or "+DefaultSweepLoads+" for sweep")
-	fs.StringVar(&memory, "memory", "", "memory limits of the memory scenario, comma-separated (default "+DefaultMemory+")")
-	fs.DurationVar(&o.Duration, "duration", DefaultDuration, "measured window of each run (after the live heap is built)")
+	fs.StringVar(&memory, "memory", "", "memory limits of the memory, shared and leak scenarios, comma-separated (default "+DefaultMemory+" for memory, "+DefaultSharedMemory+" for shared and leak)")
+	var sidecar, layouts string
+	fs.StringVar(&sidecar, "sidecar", DefaultSidecar, "memory the shared scenario's sidecar holds resident")
+	fs.StringVar(&layouts, "layout", DefaultLayouts, "where the shared scenario's sidecar runs, comma-separated: sibling (in a sibling cgroup under the limited parent) or coprocess (in the workload's own limited cgroup)")
+	fs.DurationVar(&o.SidecarFreeAfter, "sidecar-free-after", 0, "make the shared scenario's sidecar free its memory this long after it holds it (0: it holds it to the end)")
+	fs.Float64Var(&o.GrowMiB, "grow-mib", DefaultLeakGrowMiB, "the leak scenario's heap growth, MiB/s")
+	fs.DurationVar(&o.Duration, "duration", DefaultDuration, "measured window of each run (after the live heap is built; default "+DefaultLeakDuration.String()+" for leak)")
 	fs.IntVar(&o.Runs, "runs", DefaultRuns, "rounds: each variant runs this many times per setting, interleaved (A B C A B C ...)")
 	fs.StringVar(&variantsFlag, "variants", "", "variants, comma-separated: "+strings.Join(variant.Names(), ", ")+", GOMAXPROCS=n (a static value), static (GOMAXPROCS=1 to the CPU count), sweep (all of these); default all but the sweep's extra rules and statics, or sweep for the sweep scenario")
 	fs.StringVar(&o.Out, "out", "", "directory to write results.json, runs.json, report.md, the charts and bench.txt to (default: a fresh directory under bench/out/)")
 	fs.BoolVar(&o.InPlace, "in-place", false, "run in the current cgroup with its limits instead of creating cgroups (e.g. inside a pod)")
 	fs.StringVar(&o.CgroupParent, "cgroup-parent", "", "cgroup v2 directory to create run cgroups in (default: the unified hierarchy's root, or the runner's own delegated cgroup)")
-	fs.Float64Var(&o.HeapMiB, "heap-mib", 0, fmt.Sprintf("live heap, MiB (default %d, or %.0f%% of the limit in the memory scenario)", workload.DefaultHeapMiB, MemoryHeapFraction*100))
+	fs.Float64Var(&o.HeapMiB, "heap-mib", 0, fmt.Sprintf("live heap, MiB (default %d; %.0f%% of the limit in the memory scenario, of the limit less the sidecar in shared; the leak's start, default %.0f%% of the limit)", workload.DefaultHeapMiB, MemoryHeapFraction*100, LeakStartFraction*100))
 	fs.Float64Var(&o.AllocMiB, "alloc-mib", workload.DefaultAllocMiBPerSec, "allocation rate, MiB/s")
 	fs.Float64Var(&o.Rate, "rate", workload.DefaultRate, "requests per second (open loop)")
 	fs.DurationVar(&o.Work, "work", workload.DefaultWork, "CPU work per request (calibrated once, unthrottled, before the runs)")
@@ -170,13 +233,22 @@ Flags:
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
+	fs.Visit(func(f *flag.Flag) { o.DurationSet = o.DurationSet || f.Name == "duration" })
 	o.Command = "go run -C bench . local"
 	if len(args) > 0 {
 		o.Command += " " + strings.Join(args, " ")
 	}
 	scenarios := []string{ScenarioCPU, ScenarioNested, ScenarioMemory}
 	var err error
-	if o.Scenarios, err = settings.ParseScenarios(scenario, append(scenarios, ScenarioSweep), scenarios, "cpu, nested, memory, sweep or all"); err != nil {
+	if o.Scenarios, err = settings.ParseScenarios(scenario, append(scenarios, ScenarioSweep, ScenarioShared, ScenarioLeak), scenarios, "cpu, nested, memory, sweep, shared, leak or all"); err != nil {
+		return o, err
+	}
+	sizes, err := settings.ParseSizes(sidecar)
+	if err != nil || len(sizes) != 1 {
+		return o, fmt.Errorf("-sidecar: want one size, e.g. 200Mi (%v)", err)
+	}
+	o.Sidecar = sizes[0]
+	if o.Layouts, err = parseLayouts(layouts); err != nil {
 		return o, err
 	}
 	if o.CPUs, o.Memory, err = settings.ParseLimits(cpus, memory, true); err != nil {
@@ -193,6 +265,11 @@ Flags:
 	if o.Variants, err = variant.Parse(variantsFlag, runtime.NumCPU()); err != nil {
 		return o, err
 	}
+	if variantsFlag == "" {
+		if vs := memoryVariants(o.Scenarios); vs != nil {
+			o.Variants = vs
+		}
+	}
 	switch {
 	case o.Runs < 1:
 		return o, errors.New("-runs must be at least 1")
@@ -200,8 +277,10 @@ Flags:
 		return o, errors.New("-duration must be at least 100ms")
 	case o.Period < time.Millisecond || o.Period > time.Second:
 		return o, errors.New("-period must be between 1ms and 1s")
-	case o.HeapMiB < 0 || o.AllocMiB <= 0 || o.Rate <= 0 || o.Work <= 0:
-		return o, errors.New("-heap-mib, -alloc-mib, -rate and -work must be positive")
+	case o.SidecarFreeAfter < 0:
+		return o, errors.New("-sidecar-free-after must not be negative")
+	case o.HeapMiB < 0 || o.AllocMiB <= 0 || o.Rate <= 0 || o.Work <= 0 || o.GrowMiB <= 0:
+		return o, errors.New("-heap-mib, -alloc-mib, -rate, -work and -grow-mib must be positive")
 	case o.Ticker != workload.TickerNetpoll && o.Ticker != workload.TickerSleep:
 		return o, fmt.Errorf("-ticker must be %s or %s", workload.TickerNetpoll, workload.TickerSleep)
 	}
@@ -253,10 +332,95 @@ func (o Options) settings() ([]setting, error) {
 					out = append(out, setting{scenario: sc, memory: m, heapMiB: heap, load: l})
 				}
 			}
+		case ScenarioShared, ScenarioLeak:
+			ms := o.Memory
+			if len(ms) == 0 {
+				ms, _ = settings.ParseSizes(DefaultSharedMemory)
+			}
+			for _, m := range ms {
+				if sc == ScenarioLeak {
+					heap := o.HeapMiB
+					if heap == 0 {
+						heap = math.Round(LeakStartFraction * float64(m) / (1 << 20))
+					}
+					grow := o.GrowMiB
+					if grow == 0 {
+						grow = DefaultLeakGrowMiB
+					}
+					d := time.Duration(0)
+					if !o.DurationSet {
+						d = DefaultLeakDuration
+					}
+					out = append(out, setting{scenario: sc, memory: m, heapMiB: heap, growMiB: grow, duration: d})
+					continue
+				}
+				side := o.Sidecar
+				if side == 0 {
+					ss, _ := settings.ParseSizes(DefaultSidecar)
+					side = ss[0]
+				}
+				if side >= m {
+					return nil, fmt.Errorf("the sidecar (%s) must hold less than the memory limit (%s)", report.MiB(float64(side)), report.MiB(float64(m)))
+				}
+				heap := o.HeapMiB
+				if heap == 0 {
+					heap = math.Round(SharedHeapFraction * float64(m-side) / (1 << 20))
+				}
+				layouts := o.Layouts
+				if len(layouts) == 0 {
+					layouts, _ = parseLayouts(DefaultLayouts)
+				}
+				for _, l := range layouts {
+					out = append(out, setting{scenario: sc, memory: m, heapMiB: heap, layout: l, sidecar: side})
+				}
+			}
 		}
 	}
 	if len(out) == 0 {
 		return nil, errors.New("no scenario to run")
+	}
+	return out, nil
+}
+
+// memoryVariants returns the default variants when every scenario is shared
+// or leak: the union of their lists, in order; nil otherwise.
+func memoryVariants(scenarios []string) []variant.Variant {
+	var out []variant.Variant
+	for _, sc := range scenarios {
+		var vs []variant.Variant
+		switch sc {
+		case ScenarioShared:
+			vs = variant.Shared
+		case ScenarioLeak:
+			vs = variant.Leak
+		default:
+			return nil
+		}
+		for _, v := range vs {
+			if !slices.ContainsFunc(out, func(o variant.Variant) bool { return o.Name == v.Name }) {
+				out = append(out, v)
+			}
+		}
+	}
+	return out
+}
+
+// parseLayouts parses the -layout list.
+func parseLayouts(s string) ([]string, error) {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		switch f = strings.TrimSpace(f); f {
+		case "":
+		case LayoutSibling, LayoutCoprocess:
+			if !slices.Contains(out, f) {
+				out = append(out, f)
+			}
+		default:
+			return nil, fmt.Errorf("-layout: unknown layout %q (want %s or %s)", f, LayoutSibling, LayoutCoprocess)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("-layout: no layout in %q", s)
 	}
 	return out, nil
 }
@@ -426,8 +590,12 @@ func (r *runner) run(ctx context.Context) ([]results.Run, error) {
 		r.logf("cgroups: %s", r.meta.Cgroup)
 	}
 
+	bins := o.Variants
+	if slices.ContainsFunc(sets, func(s setting) bool { return s.sidecar > 0 }) {
+		bins = append(slices.Clone(bins), variant.Sidecar)
+	}
 	if o.BinDir != "" {
-		if r.bins, err = prebuilt(o.BinDir, o.Variants, o.WorkIters <= 0); err != nil {
+		if r.bins, err = prebuilt(o.BinDir, bins, o.WorkIters <= 0); err != nil {
 			return nil, err
 		}
 	} else {
@@ -436,7 +604,7 @@ func (r *runner) run(ctx context.Context) ([]results.Run, error) {
 			return nil, err
 		}
 		defer os.RemoveAll(tmp)
-		if r.bins, err = build(ctx, o.Src, tmp, o.Variants, r.stderr); err != nil {
+		if r.bins, err = build(ctx, o.Src, tmp, bins, r.stderr); err != nil {
 			return nil, err
 		}
 	}
@@ -466,6 +634,23 @@ func (r *runner) run(ctx context.Context) ([]results.Run, error) {
 	}()
 
 	total := len(sets) * len(o.Variants) * o.Runs
+	if slices.ContainsFunc(sets, func(s setting) bool { return s.sidecar > 0 }) {
+		note := sharedNote
+		if o.SidecarFreeAfter > 0 {
+			note += fmt.Sprintf(" The sidecar freed its memory %v after it held it.", o.SidecarFreeAfter)
+		}
+		r.meta.Notes = append(r.meta.Notes, note)
+	}
+	for _, st := range sets {
+		if st.growMiB > 0 {
+			d := o.Duration
+			if st.duration > 0 {
+				d = st.duration
+			}
+			r.meta.Notes = append(r.meta.Notes, fmt.Sprintf("Leak (%s): the live heap starts at %g MiB and grows %g MiB/s for %v, never freed, until the run ends or the cgroup is OOM-killed.",
+				report.MiB(float64(st.memory)), st.heapMiB, st.growMiB, d))
+		}
+	}
 	var runs []results.Run
 	started := time.Now()
 	i := 0
@@ -493,6 +678,11 @@ func (r *runner) run(ctx context.Context) ([]results.Run, error) {
 	}
 	return runs, nil
 }
+
+const sharedNote = "Shared: the sidecar (`bench/cmd/sidecar`) allocates and touches its memory and holds it; the workload starts once it does. " +
+	"In the sibling layout the limit is on a parent cgroup with the workload and the sidecar in two unlimited children; in the coprocess layout both run in the limited cgroup. " +
+	"The memory events are the limited cgroup's (v1: memory.failcnt and memory.oom_control, where oom_kill counts only kills in that very cgroup, so 0 in the sibling layout; v2: memory.events, hierarchical). " +
+	"`oracle-headroom` is given GOMEMLIMIT = 0.9 × (limit − sidecar) by the runner: what a limit that accounts for the others would set."
 
 func heapDesc(sets []setting) string {
 	var hs []string
@@ -539,6 +729,12 @@ func describeRun(r results.Run) string {
 		if r.LastProgress != nil {
 			s += fmt.Sprintf(" (%d requests done)", r.LastProgress.Requests)
 		}
+		if l := r.Leak; l != nil && l.ReachedMS > 0 {
+			s += fmt.Sprintf(", %.1fs after GOMEMLIMIT bound the heap", (l.EndMS-l.ReachedMS)/1000)
+			if w := l.Window; w != nil && !math.IsNaN(float64(w.GCCPUFraction)) {
+				s += fmt.Sprintf(" (GC CPU %.0f%% in that window)", 100*w.GCCPUFraction)
+			}
+		}
 		return s
 	case r.Err != "":
 		return "FAILED: " + r.Err
@@ -547,6 +743,9 @@ func describeRun(r results.Run) string {
 	}
 	w := r.Workload
 	s := fmt.Sprintf("GOMAXPROCS %d, p99 %.1f ms, p99.9 %.1f ms", w.GOMAXPROCS, w.Latency.P99, w.Latency.P999)
+	if !math.IsNaN(float64(w.GCCPUFraction)) {
+		s += fmt.Sprintf(", GC CPU %.1f%%", 100*w.GCCPUFraction)
+	}
 	if t := r.Throttling(); t != nil && t.Periods > 0 {
 		s += fmt.Sprintf(", throttled %.1f%%", 100*t.ThrottledRatio())
 	}

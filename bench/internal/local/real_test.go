@@ -22,6 +22,7 @@ import (
 
 	"github.com/fitgo/fitgo/bench/internal/report"
 	"github.com/fitgo/fitgo/bench/internal/results"
+	"github.com/fitgo/fitgo/cgroup"
 )
 
 // realHost opens the real cgroup hierarchy, or skips the test with the reason.
@@ -295,4 +296,66 @@ func TestInPlace(t *testing.T) {
 	for _, v := range []string{"env", "fitgo"} {
 		assert.Regexp(t, `(?m)^`+v+`\s+\d+\s`, stdout.String(), "a row with GOMAXPROCS for %s", v)
 	}
+}
+
+// TestRealShared is a short shared run in real cgroups, both layouts: the
+// limited cgroup must account for the sidecar (hierarchically in the sibling
+// layout), its memory events must be read, and a heap whose GOGC goal
+// ignores the sidecar must be killed while the oracle's survives.
+func TestRealShared(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the workload and runs it for ~10s")
+	}
+	h := realHost(t)
+	out := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	code := Main(t.Context(), []string{
+		"-scenario", "shared", "-memory", "128Mi", "-sidecar", "48Mi", "-runs", "1", "-duration", "1s",
+		"-variants", "untuned,oracle-headroom", "-out", out,
+	}, &stdout, io.MultiWriter(&stderr, testLog{t}))
+	require.Equal(t, 0, code, stderr.String())
+	assert.Contains(t, stdout.String(), "shared: no CPU quota, memory limit 128 MiB on the parent, shared with a 48 MiB sidecar in a sibling cgroup")
+	assert.Contains(t, stdout.String(), "memory events")
+
+	var runs []results.Run
+	b, err := os.ReadFile(filepath.Join(out, report.RunsFile))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &runs))
+	require.Len(t, runs, 4)
+	for _, r := range runs {
+		name := r.Layout + "/" + r.Variant
+		require.NotNil(t, r.Sidecar, name)
+		assert.GreaterOrEqual(t, r.Sidecar.RSSBytes, int64(48<<20), name)
+		assert.GreaterOrEqual(t, r.Sidecar.LimitedUsageBytes, int64(48<<20), "%s: the limited cgroup accounts for the sidecar", name)
+		assert.False(t, r.Sidecar.OOMKilled, name)
+		require.Contains(t, r.MemoryEvents, "oom_kill", name)
+		if h.Version == cgroup.V1 {
+			assert.Contains(t, r.MemoryEvents, "failcnt", name)
+		} else {
+			assert.Contains(t, r.MemoryEvents, "max", name)
+		}
+		if r.MemoryPeakBytes > 0 {
+			assert.GreaterOrEqual(t, r.MemoryPeakBytes, int64(48<<20), name)
+			assert.LessOrEqual(t, r.MemoryPeakBytes, int64(128<<20), name)
+		}
+		switch r.Variant {
+		case "untuned":
+			// A 48 MiB live heap grows to twice that before GOGC collects:
+			// more than the 80 MiB the sidecar leaves.
+			assert.Equal(t, uint64(1), r.OOMKills, name)
+			assert.Nil(t, r.Workload, name)
+			kills := r.MemoryEvents["oom_kill"]
+			if r.Layout == LayoutSibling && h.Version == cgroup.V1 {
+				assert.Zero(t, kills, "v1 counts the kill in the workload's own child only")
+			} else {
+				assert.Equal(t, uint64(1), kills, name)
+			}
+		case "oracle-headroom":
+			assert.Zero(t, r.OOMKills, name)
+			require.NotNil(t, r.Workload, name)
+			assert.Equal(t, int64(0.9*80*(1<<20)), r.Workload.GOMEMLIMIT, "0.9 × (128 − 48) MiB")
+			assert.Zero(t, r.MemoryEvents["oom_kill"], name)
+		}
+	}
+	assertNoLeftovers(t)
 }

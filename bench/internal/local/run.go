@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/fitgo/fitgo/bench/internal/report"
 	"github.com/fitgo/fitgo/bench/internal/results"
 	"github.com/fitgo/fitgo/bench/internal/variant"
 	"github.com/fitgo/fitgo/cgroup"
@@ -21,15 +22,20 @@ import (
 
 // runOne runs variant v once in setting st.
 func (r *runner) runOne(ctx context.Context, st setting, v variant.Variant, round int) results.Run {
-	run := results.Run{Scenario: st.scenario, Variant: v.Name, CPUs: st.cpus, MemoryBytes: st.memory, Load: st.load, Round: round}
+	run := results.Run{Scenario: st.scenario, Variant: v.Name, CPUs: st.cpus, MemoryBytes: st.memory, Load: st.load,
+		Layout: st.layout, SidecarBytes: st.sidecar, Round: round}
 	fail := func(err error) results.Run {
 		run.Err = err.Error()
 		return run
 	}
 	o := r.opts
 	iters, work := o.workIters(st, r.iters, r.hostCPU)
+	duration := o.Duration
+	if st.duration > 0 {
+		duration = st.duration
+	}
 	args := []string{
-		"-duration", o.Duration.String(),
+		"-duration", duration.String(),
 		"-heap-mib", strconv.FormatFloat(st.heapMiB, 'f', -1, 64),
 		"-alloc-mib", strconv.FormatFloat(o.AllocMiB, 'f', -1, 64),
 		"-rate", strconv.FormatFloat(o.Rate, 'f', -1, 64),
@@ -40,15 +46,21 @@ func (r *runner) runOne(ctx context.Context, st setting, v variant.Variant, roun
 	if o.Ticker != "" {
 		args = append(args, "-ticker", o.Ticker)
 	}
+	if st.growMiB > 0 {
+		args = append(args, "-grow-mib", strconv.FormatFloat(st.growMiB, 'f', -1, 64))
+	}
 	env := cleanEnv(os.Environ())
 	if v.DownwardAPI {
 		env = append(env, variant.DownwardEnv(st.cpus, st.memory, r.hostCPU, r.hostMem)...)
+	}
+	if v.HeadroomOracle {
+		env = append(env, variant.HeadroomEnv(st.memory, st.sidecar)...)
 	}
 	env = append(env, v.Env...)
 	bin := r.bins[v.Name]
 
 	// A generous bound: the heap build under a small quota, the window, the drain.
-	ctx, cancel := context.WithTimeout(ctx, 3*o.Duration+3*time.Minute)
+	ctx, cancel := context.WithTimeout(ctx, 3*duration+3*time.Minute)
 	defer cancel()
 
 	var (
@@ -60,7 +72,8 @@ func (r *runner) runOne(ctx context.Context, st setting, v variant.Variant, roun
 	if r.host != nil {
 		r.seq++
 		name := fmt.Sprintf("%s%d-%d-%s", NamePrefix, pid(), r.seq, strings.ReplaceAll(v.Binary(), "+", "-"))
-		g, err := r.host.NewGroup(name, Spec{CPUs: st.cpus, Period: o.Period, Memory: st.memory, Nested: st.scenario == ScenarioNested})
+		g, err := r.host.NewGroup(name, Spec{CPUs: st.cpus, Period: o.Period, Memory: st.memory, Nested: st.scenario == ScenarioNested,
+			Sibling: st.sidecar > 0 && st.layout == LayoutSibling})
 		if err != nil {
 			return fail(fmt.Errorf("creating the run's cgroup: %w", err))
 		}
@@ -73,6 +86,32 @@ func (r *runner) runOne(ctx context.Context, st setting, v variant.Variant, roun
 		self, err := os.Executable()
 		if err != nil {
 			return fail(err)
+		}
+		if st.sidecar > 0 {
+			procs := g.Procs
+			if st.layout == LayoutSibling {
+				procs = g.SidecarProcs
+			}
+			sc, err := startSidecar(ctx, self, r.bins[variant.SidecarName], procs, st.sidecar, o.SidecarFreeAfter)
+			if err != nil {
+				return fail(fmt.Errorf("sidecar: %w", err))
+			}
+			defer sc.stop()
+			run.Sidecar = &results.Sidecar{RSSBytes: sc.held.RSSBytes}
+			if run.Sidecar.LimitedUsageBytes, err = g.MemoryUsage(); err != nil {
+				return fail(fmt.Errorf("reading the limited cgroup's usage: %w", err))
+			}
+			// The point of the scenario: the limit must account for the
+			// sidecar, hierarchically in the sibling layout.
+			if run.Sidecar.LimitedUsageBytes < sc.held.HeldBytes*9/10 {
+				return fail(fmt.Errorf("the limited cgroup %s accounts %s with the sidecar holding %s: no (hierarchical) accounting of the sidecar",
+					g.MemoryDir, report.MiB(float64(run.Sidecar.LimitedUsageBytes)), report.MiB(float64(sc.held.HeldBytes))))
+			}
+			defer func() {
+				if sc.oomKilled() {
+					run.Sidecar.OOMKilled = true
+				}
+			}()
 		}
 		procs, _ := json.Marshal(g.Procs)
 		cmd = exec.CommandContext(ctx, self, append([]string{bin}, args...)...)
@@ -90,6 +129,7 @@ func (r *runner) runOne(ctx context.Context, st setting, v variant.Variant, roun
 	var (
 		mu      sync.Mutex
 		last    *results.Progress
+		leak    leakTracker
 		errTail []string
 	)
 	stderr := &lineWriter{fn: func(l []byte) {
@@ -97,6 +137,7 @@ func (r *runner) runOne(ctx context.Context, st setting, v variant.Variant, roun
 		defer mu.Unlock()
 		if line, err := results.ParseLine(l); err == nil && line.Progress != nil {
 			last = line.Progress
+			leak.add(*line.Progress)
 			return
 		}
 		if s := strings.TrimSpace(string(l)); s != "" {
@@ -117,6 +158,7 @@ func (r *runner) runOne(ctx context.Context, st setting, v variant.Variant, roun
 	}
 	stderr.Flush()
 	run.LastProgress = last
+	run.Leak = leak.result(run.WallSeconds * 1000)
 
 	if statErr == nil {
 		var stat1 cgroup.CPUStat
@@ -147,7 +189,19 @@ func (r *runner) runOne(ctx context.Context, st setting, v variant.Variant, roun
 		if err != nil {
 			r.logf("local: reading OOM kills: %v", err)
 		}
-		run.OOMKills = n
+		if st.sidecar > 0 && !killedBySIGKILL {
+			// In the coprocess layout the counter also counts the sidecar's
+			// kill; the workload was not killed if it exited by itself.
+			n = 0
+		}
+		run.OOMKills = min(n, 1)
+	}
+	if group != nil && st.memory > 0 {
+		ev, peak, err := group.MemoryEvents()
+		if err != nil {
+			r.logf("local: reading memory events: %v", err)
+		}
+		run.MemoryEvents, run.MemoryPeakBytes = ev, peak
 	}
 
 	res, _, perr := results.ParseOutput(stdout.Bytes())
@@ -165,6 +219,50 @@ func (r *runner) runOne(ctx context.Context, st setting, v variant.Variant, roun
 		return fail(fmt.Errorf("%v%s", perr, tail(errTail)))
 	}
 	return run
+}
+
+// leakTracker follows a run's progress lines for its limit window: when
+// GOMEMLIMIT first set the heap goal, the workload's window figures in the
+// last line, and the time spent with the GC above half of the CPU.
+type leakTracker struct {
+	reachedMS float64
+	window    *results.Window
+	// mark is the last line at which the runtime's CPU estimates changed
+	// (they are updated at the end of each GC cycle), from the window on.
+	mark     *results.Progress
+	brownout float64
+}
+
+// BrownoutGCFraction is the GC CPU fraction above which an interval counts as
+// a brown-out.
+const BrownoutGCFraction = 0.5
+
+func (t *leakTracker) add(p results.Progress) {
+	if p.Window == nil {
+		return
+	}
+	if t.reachedMS == 0 {
+		t.reachedMS = p.Window.StartMS
+	}
+	t.window = p.Window
+	switch {
+	case t.mark == nil:
+		t.mark = &p
+	case p.CPUSeconds > t.mark.CPUSeconds:
+		if (p.GCCPUSeconds-t.mark.GCCPUSeconds)/(p.CPUSeconds-t.mark.CPUSeconds) > BrownoutGCFraction {
+			t.brownout += p.ElapsedMS - t.mark.ElapsedMS
+		}
+		t.mark = &p
+	}
+}
+
+// result returns the window of a run that ended at the process age endMS,
+// or nil when its heap goal was never set by GOMEMLIMIT.
+func (t *leakTracker) result(endMS float64) *results.LeakWindow {
+	if t.reachedMS == 0 {
+		return nil
+	}
+	return &results.LeakWindow{ReachedMS: t.reachedMS, EndMS: max(endMS, t.reachedMS), Window: t.window, BrownoutMS: t.brownout}
 }
 
 // othersLoad estimates the load of other processes during run: the host's

@@ -32,6 +32,12 @@ echo "BENCH-EXIT $?"
 printf 'BENCH-RESULTS '
 tr -d '\n' </tmp/out/results.json
 echo
+step bench/shared
+bench local -bin-dir /bin -scenario shared -memory 128Mi -sidecar 48Mi -runs 1 -duration 1s -variants untuned,oracle-headroom -out /tmp/shared
+echo "BENCH-SHARED-EXIT $?"
+printf 'BENCH-SHARED-RUNS '
+tr -d '\n' </tmp/shared/runs.json
+echo
 for d in "$cg"/fitgo-bench-*; do
 	[ -e "$d" ] && echo "BENCH-LEFTOVER $d"
 done
@@ -71,11 +77,13 @@ func TestVMCgroupV2(t *testing.T) {
 		require.NoError(t, err, "%s", b)
 	}
 	build(filepath.Join(bin, "bench"), ".")
-	build(bin+string(os.PathSeparator), "./cmd/untuned", "./cmd/fitgo")
+	build(bin+string(os.PathSeparator), "./cmd/untuned", "./cmd/fitgo", "./cmd/runtime", "./cmd/sidecar")
 	r, err := vmtest.NewInitramfs(host.Busybox, map[string]string{
 		"bench":   filepath.Join(bin, "bench"),
 		"untuned": filepath.Join(bin, "untuned"),
 		"fitgo":   filepath.Join(bin, "fitgo"),
+		"runtime": filepath.Join(bin, "runtime"),
+		"sidecar": filepath.Join(bin, "sidecar"),
 	})
 	require.NoError(t, err)
 	r.AddFile("scenarios/bench.sh", 0o644, []byte(vmScript))
@@ -132,6 +140,29 @@ func TestVMCgroupV2(t *testing.T) {
 	assert.Equal(t, uint64(1), by["memory/untuned"].OOMKills, "memory.events oom_kill: %s", console)
 	assert.Zero(t, by["memory/fitgo"].OOMKills)
 	assert.InDelta(t, 0.9*128*(1<<20), float64(by["memory/fitgo"].GOMEMLIMITBytes), 1, "90% of memory.max")
+
+	// The shared scenario on v2: memory.current of the limited cgroup counts
+	// the sidecar in both layouts, and memory.events counts the workload's
+	// kill there, also from its child in the sibling layout (v1 does not).
+	require.Equal(t, "0", lines["BENCH-SHARED-EXIT"], console)
+	var runs []results.Run
+	require.NoError(t, json.Unmarshal([]byte(lines["BENCH-SHARED-RUNS"]), &runs), console)
+	require.Len(t, runs, 4)
+	for _, r := range runs {
+		name := r.Layout + "/" + r.Variant
+		require.NotNil(t, r.Sidecar, name)
+		assert.GreaterOrEqual(t, r.Sidecar.LimitedUsageBytes, int64(48<<20), name)
+		require.Contains(t, r.MemoryEvents, "max", name)
+		switch r.Variant {
+		case "untuned":
+			assert.Equal(t, uint64(1), r.OOMKills, name)
+			assert.Equal(t, uint64(1), r.MemoryEvents["oom_kill"], name)
+			assert.Positive(t, r.MemoryEvents["max"], "%s: the limit was hit", name)
+		case "oracle-headroom":
+			assert.Zero(t, r.OOMKills, name)
+			assert.NotNil(t, r.Workload, name)
+		}
+	}
 	if t.Failed() {
 		t.Logf("console:\n%s", console)
 	}

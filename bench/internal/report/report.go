@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -222,7 +223,7 @@ var columns = []column{
 		return withRange(s, "gomaxprocs", s.GOMAXPROCS, intOrDash)
 	}},
 	{"GOMEMLIMIT", func(s results.Summary, _ *results.Summary) string {
-		if s.CompletedRuns == 0 {
+		if s.GOMEMLIMITRuns == 0 {
 			return "–"
 		}
 		if math.IsNaN(float64(s.GOMEMLIMITBytes)) {
@@ -277,15 +278,66 @@ func SettingTitle(st results.Setting) string {
 	if st.MemoryBytes > 0 {
 		m = "memory limit " + MiB(float64(st.MemoryBytes))
 	}
+	switch {
+	case st.SidecarBytes > 0 && st.Layout == "sibling":
+		m += " on the parent, shared with a " + MiB(float64(st.SidecarBytes)) + " sidecar in a sibling cgroup"
+	case st.SidecarBytes > 0:
+		m += " shared with a " + MiB(float64(st.SidecarBytes)) + " sidecar in the same cgroup (" + st.Layout + ")"
+	}
 	if st.Load > 0 {
 		return fmt.Sprintf("%s: %s, load %s, %s", st.Scenario, q, strconv.FormatFloat(st.Load, 'f', -1, 64), m)
 	}
 	return fmt.Sprintf("%s: %s, %s", st.Scenario, q, m)
 }
 
+// memoryEventsColumn shows the limited cgroup's memory events, where a
+// setting's runs read them.
+var memoryEventsColumn = column{"memory events", func(s results.Summary, _ *results.Summary) string { return Events(s.MemoryEvents) }}
+
+// Events formats memory event counters as "key n, ..." in a fixed order
+// (the ones that tell how hard the limit was hit first), "–" for none.
+func Events(ev map[string]uint64) string {
+	if len(ev) == 0 {
+		return "–"
+	}
+	order := []string{"failcnt", "memsw_failcnt", "high", "max", "oom", "oom_kill", "oom_group_kill", "under_oom", "low"}
+	var parts []string
+	for _, k := range order {
+		if v, ok := ev[k]; ok {
+			parts = append(parts, k+" "+strconv.FormatUint(v, 10))
+		}
+	}
+	var rest []string
+	for k := range ev {
+		if !slices.Contains(order, k) {
+			rest = append(rest, k)
+		}
+	}
+	slices.Sort(rest)
+	for _, k := range rest {
+		parts = append(parts, k+" "+strconv.FormatUint(ev[k], 10))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// columnsOf returns the columns of setting st's table: the leak scenario's
+// own, or the common ones with the memory events where runs read them.
+func columnsOf(sums []results.Summary, st results.Setting) []column {
+	if st.Scenario == "leak" {
+		return leakColumns
+	}
+	for _, s := range sums {
+		if s.Setting() == st && len(s.MemoryEvents) > 0 {
+			return append(slices.Clone(columns), memoryEventsColumn)
+		}
+	}
+	return columns
+}
+
 // rows returns the table rows of one setting; base is the runtime variant's
 // summary, if present, for the ratio column.
 func rows(sums []results.Summary, st results.Setting) (out [][]string) {
+	columns := columnsOf(sums, st)
 	var base *results.Summary
 	for i := range sums {
 		if sums[i].Setting() == st && sums[i].Variant == "runtime" {
@@ -330,6 +382,7 @@ func Table(w io.Writer, sums []results.Summary) error {
 		}
 		fmt.Fprintf(bw, "%s (%s)\n", SettingTitle(st), runsLine(sums, st))
 		tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
+		columns := columnsOf(sums, st)
 		heads := make([]string, len(columns))
 		for i, c := range columns {
 			heads[i] = c.head
@@ -374,6 +427,7 @@ func Markdown(w io.Writer, meta Meta, sums []results.Summary) error {
 	}
 	for _, st := range results.SortSettings(sums) {
 		fmt.Fprintf(bw, "\n## %s\n\n%s.\n\n", SettingTitle(st), strings.ToUpper(runsLine(sums, st)[:1])+runsLine(sums, st)[1:])
+		columns := columnsOf(sums, st)
 		heads := make([]string, len(columns))
 		seps := make([]string, len(columns))
 		for i, c := range columns {
@@ -398,7 +452,9 @@ GC CPU is ` + "`/cpu/classes/gc/total`" + ` over ` + "`/cpu/classes/total`" + ` 
 Throttled periods are nr_throttled / nr_periods of the quota cgroup's cpu.stat over the measured window.
 "p99 vs runtime" is the variant's median p99 over the runtime variant's, in the same run; "regret" is it over the best static variant's (GOMAXPROCS=n), or over the best variant's when the run had no static one (marked *).
 A load is the request work as a fraction of the CPU quota (0.7: requests take 0.7 × quota CPU-seconds per second); without one, each request does the fixed work of the workload line.
-CPU s is the process's user+system CPU time, setup included.`
+CPU s is the process's user+system CPU time, setup included.
+Memory events are the counters of the cgroup that carries the memory limit, summed over the runs (v1: memory.failcnt and memory.memsw.failcnt, and oom_kill and under_oom of memory.oom_control, where oom_kill counts only kills in that very cgroup; v2: memory.events).
+In the leak scenario, "GOMEMLIMIT bound at" is the process's age when GOMEMLIMIT first set the heap goal (below GOGC's), "then lasted" the time from there to the kill or the end of the run; GC CPU, p99 and requests "in the window" cover that time up to the last progress line (at most 1 s before the end); "brown-out" is the time in it with the GC above half of the CPU.`
 
 // BenchText writes the runs in the Go benchmark format, one line per run, named
 // Benchmark<Runner>/scenario=…/cpus=…/mem=…/variant=…, so that runs can be
@@ -419,8 +475,12 @@ func BenchText(w io.Writer, meta Meta, runs []results.Run) error {
 		if r.MemoryBytes > 0 {
 			mem = strconv.FormatInt(r.MemoryBytes>>20, 10) + "Mi"
 		}
-		fmt.Fprintf(bw, "%s/scenario=%s/cpus=%s/mem=%s/variant=%s", name, r.Scenario,
-			strconv.FormatFloat(r.CPUs, 'f', -1, 64), mem, r.Variant)
+		layout := ""
+		if r.Layout != "" {
+			layout = fmt.Sprintf("/layout=%s/sidecar=%dMi", r.Layout, r.SidecarBytes>>20)
+		}
+		fmt.Fprintf(bw, "%s/scenario=%s/cpus=%s/mem=%s%s/variant=%s", name, r.Scenario,
+			strconv.FormatFloat(r.CPUs, 'f', -1, 64), mem, layout, r.Variant)
 		done := 0.0
 		if r.Workload != nil {
 			done = float64(r.Workload.Requests)
@@ -444,6 +504,13 @@ func BenchText(w io.Writer, meta Meta, runs []results.Run) error {
 		}
 		if t := r.Throttling(); t != nil {
 			unit(t.ThrottledRatio(), "throttled-ratio")
+		}
+		if l := r.Leak; l != nil && l.ReachedMS > 0 {
+			unit((l.EndMS-l.ReachedMS)/1000, "limit-window-s")
+			if w := l.Window; w != nil {
+				unit(float64(w.GCCPUFraction), "window-gc-cpu-fraction")
+				unit(float64(w.LatencyP99MS), "window-p99-ms")
+			}
 		}
 		unit(float64(r.OOMKills), "oom-kills")
 		fmt.Fprintln(bw)

@@ -229,3 +229,53 @@ func TestRunsLineSaysBusy(t *testing.T) {
 	assert.Contains(t, runsLine(sums, sums[0].Setting()), "1 runs on a busy host (load average up to 3.4)")
 	assert.NotContains(t, runsLine(sums, sums[2].Setting()), "busy")
 }
+
+func TestEvents(t *testing.T) {
+	for _, tc := range []struct {
+		in   map[string]uint64
+		want string
+	}{
+		{nil, "–"},
+		{map[string]uint64{"oom_kill": 1, "under_oom": 0, "failcnt": 12, "memsw_failcnt": 40}, "failcnt 12, memsw_failcnt 40, oom_kill 1, under_oom 0"},
+		{map[string]uint64{"low": 0, "high": 0, "max": 31, "oom": 2, "oom_kill": 1, "oom_group_kill": 0, "sock_throttled": 0},
+			"high 0, max 31, oom 2, oom_kill 1, oom_group_kill 0, low 0, sock_throttled 0"},
+	} {
+		assert.Equal(t, tc.want, Events(tc.in))
+	}
+}
+
+func TestSharedAndLeakTables(t *testing.T) {
+	assert.Equal(t, "shared: no CPU quota, memory limit 512 MiB on the parent, shared with a 200 MiB sidecar in a sibling cgroup",
+		SettingTitle(results.Setting{Scenario: "shared", MemoryBytes: 512 << 20, Layout: "sibling", SidecarBytes: 200 << 20}))
+	assert.Equal(t, "shared: no CPU quota, memory limit 512 MiB shared with a 200 MiB sidecar in the same cgroup (coprocess)",
+		SettingTitle(results.Setting{Scenario: "shared", MemoryBytes: 512 << 20, Layout: "coprocess", SidecarBytes: 200 << 20}))
+
+	runs := []results.Run{
+		{Scenario: "shared", Variant: "fitgo", MemoryBytes: 512 << 20, Layout: "sibling", SidecarBytes: 200 << 20, OOMKills: 1,
+			LastProgress: &results.Progress{GOMEMLIMIT: 460 << 20, Requests: 800},
+			MemoryEvents: map[string]uint64{"failcnt": 3, "oom_kill": 0}},
+		{Scenario: "leak", Variant: "fitgo", MemoryBytes: 512 << 20, OOMKills: 1,
+			LastProgress: &results.Progress{GOMEMLIMIT: 460 << 20, Requests: 64000},
+			Leak: &results.LeakWindow{ReachedMS: 1500, EndMS: 66500, BrownoutMS: 12000,
+				Window: &results.Window{StartMS: 1500, Requests: 63000, LatencyP99MS: 42, GCCPUFraction: 0.61}},
+			MemoryEvents: map[string]uint64{"oom_kill": 1}},
+		{Scenario: "leak", Variant: "untuned", MemoryBytes: 512 << 20, OOMKills: 1},
+	}
+	var b bytes.Buffer
+	require.NoError(t, Table(&b, results.Summarize(runs)))
+	out := b.String()
+	assert.Regexp(t, `(?m)^variant\s+GOMEMLIMIT\s+GOMEMLIMIT bound at\s+then lasted\s+ended by\s+GC CPU in window\s+brown-out\s+p99 ms in window\s+requests in window\s+requests done\s+OOM kills\s+memory events$`, out)
+	assert.Regexp(t, `(?m)^fitgo\s+460 MiB\s+1\.5 s\s+65\.0 s\s+OOM kill\s+61\.0%\s+12\.0 s\s+42\.0\s+63000\s+64000\s+1/1\s+oom_kill 1$`, out)
+	assert.Regexp(t, `(?m)^untuned\s+–\s+never\s+–\s+OOM kill\s+–\s+–\s+–\s+–\s+0\s+1/1\s+–$`, out)
+	assert.Regexp(t, `(?m)^fitgo\s+–\s+460 MiB\s.*\s800\s+–\s+1/1\s+failcnt 3, oom_kill 0$`, out, "the shared table: the common columns and the memory events")
+
+	var md bytes.Buffer
+	require.NoError(t, Markdown(&md, Meta{Runner: "local"}, results.Summarize(runs)))
+	assert.Contains(t, md.String(), "| variant | GOMEMLIMIT | GOMEMLIMIT bound at | then lasted |")
+	assert.Contains(t, md.String(), "| memory events |")
+
+	var bt bytes.Buffer
+	require.NoError(t, BenchText(&bt, Meta{Runner: "local"}, runs))
+	assert.Contains(t, bt.String(), "BenchmarkLocal/scenario=shared/cpus=0/mem=512Mi/layout=sibling/sidecar=200Mi/variant=fitgo\t800\t")
+	assert.Contains(t, bt.String(), "65 limit-window-s\t0.61 window-gc-cpu-fraction\t42 window-p99-ms")
+}

@@ -17,7 +17,29 @@ import (
 const (
 	TypeResult   = "result"   // the single object printed on stdout at the end
 	TypeProgress = "progress" // the periodic lines printed on stderr with -report-every
+	TypeSidecar  = "sidecar"  // the lines of the shared scenario's sidecar (bench/cmd/sidecar)
 )
+
+// SidecarLine is a line the sidecar prints on stdout: State "held" once it
+// holds HeldBytes resident, "freed" after it returned them.
+type SidecarLine struct {
+	Type      string `json:"type"` // TypeSidecar
+	State     string `json:"state"`
+	HeldBytes int64  `json:"held_bytes"`
+	RSSBytes  int64  `json:"rss_bytes"`
+}
+
+// ParseSidecarLine decodes a line of the sidecar's output.
+func ParseSidecarLine(b []byte) (SidecarLine, error) {
+	var l SidecarLine
+	if err := json.Unmarshal(bytes.TrimSpace(b), &l); err != nil {
+		return l, fmt.Errorf("not a sidecar line: %w", err)
+	}
+	if l.Type != TypeSidecar || (l.State != "held" && l.State != "freed") {
+		return l, fmt.Errorf("not a sidecar line: type %q, state %q", l.Type, l.State)
+	}
+	return l, nil
+}
 
 // Workload is the JSON object the workload prints on stdout when it finishes.
 // Durations are in milliseconds, sizes in bytes.
@@ -131,6 +153,31 @@ type Progress struct {
 	GCCycles      uint64 `json:"gc_cycles"` // since process start
 	HeapLiveBytes int64  `json:"heap_live_bytes"`
 	RSSBytes      int64  `json:"rss_bytes"`
+	// HeapGoalBytes is /gc/heap/goal:bytes; GCCPUSeconds and CPUSeconds are
+	// /cpu/classes/gc/total:cpu-seconds and /cpu/classes/total:cpu-seconds
+	// since process start (updated by the runtime at the end of each GC cycle).
+	HeapGoalBytes int64   `json:"heap_goal_bytes,omitempty"`
+	GCCPUSeconds  float64 `json:"gc_cpu_seconds,omitempty"`
+	CPUSeconds    float64 `json:"cpu_seconds,omitempty"`
+	// LimitBound is true when GOMEMLIMIT, not GOGC, set the heap goal at this
+	// line: the goal is below what GOGC alone would give. The first such line
+	// starts the limit window.
+	LimitBound bool `json:"limit_bound,omitempty"`
+	// Window holds the figures since the first LimitBound line, nil before it.
+	Window *Window `json:"window,omitempty"`
+}
+
+// Window is what a process did while its heap was held at GOMEMLIMIT: from
+// the first progress line whose heap goal GOMEMLIMIT set, to this line.
+type Window struct {
+	// StartMS is the process's age at the start of the window.
+	StartMS float64 `json:"start_ms"`
+	// Requests completed in the window, their latency p99 (from each
+	// request's scheduled time; an upper bound within 5 %), and the GC's
+	// share of the CPU in the window.
+	Requests      uint64 `json:"requests"`
+	LatencyP99MS  Float  `json:"latency_p99_ms"`
+	GCCPUFraction Float  `json:"gc_cpu_fraction"`
 }
 
 // Line is one line of workload output: a Progress or a Workload result.
@@ -205,6 +252,11 @@ type Run struct {
 	// Load is the request work as a fraction of the CPU quota (0: the fixed
 	// work per request of the workload's config).
 	Load float64 `json:"load,omitempty"`
+	// Layout and SidecarBytes describe the shared scenario: where the sidecar
+	// that shares the memory limit runs ("sibling" or "coprocess") and the
+	// memory it holds.
+	Layout       string `json:"layout,omitempty"`
+	SidecarBytes int64  `json:"sidecar_bytes,omitempty"`
 	// Round is the 1-based round of the interleaved schedule.
 	Round int `json:"round"`
 
@@ -222,6 +274,21 @@ type Run struct {
 	// oom_kill on v2, memory.oom_control oom_kill on v1; in Kubernetes the
 	// container's OOMKilled termination reason).
 	OOMKills uint64 `json:"oom_kills"`
+	// MemoryEvents are the counters of the cgroup that carries the memory
+	// limit at the end of the run: v2 memory.events (low, high, max, oom,
+	// oom_kill, ...); v1 failcnt (memory.failcnt), memsw_failcnt
+	// (memory.memsw.failcnt, where swap is accounted), oom_kill and under_oom
+	// (memory.oom_control). On v1 oom_kill counts only kills of processes in
+	// that very cgroup, not in its children (the sibling layout), unlike v2.
+	MemoryEvents map[string]uint64 `json:"memory_events,omitempty"`
+	// MemoryPeakBytes is the limited cgroup's peak usage (v1
+	// memory.max_usage_in_bytes, v2 memory.peak where the kernel has it).
+	MemoryPeakBytes int64 `json:"memory_peak_bytes,omitempty"`
+	// Sidecar is what the runner saw of the shared scenario's sidecar.
+	Sidecar *Sidecar `json:"sidecar,omitempty"`
+	// Leak is the limit window of the leak scenario (and of any run whose
+	// heap reached GOMEMLIMIT), from the workload's progress lines.
+	Leak *LeakWindow `json:"leak,omitempty"`
 	// CPUStat is the runner's cpu.stat delta of the quota cgroup over the whole
 	// process lifetime (setup included); nil when not read.
 	CPUStat *CPUStat `json:"cpu_stat,omitempty"`
@@ -237,6 +304,34 @@ type Run struct {
 	Busy bool `json:"busy,omitempty"`
 	// Err describes a failure of the run other than an OOM kill.
 	Err string `json:"error,omitempty"`
+}
+
+// Sidecar is the shared scenario's other process, as the runner saw it.
+type Sidecar struct {
+	// RSSBytes is the sidecar's resident memory once it held its share.
+	RSSBytes int64 `json:"rss_bytes"`
+	// LimitedUsageBytes is the usage of the cgroup that carries the limit with
+	// the sidecar ready and before the workload started: it includes the
+	// sidecar when the limit accounts for it (hierarchically in the sibling
+	// layout).
+	LimitedUsageBytes int64 `json:"limited_usage_bytes"`
+	// OOMKilled is true when the sidecar, not the workload, was killed.
+	OOMKilled bool `json:"oom_killed,omitempty"`
+}
+
+// LeakWindow is a run's time at GOMEMLIMIT, from its progress lines.
+type LeakWindow struct {
+	// ReachedMS is the process's age when GOMEMLIMIT first set the heap goal
+	// (0: it never did).
+	ReachedMS float64 `json:"reached_ms"`
+	// EndMS is the process's age at its end (the kill, or the end of the run).
+	EndMS float64 `json:"end_ms"`
+	// Window is the workload's window figures in its last progress line
+	// (at most one reporting interval before the end).
+	Window *Window `json:"window,omitempty"`
+	// BrownoutMS is the time in the window spent in reporting intervals
+	// where the GC took more than half of the CPU.
+	BrownoutMS float64 `json:"brownout_ms"`
 }
 
 // Killed reports whether the run ended by an OOM kill.

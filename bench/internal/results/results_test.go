@@ -127,7 +127,7 @@ func TestSortSettings(t *testing.T) {
 		{Scenario: "cpu", CPUs: 1.5}, {Scenario: "memory", MemoryBytes: 1}, {Scenario: "cpu", CPUs: 0.5},
 		{Scenario: "cpu", CPUs: 1.5, Variant: "x"}, {Scenario: "cpu", CPUs: 0.5, Load: 0.7},
 	}
-	assert.Equal(t, []Setting{{"cpu", 0.5, 0, 0}, {"cpu", 1.5, 0, 0}, {"cpu", 0.5, 0, 0.7}, {"memory", 0, 1, 0}}, SortSettings(sums))
+	assert.Equal(t, []Setting{{Scenario: "cpu", CPUs: 0.5}, {Scenario: "cpu", CPUs: 1.5}, {Scenario: "cpu", CPUs: 0.5, Load: 0.7}, {Scenario: "memory", MemoryBytes: 1}}, SortSettings(sums))
 }
 
 func TestAddRegret(t *testing.T) {

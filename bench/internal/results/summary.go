@@ -18,12 +18,18 @@ type Summary struct {
 	CPUs        float64 `json:"cpus"`           // CPU quota in cores, 0 for none
 	MemoryBytes int64   `json:"memory_bytes"`   // memory limit, 0 for none
 	Load        float64 `json:"load,omitempty"` // request work as a fraction of the quota, 0 for the fixed work
+	// Layout and SidecarBytes: the shared scenario's sidecar (Run.Layout).
+	Layout       string `json:"layout,omitempty"`
+	SidecarBytes int64  `json:"sidecar_bytes,omitempty"`
 	// Runs is the number of runs; CompletedRuns those that printed a result.
 	Runs          int `json:"runs"`
 	CompletedRuns int `json:"completed_runs"`
 
 	GOMAXPROCS      Float `json:"gomaxprocs"`
-	GOMEMLIMITBytes Float `json:"gomemlimit_bytes"` // null: no limit (math.MaxInt64) in every run
+	GOMEMLIMITBytes Float `json:"gomemlimit_bytes"` // null: no limit (math.MaxInt64) in every run, or none reported
+	// GOMEMLIMITRuns counts the runs that reported their GOMEMLIMIT, in a
+	// result or (killed runs) a progress line.
+	GOMEMLIMITRuns int `json:"gomemlimit_runs"`
 
 	LatencyP50MS  Float `json:"latency_p50_ms"`
 	LatencyP99MS  Float `json:"latency_p99_ms"`
@@ -49,6 +55,23 @@ type Summary struct {
 	// OOMKills is the total number of OOM kills over the runs (each run is one
 	// process, so at most one per run).
 	OOMKills uint64 `json:"oom_kills"`
+	// SidecarOOMKills counts the runs whose sidecar was OOM-killed.
+	SidecarOOMKills int `json:"sidecar_oom_kills,omitempty"`
+	// MemoryEvents sums each memory event counter of the limited cgroup
+	// (Run.MemoryEvents) over the runs.
+	MemoryEvents map[string]uint64 `json:"memory_events,omitempty"`
+	// LimitedUsageBytes is the median usage of the limited cgroup with only
+	// the sidecar running (Sidecar.LimitedUsageBytes).
+	LimitedUsageBytes Float `json:"limited_usage_bytes"`
+	// The limit window (Run.Leak), medians over the runs that reached
+	// GOMEMLIMIT: when (process age, s), how long until the end, the GC CPU
+	// fraction, p99 and requests in the window, and the brown-out time.
+	ReachedSeconds      Float `json:"reached_s"`
+	WindowSeconds       Float `json:"window_s"`
+	WindowGCCPUFraction Float `json:"window_gc_cpu_fraction"`
+	WindowLatencyP99MS  Float `json:"window_latency_p99_ms"`
+	WindowRequests      Float `json:"window_requests"`
+	BrownoutSeconds     Float `json:"brownout_s"`
 	// FailedRuns counts runs that ended without a result for another reason.
 	FailedRuns int `json:"failed_runs"`
 	// MaxHostLoad is the highest host load average at the end of a run;
@@ -73,17 +96,23 @@ func (s Summary) AllKilled() bool { return s.CompletedRuns == 0 && s.OOMKills > 
 
 // Setting identifies a scenario setting: the runs a Summary aggregates.
 type Setting struct {
-	Scenario    string
-	CPUs        float64
-	MemoryBytes int64
-	Load        float64
+	Scenario     string
+	CPUs         float64
+	MemoryBytes  int64
+	Load         float64
+	Layout       string
+	SidecarBytes int64
 }
 
 // Setting returns the scenario setting of s.
-func (s Summary) Setting() Setting { return Setting{s.Scenario, s.CPUs, s.MemoryBytes, s.Load} }
+func (s Summary) Setting() Setting {
+	return Setting{s.Scenario, s.CPUs, s.MemoryBytes, s.Load, s.Layout, s.SidecarBytes}
+}
 
 // Setting returns the scenario setting of r.
-func (r Run) Setting() Setting { return Setting{r.Scenario, r.CPUs, r.MemoryBytes, r.Load} }
+func (r Run) Setting() Setting {
+	return Setting{r.Scenario, r.CPUs, r.MemoryBytes, r.Load, r.Layout, r.SidecarBytes}
+}
 
 // Summarize groups runs by scenario setting and variant, in order of first
 // appearance, and summarises each group.
@@ -161,12 +190,13 @@ func fromWorkload(f func(*Workload) float64) func(Run) float64 {
 
 var metrics = []metric{
 	{"gomaxprocs", fromWorkload(func(w *Workload) float64 { return float64(w.GOMAXPROCS) }), func(s *Summary, v Float) { s.GOMAXPROCS = v }},
-	{"gomemlimit_bytes", fromWorkload(func(w *Workload) float64 {
-		if w.GOMEMLIMIT == math.MaxInt64 {
+	{"gomemlimit_bytes", func(r Run) float64 {
+		v, ok := gomemlimit(r)
+		if !ok || v == math.MaxInt64 {
 			return math.NaN()
 		}
-		return float64(w.GOMEMLIMIT)
-	}), func(s *Summary, v Float) { s.GOMEMLIMITBytes = v }},
+		return float64(v)
+	}, func(s *Summary, v Float) { s.GOMEMLIMITBytes = v }},
 	{"latency_p50_ms", fromWorkload(func(w *Workload) float64 { return float64(w.Latency.P50) }), func(s *Summary, v Float) { s.LatencyP50MS = v }},
 	{"latency_p99_ms", fromWorkload(func(w *Workload) float64 { return float64(w.Latency.P99) }), func(s *Summary, v Float) { s.LatencyP99MS = v }},
 	{"latency_p999_ms", fromWorkload(func(w *Workload) float64 { return float64(w.Latency.P999) }), func(s *Summary, v Float) { s.LatencyP999MS = v }},
@@ -192,12 +222,56 @@ var metrics = []metric{
 		return float64(w.Requests) / (w.DurationMS / 1000)
 	}), func(s *Summary, v Float) { s.RequestsPerSec = v }},
 	{"peak_rss_bytes", fromWorkload(func(w *Workload) float64 { return float64(w.PeakRSSBytes) }), func(s *Summary, v Float) { s.PeakRSSBytes = v }},
+	{"limited_usage_bytes", func(r Run) float64 {
+		if r.Sidecar == nil {
+			return math.NaN()
+		}
+		return float64(r.Sidecar.LimitedUsageBytes)
+	}, func(s *Summary, v Float) { s.LimitedUsageBytes = v }},
+	{"reached_s", fromLeak(func(l *LeakWindow) float64 { return l.ReachedMS / 1000 }), func(s *Summary, v Float) { s.ReachedSeconds = v }},
+	{"window_s", fromLeak(func(l *LeakWindow) float64 { return (l.EndMS - l.ReachedMS) / 1000 }), func(s *Summary, v Float) { s.WindowSeconds = v }},
+	{"window_gc_cpu_fraction", fromWindow(func(w *Window) float64 { return float64(w.GCCPUFraction) }), func(s *Summary, v Float) { s.WindowGCCPUFraction = v }},
+	{"window_latency_p99_ms", fromWindow(func(w *Window) float64 { return float64(w.LatencyP99MS) }), func(s *Summary, v Float) { s.WindowLatencyP99MS = v }},
+	{"window_requests", fromWindow(func(w *Window) float64 { return float64(w.Requests) }), func(s *Summary, v Float) { s.WindowRequests = v }},
+	{"brownout_s", fromLeak(func(l *LeakWindow) float64 { return l.BrownoutMS / 1000 }), func(s *Summary, v Float) { s.BrownoutSeconds = v }},
 	{"cpu_seconds", func(r Run) float64 {
 		if r.CPUSeconds <= 0 {
 			return math.NaN()
 		}
 		return r.CPUSeconds
 	}, func(s *Summary, v Float) { s.CPUSeconds = v }},
+}
+
+// gomemlimit returns the GOMEMLIMIT a run reported: in its result, or for a
+// killed run in its last progress line.
+func gomemlimit(r Run) (int64, bool) {
+	switch {
+	case r.Workload != nil:
+		return r.Workload.GOMEMLIMIT, true
+	case r.LastProgress != nil && r.LastProgress.GOMEMLIMIT != 0:
+		return r.LastProgress.GOMEMLIMIT, true
+	}
+	return 0, false
+}
+
+// fromLeak reads the limit window of a run that reached GOMEMLIMIT; NaN for
+// the others.
+func fromLeak(f func(*LeakWindow) float64) func(Run) float64 {
+	return func(r Run) float64 {
+		if r.Leak == nil || r.Leak.ReachedMS <= 0 {
+			return math.NaN()
+		}
+		return f(r.Leak)
+	}
+}
+
+func fromWindow(f func(*Window) float64) func(Run) float64 {
+	return fromLeak(func(l *LeakWindow) float64 {
+		if l.Window == nil {
+			return math.NaN()
+		}
+		return f(l.Window)
+	})
 }
 
 // requestsDone is the requests a run completed: the result's count, or for a
@@ -216,13 +290,15 @@ func requestsDone(r Run) float64 {
 func summarize(runs []Run) Summary {
 	first := runs[0]
 	s := Summary{
-		Scenario:    first.Scenario,
-		Variant:     first.Variant,
-		CPUs:        first.CPUs,
-		MemoryBytes: first.MemoryBytes,
-		Load:        first.Load,
-		Runs:        len(runs),
-		Range:       map[string][2]Float{},
+		Scenario:     first.Scenario,
+		Variant:      first.Variant,
+		CPUs:         first.CPUs,
+		MemoryBytes:  first.MemoryBytes,
+		Load:         first.Load,
+		Layout:       first.Layout,
+		SidecarBytes: first.SidecarBytes,
+		Runs:         len(runs),
+		Range:        map[string][2]Float{},
 	}
 	for _, r := range runs {
 		if r.Workload != nil {
@@ -235,6 +311,18 @@ func summarize(runs []Run) Summary {
 		}
 		if r.Workload == nil && !r.Killed() {
 			s.FailedRuns++
+		}
+		if _, ok := gomemlimit(r); ok {
+			s.GOMEMLIMITRuns++
+		}
+		if r.Sidecar != nil && r.Sidecar.OOMKilled {
+			s.SidecarOOMKills++
+		}
+		for k, v := range r.MemoryEvents {
+			if s.MemoryEvents == nil {
+				s.MemoryEvents = map[string]uint64{}
+			}
+			s.MemoryEvents[k] += v
 		}
 	}
 	vals := make([]float64, len(runs))
@@ -261,7 +349,8 @@ func SortSettings(sums []Summary) []Setting {
 		}
 	}
 	slices.SortStableFunc(out, func(a, b Setting) int {
-		return cmp.Or(cmp.Compare(a.Scenario, b.Scenario), cmp.Compare(a.Load, b.Load), cmp.Compare(a.CPUs, b.CPUs), cmp.Compare(a.MemoryBytes, b.MemoryBytes))
+		return cmp.Or(cmp.Compare(a.Scenario, b.Scenario), cmp.Compare(a.Load, b.Load), cmp.Compare(a.CPUs, b.CPUs), cmp.Compare(a.MemoryBytes, b.MemoryBytes),
+			cmp.Compare(a.SidecarBytes, b.SidecarBytes), cmp.Compare(a.Layout, b.Layout))
 	})
 	return out
 }

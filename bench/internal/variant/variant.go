@@ -24,6 +24,10 @@ type Variant struct {
 	DownwardAPI bool
 	// Env is added to the workload's environment, e.g. FITGO=rounding=ceil.
 	Env []string
+	// HeadroomOracle is true for the variant that is given GOMEMLIMIT =
+	// 0.9 × (the memory limit − what the shared scenario's sidecar holds):
+	// the value a limit that accounts for the others would set.
+	HeadroomOracle bool
 }
 
 // Binary returns the file name of the variant's binary.
@@ -38,6 +42,29 @@ var All = []Variant{
 	{Name: "fitgo", Cmd: "cmd/fitgo", Doc: "fitgo blank-imported with its defaults (GOMAXPROCS: the quota rounded up, at least 1)"},
 	rule("floor"),
 }
+
+// Oracle is the shared scenario's reference: the runtime variant's binary
+// with GOMEMLIMIT = 0.9 × (limit − sidecar), the value fitgo's defaults
+// (ratio 0.9) would give a limit that accounts for the sidecar.
+var Oracle = Variant{Name: "oracle-headroom", Cmd: "cmd/runtime", HeadroomOracle: true,
+	Doc: "the runtime variant with GOMEMLIMIT = 0.9 × (memory limit − what the sidecar holds), set by the runner: the limit that accounts for the others"}
+
+// SidecarName names the shared scenario's sidecar among the binaries the
+// runners build (it is not a variant); Sidecar is its entry.
+const SidecarName = "sidecar"
+
+var Sidecar = Variant{Name: SidecarName, Cmd: "cmd/sidecar", Doc: "the shared scenario's sidecar: holds memory resident"}
+
+// Memory is the default variants of the memory scenarios that have no use
+// for the rounding rules, in report order; Shared and Leak add theirs.
+var Memory = []Variant{All[0], All[1], All[2], All[3], All[4]}
+
+// Shared is the shared scenario's default variants: Memory and the oracle.
+var Shared = append(slices.Clone(Memory), Oracle)
+
+// Leak is the leak scenario's default variants. A variant for a leak guard
+// is one more line here.
+var Leak = slices.Clone(Memory)
 
 // Rules are fitgo's blank import with each of its rounding rules
 // (FITGO=rounding=...); All has the one that is not the default.
@@ -89,7 +116,7 @@ func Sweep(ncpu int) []Variant {
 // Names returns the names of All and of the other rules.
 func Names() []string {
 	var out []string
-	for _, v := range append(slices.Clone(All), Rules...) {
+	for _, v := range append(append(slices.Clone(All), Rules...), Oracle) {
 		if !slices.Contains(out, v.Name) {
 			out = append(out, v.Name)
 		}
@@ -100,7 +127,7 @@ func Names() []string {
 // Lookup returns the variant called name: one of All or Rules, or
 // GOMAXPROCS=n for n ≥ 1.
 func Lookup(name string) (Variant, bool) {
-	for _, v := range append(slices.Clone(All), Rules...) {
+	for _, v := range append(append(slices.Clone(All), Rules...), Oracle) {
 		if v.Name == name {
 			return v, true
 		}
@@ -153,6 +180,16 @@ func Parse(list string, ncpu int) ([]Variant, error) {
 		}
 	}
 	return out, nil
+}
+
+// HeadroomEnv returns the oracle's environment: GOMEMLIMIT = 0.9 × (memory −
+// others), in bytes; nothing without a memory limit or when the others hold
+// it all.
+func HeadroomEnv(memory, others int64) []string {
+	if memory <= 0 || others >= memory {
+		return nil
+	}
+	return []string{"GOMEMLIMIT=" + strconv.FormatInt(int64(0.9*float64(memory-others)), 10)}
 }
 
 // DownwardEnv returns the environment Kubernetes' downward API gives the env

@@ -1,0 +1,96 @@
+// Command sidecar is the other process of the benchmark's shared scenario: it
+// holds -mib MiB of resident anonymous memory (allocated and every page
+// written) in the memory limit it shares with the workload, prints one JSON
+// line on stdout when it holds it, and then waits. On SIGUSR1, or after
+// -free-after, it frees the memory, returns it to the kernel and prints a
+// second line, so that a run can show a workload following what the others
+// hold. It exits on SIGTERM or SIGINT.
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/fitgo/fitgo/bench/internal/results"
+)
+
+func main() {
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGUSR1, syscall.SIGTERM, syscall.SIGINT)
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr, sig))
+}
+
+// run holds the memory, reports on stdout, and frees it on SIGUSR1 or after
+// -free-after, until sig delivers another signal; it returns the exit code.
+func run(args []string, stdout, stderr io.Writer, sig <-chan os.Signal) int {
+	fs := flag.NewFlagSet("sidecar", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	mib := fs.Int("mib", 200, "resident memory to hold, MiB")
+	freeAfter := fs.Duration("free-after", 0, "free the memory after this time (0: only on SIGUSR1)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	held := make([][]byte, *mib)
+	for i := range held {
+		b := make([]byte, 1<<20)
+		for j := 0; j < len(b); j += 4096 {
+			b[j] = 1 // fault the page in
+		}
+		held[i] = b
+	}
+	say(stdout, results.SidecarLine{State: "held", HeldBytes: int64(*mib) << 20})
+
+	var timeout <-chan time.Time
+	if *freeAfter > 0 {
+		timeout = time.After(*freeAfter)
+	}
+	for {
+		select {
+		case s := <-sig:
+			if s != syscall.SIGUSR1 {
+				return 0
+			}
+		case <-timeout:
+			timeout = nil
+		}
+		if held != nil {
+			held = nil
+			debug.FreeOSMemory()
+			say(stdout, results.SidecarLine{State: "freed"})
+		}
+	}
+}
+
+func say(w io.Writer, l results.SidecarLine) {
+	l.Type = results.TypeSidecar
+	l.RSSBytes = rss()
+	b, _ := json.Marshal(l)
+	fmt.Fprintf(w, "%s\n", b)
+}
+
+// rss returns VmRSS of /proc/self/status in bytes, or 0.
+func rss() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+			f := strings.Fields(rest)
+			if len(f) > 0 {
+				n, _ := strconv.ParseInt(f[0], 10, 64)
+				return n << 10
+			}
+		}
+	}
+	return 0
+}

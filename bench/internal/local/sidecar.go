@@ -1,0 +1,141 @@
+package local
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/fitgo/fitgo/bench/internal/results"
+)
+
+// sidecar is a running bench/cmd/sidecar.
+type sidecar struct {
+	cmd  *exec.Cmd
+	held results.SidecarLine
+	done chan struct{} // closed when the process has exited
+	err  error         // Wait's error, once done
+}
+
+// sidecarTimeout bounds the wait for the sidecar to hold its memory.
+const sidecarTimeout = time.Minute
+
+// startSidecar starts the sidecar binary bin holding size bytes in the
+// cgroups whose cgroup.procs files are procs (through the runner's
+// trampoline self), and waits until it holds them; with freeAfter > 0 it
+// frees them that long after.
+func startSidecar(ctx context.Context, self, bin string, procs []string, size int64, freeAfter time.Duration) (*sidecar, error) {
+	if bin == "" || len(procs) == 0 {
+		return nil, errors.New("no sidecar binary or no cgroup for it")
+	}
+	files, _ := json.Marshal(procs)
+	cmd := exec.Command(self, bin, "-mib", strconv.FormatInt((size+(1<<20)-1)>>20, 10), "-free-after", freeAfter.String())
+	cmd.Env = append(cleanEnv(os.Environ()), cgexecEnv+"="+string(files))
+	dieWithParent(cmd)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	var stderr tailBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	s := &sidecar{cmd: cmd, done: make(chan struct{})}
+	lines := make(chan results.SidecarLine, 4)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if l, err := results.ParseSidecarLine(sc.Bytes()); err == nil {
+				lines <- l
+			}
+		}
+		close(lines)
+		s.err = cmd.Wait()
+		close(s.done)
+	}()
+	timer := time.NewTimer(sidecarTimeout)
+	defer timer.Stop()
+	for {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				<-s.done
+				return nil, fmt.Errorf("exited before holding its memory: %v%s", s.err, tail(stderr.lines()))
+			}
+			if l.State == "held" {
+				s.held = l
+				go func() { // drain further lines
+					for range lines {
+					}
+				}()
+				return s, nil
+			}
+		case <-timer.C:
+			s.stop()
+			return nil, fmt.Errorf("did not hold %d MiB within %v", size>>20, sidecarTimeout)
+		case <-ctx.Done():
+			s.stop()
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// oomKilled reports whether the sidecar has exited by a SIGKILL the runner
+// did not send (before stop): in a memory cgroup, the OOM killer's.
+func (s *sidecar) oomKilled() bool {
+	select {
+	case <-s.done:
+	default:
+		return false
+	}
+	var ee *exec.ExitError
+	if errors.As(s.err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
+			return true
+		}
+	}
+	return false
+}
+
+// stop ends the sidecar: SIGTERM, then SIGKILL after 5 s.
+func (s *sidecar) stop() {
+	select {
+	case <-s.done:
+		return
+	default:
+	}
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.done:
+	case <-time.After(5 * time.Second):
+		s.cmd.Process.Kill()
+		<-s.done
+	}
+}
+
+// tailBuffer keeps the last lines written to it.
+type tailBuffer struct {
+	w lineWriter
+	l []string
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	if t.w.fn == nil {
+		t.w.fn = func(b []byte) {
+			t.l = append(t.l, string(b))
+			if len(t.l) > 5 {
+				t.l = t.l[1:]
+			}
+		}
+	}
+	return t.w.Write(p)
+}
+
+func (t *tailBuffer) lines() []string { t.w.Flush(); return t.l }
