@@ -28,10 +28,9 @@ type Report struct {
 	// names the fields that were not understood and were skipped.
 	Setting    string
 	SettingErr error
-	// MaxProcs and MemLimit manage GOMAXPROCS and GOMEMLIMIT: their Status
-	// says what was done and what is in force now; Stop and Undo end the
-	// management. nil when FITGO turned the knob off (their methods then do
-	// nothing, and Status reports the current value).
+	// MaxProcs and MemLimit manage GOMAXPROCS and GOMEMLIMIT: Status says
+	// what was done and what is in force now; Undo ends the management. nil
+	// when FITGO turned the knob off (Status then reports the current value).
 	MaxProcs *maxprocs.Fit
 	MemLimit *memlimit.Fit
 	// Err is a panic recovered at start-up. It would be a bug in fitgo: the
@@ -104,11 +103,7 @@ func start(d deps) (rep Report) {
 	var ml memlimit.Result
 	if cfg.MaxProcs {
 		o := maxprocs.Options{KeepExisting: true, Logger: logger, Refresh: every, Context: ctx, Limits: shared}
-		for _, r := range []maxprocs.Rounding{maxprocs.Floor, maxprocs.Ceil, maxprocs.Nearest} {
-			if r.String() == cfg.Rounding {
-				o.Rounding = r
-			}
-		}
+		o.Rounding = map[string]maxprocs.Rounding{"floor": maxprocs.Floor, "ceil": maxprocs.Ceil, "nearest": maxprocs.Nearest}[cfg.Rounding]
 		rep.MaxProcs, _ = d.maxprocs(o)
 		mp = rep.MaxProcs.Status()
 	}

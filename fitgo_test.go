@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -139,7 +140,7 @@ func TestLogStart(t *testing.T) {
 	logger := slog.New(slog.NewTextHandler(&buf, nil)) // Info and above
 	logStart(logger, Report{},
 		maxprocs.Result{Before: 8, After: 1, Changed: true, Limit: 0.5, Source: "/sys/fs/cgroup/pod"},
-		memlimit.Result{Before: memlimit.NoLimit, After: 483183820, Changed: true, Limit: 512 << 20, Source: "/sys/fs/cgroup/pod", From: "memory.max"})
+		memlimit.Result{Before: math.MaxInt64, After: 483183820, Changed: true, Limit: 512 << 20, Source: "/sys/fs/cgroup/pod", From: "memory.max"})
 	out := buf.String()
 	assert.Equal(t, 1, strings.Count(out, "\n"), out)
 	assert.Contains(t, out, `level=INFO msg="fitgo: fitted the Go runtime to the container" GOMAXPROCS.before=8 GOMAXPROCS.after=1 GOMAXPROCS.changed=true GOMAXPROCS.cpu_limit=0.5 GOMAXPROCS.source=/sys/fs/cgroup/pod`)
@@ -149,7 +150,7 @@ func TestLogStart(t *testing.T) {
 	buf.Reset()
 	logStart(logger, Report{},
 		maxprocs.Result{Before: 8, After: 8, Reason: "no CPU limit"},
-		memlimit.Result{Before: memlimit.NoLimit, After: memlimit.NoLimit, Reason: "no memory limit"})
+		memlimit.Result{Before: math.MaxInt64, After: math.MaxInt64, Reason: "no memory limit"})
 	assert.Empty(t, buf.String())
 
 	// Even a bad cgroup file is a Debug line at start-up, not a warning: the

@@ -1,14 +1,10 @@
-// Package knob manages one process-wide runtime knob (GOMAXPROCS, the memory
-// limit) for fitgo's maxprocs and memlimit: who set the current value, the
-// hand-over when someone else sets it, Undo, and the live state of each
-// Apply (a Fit). The policies stay in those packages: at every reading of
-// the limits they give a Fit a Reading, the value the limits call for.
-//
-// A Loop is the refresh goroutine of one or more Fits: it reads the limits
-// at every tick and gives each Fit the reading.
-//
-// No lock is held across a call into another package, except the runtime's
-// own getter and setter; log lines are written after the lock is released.
+// Package knob manages a process-wide runtime knob (GOMAXPROCS, the memory
+// limit) for maxprocs and memlimit: who set the value, the hand-over when
+// someone else sets it, Undo, the live state of each Apply (a Fit) and the
+// refresh Loop. The policies stay in those packages: at every reading they
+// give a Fit a Reading, the value the limits call for. No lock is held
+// across a call into another package but the runtime's getter and setter;
+// log lines are written after the lock is released.
 package knob
 
 import (
@@ -52,11 +48,7 @@ func New[V comparable](txt Text, get func() V, set func(V) V, restore func(orig 
 }
 
 // Current returns the runtime's value.
-func (k *Knob[V]) Current() V {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return k.get()
-}
+func (k *Knob[V]) Current() V { v, _ := k.Peek(); return v }
 
 // Peek returns the runtime's value and whether fitgo set it.
 func (k *Knob[V]) Peek() (cur V, mine bool) {
@@ -133,20 +125,6 @@ func ErrFor(err, own, other error) error {
 		return own
 	}
 	return err
-}
-
-// LogApply logs the outcome of an Apply: Warn for an error, Info for a
-// change, Debug when the value was left alone.
-func LogApply(l *slog.Logger, name, reason string, changed bool, err error, args ...any) {
-	switch {
-	case l == nil:
-	case err != nil:
-		l.Warn("fitgo: "+name+" left alone: "+reason, args...)
-	case changed:
-		l.Info("fitgo: "+name+" set", args...)
-	default:
-		l.Debug("fitgo: "+name+" left alone: "+reason, args...)
-	}
 }
 
 // Start begins the Fit of an Apply that read before (with Peek) and decided
