@@ -102,13 +102,14 @@ func start(d deps) (rep Report) {
 	var mp maxprocs.Result
 	var ml memlimit.Result
 	if cfg.MaxProcs {
-		o := maxprocs.Options{KeepExisting: true, Logger: logger, Refresh: every, Context: ctx, Limits: shared}
+		o := maxprocs.Options{KeepExisting: !cfg.InsistMaxProcs, Insist: cfg.InsistMaxProcs, Logger: logger, Refresh: every, Context: ctx, Limits: shared}
 		o.Rounding = map[string]maxprocs.Rounding{"floor": maxprocs.Floor, "ceil": maxprocs.Ceil, "nearest": maxprocs.Nearest}[cfg.Rounding]
 		rep.MaxProcs, _ = d.maxprocs(o)
 		mp = rep.MaxProcs.Status()
 	}
 	if cfg.MemLimit {
-		rep.MemLimit, _ = d.memlimit(memlimit.Options{KeepExisting: true, Logger: logger, Refresh: every, Context: ctx, Limits: shared})
+		rep.MemLimit, _ = d.memlimit(memlimit.Options{KeepExisting: !cfg.InsistMemLimit, Insist: cfg.InsistMemLimit,
+			Logger: logger, Refresh: every, Context: ctx, Limits: shared})
 		ml = rep.MemLimit.Status()
 	}
 	logStart(d.log(), rep, mp, ml)

@@ -66,16 +66,19 @@ func TestStartSetting(t *testing.T) {
 		refresh    time.Duration // 0: no refresh loop
 		rounding   maxprocs.Rounding
 		settingErr string
+		insist     [2]bool // maxprocs, memlimit
 	}{
-		{"", true, true, time.Second, 0, ""},
-		{"off", false, false, time.Second, 0, ""},
-		{"maxprocs=off", false, true, time.Second, 0, ""},
-		{"memlimit=off", true, false, time.Second, 0, ""},
-		{"refresh=off", true, true, 0, 0, ""},
-		{"refresh=250ms", true, true, 250 * time.Millisecond, 0, ""},
-		{"rounding=ceil", true, true, time.Second, maxprocs.Ceil, ""},
-		{"rounding=nearest,refresh=off", true, true, 0, maxprocs.Nearest, ""},
-		{"refresh=never,memlimit=off", true, false, time.Second, 0, `"refresh=never"`},
+		{"", true, true, time.Second, 0, "", [2]bool{}},
+		{"off", false, false, time.Second, 0, "", [2]bool{}},
+		{"maxprocs=off", false, true, time.Second, 0, "", [2]bool{}},
+		{"memlimit=off", true, false, time.Second, 0, "", [2]bool{}},
+		{"refresh=off", true, true, 0, 0, "", [2]bool{}},
+		{"refresh=250ms", true, true, 250 * time.Millisecond, 0, "", [2]bool{}},
+		{"rounding=ceil", true, true, time.Second, maxprocs.Ceil, "", [2]bool{}},
+		{"rounding=nearest,refresh=off", true, true, 0, maxprocs.Nearest, "", [2]bool{}},
+		{"refresh=never,memlimit=off", true, false, time.Second, 0, `"refresh=never"`, [2]bool{}},
+		{"insist=on", true, true, time.Second, 0, "", [2]bool{true, true}},
+		{"insist=memlimit", true, true, time.Second, 0, "", [2]bool{false, true}},
 	} {
 		t.Run(tc.setting, func(t *testing.T) {
 			f := &fakeDeps{env: map[string]string{envVar: tc.setting}}
@@ -94,7 +97,8 @@ func TestStartSetting(t *testing.T) {
 				assert.Empty(t, f.loops)
 			}
 			if f.mp != nil {
-				assert.True(t, f.mp.KeepExisting)
+				assert.Equal(t, tc.insist[0], f.mp.Insist)
+				assert.Equal(t, !tc.insist[0], f.mp.KeepExisting, "insisting: fitgo's value wins over an earlier one too")
 				assert.Equal(t, tc.refresh, f.mp.Refresh)
 				assert.Equal(t, tc.rounding, f.mp.Rounding)
 				assert.NotNil(t, f.mp.Limits)
@@ -103,7 +107,8 @@ func TestStartSetting(t *testing.T) {
 				assert.Nil(t, rep.MaxProcs)
 			}
 			if f.ml != nil {
-				assert.True(t, f.ml.KeepExisting)
+				assert.Equal(t, tc.insist[1], f.ml.Insist)
+				assert.Equal(t, !tc.insist[1], f.ml.KeepExisting)
 				assert.Equal(t, tc.refresh, f.ml.Refresh)
 				assert.False(t, f.ml.SystemMemory)
 			} else {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"runtime"
 	"strconv"
 	"time"
@@ -24,6 +25,11 @@ type Options struct {
 	// runtime.GOMAXPROCS. When that default cannot be predicted (a parent
 	// cgroup imposes the limit), Apply goes ahead. The blank import sets it.
 	KeepExisting bool
+	// Insist keeps fitgo's value against later changes by other code (a
+	// library that calls runtime.GOMAXPROCS in main, such as automaxprocs):
+	// the refresh puts it back at its next reading and logs that once. Off:
+	// fitgo hands GOMAXPROCS over to whoever changes it.
+	Insist bool
 	// Logger gets an Info line when GOMAXPROCS changes or fitgo stops
 	// managing it, a Debug line when Apply leaves it alone, and a Warn line
 	// when the CPU limit cannot be read. nil: no logging.
@@ -133,6 +139,8 @@ type Fit struct {
 	changedAt time.Time
 	rtDef     int // the runtime's own value for the current limit
 	rtPrev    int // and for the one before
+	other     int // automaxprocs' value for the current limit
+	otherWhy  string
 }
 
 // Apply sets GOMAXPROCS from the effective CPU limit of the process's
@@ -181,7 +189,7 @@ func apply(o *Options, dry bool) *Fit {
 		r.Reason = "GOMAXPROCS=" + strconv.Itoa(n) + " is set in the environment"
 		return f
 	}
-	ko := knob.Options{Logger: o.Logger, Refresh: o.Refresh, Context: o.Context, Limits: o.Limits}
+	ko := knob.Options{Insist: o.Insist, Logger: o.Logger, Refresh: o.Refresh, Context: o.Context, Limits: o.Limits}
 	lim, err := e.Limits(ko)
 	r.CPU = lim.CPU
 	q, has := lim.CPUQuota()
@@ -191,6 +199,7 @@ func apply(o *Options, dry bool) *Fit {
 	}
 	f.rtDef = e.rt.runtimeDefault(lim, f.ncpu)
 	f.rtPrev = f.rtDef
+	f.setOther()
 	cerr := cpuErr(lim, err)
 	noCgroup := errors.Is(err, cgroup.ErrNoCgroup)
 	f.f, f.loop = knob.Settle(&e.Env, ko, r.out(), dry, o.Refresh > 0 && !dry && !noCgroup, f.seen, cerr,
@@ -266,13 +275,27 @@ func (f *Fit) tick(now time.Time, lim cgroup.Limits, err error) bool {
 		}
 		f.seen = cl
 		f.rtDef = rt.runtimeDefault(lim, f.ncpu)
+		f.setOther()
 	}
 	rd.Limit, rd.Has = cl, has
 	rd.Want = f.res.Policy.Procs(q, f.ncpu)
 	rd.Adopting, rd.Adopt = rt.updates, [2]int{f.rtDef, f.rtPrev}
 	rd.Wait = rt.updates && f.rtDef == rd.Want && now.Sub(f.changedAt) < runtimeGrace
 	rd.Seen, rd.Checked = seen, rt.updates
+	rd.Other, rd.OtherWhy = f.other, f.otherWhy
+	rd.Default = runtimeContainerSupport && rt.updates && rd.Want == f.rtDef
 	return f.f.Step(now, rd)
+}
+
+// setOther records what automaxprocs' Set gives for the current limit: the
+// quota rounded down, at least 1 (it reads the leaf cgroup, which imposes
+// the limit in the cases that matter).
+func (f *Fit) setOther() {
+	f.other, f.otherWhy = 0, ""
+	if f.seen.source != "" {
+		f.other = max(1, int(math.Floor(f.seen.cores)))
+		f.otherWhy = "automaxprocs' floor of " + formatCores(f.seen.cores)
+	}
 }
 
 // Status returns a snapshot of the management: the Result of Apply with

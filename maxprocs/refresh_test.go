@@ -467,3 +467,52 @@ func TestNoCgroupNoLoop(t *testing.T) {
 	assert.Contains(t, st.Reason, "no cgroup information")
 	assert.Nil(t, fit.loop)
 }
+
+// TestOtherLibrary: automaxprocs' Set in main writes its floor over fitgo's
+// value. Without Insist fitgo hands over and names it; with Insist it puts
+// its value back at the next reading, where it is the Go 1.25+ runtime's
+// own default with runtime.SetDefaultGOMAXPROCS, so that the runtime's
+// updates resume.
+func TestOtherLibrary(t *testing.T) {
+	app := "/sys/fs/cgroup/app"
+	for _, tc := range []struct {
+		name       string
+		rt         goRuntime
+		start      int // the runtime's value and default
+		insist     bool
+		after      int
+		setDefault int
+		reason     string
+	}{
+		{"hand-over", oldRT, 8, false, 1, 0, "GOMAXPROCS was changed from 2 to 1 by another library, matching automaxprocs' floor of 1.5 cores; no longer managed"},
+		{"insist", oldRT, 8, true, 2, 0, "GOMAXPROCS was changed from 2 to 1 by another library, matching automaxprocs' floor of 1.5 cores; fitgo put its value back (insist, 1 times)"},
+		{"insist, the runtime's default", modernRT, 2, true, 2, 1, "matching automaxprocs' floor of 1.5 cores; fitgo put its value back"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.setDefault > 0 && !runtimeContainerSupport {
+				t.Skip("runtime.SetDefaultGOMAXPROCS needs Go 1.25")
+			}
+			var buf bytes.Buffer
+			fk := &fakeKnob{value: tc.start, def: tc.start, modern: true}
+			te := newTestEnv(fk, 8, tc.rt, nil)
+			te.src.setQuota(1.5, app)
+			fit, _ := applyFollowing(t, te, Options{Insist: tc.insist, Logger: slog.New(slog.NewTextHandler(&buf, nil))})
+			require.Equal(t, 2, fit.Status().After)
+			fk.appSet(1) // automaxprocs.Set in main
+			assert.Equal(t, tc.insist, fit.tick(time.Now(), cpuLimits(1.5, app), nil))
+			value, _, setDefault := fk.get()
+			assert.Equal(t, tc.after, value)
+			assert.Equal(t, tc.setDefault, setDefault)
+			st := fit.Status()
+			assert.Equal(t, tc.insist, st.Following)
+			assert.Contains(t, st.Reason, tc.reason)
+			assert.Contains(t, buf.String(), `by="another library, matching automaxprocs' floor of 1.5 cores"`)
+			if tc.insist {
+				te.src.setQuota(0.5, app) // a resize: followed as before
+				assert.True(t, fit.tick(time.Now(), cpuLimits(0.5, app), nil))
+				value, _, _ = fk.get()
+				assert.Equal(t, 1, value)
+			}
+		})
+	}
+}

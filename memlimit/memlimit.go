@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"runtime/debug"
+	"strconv"
 	"time"
 
 	"github.com/fitgo/fitgo/cgroup"
@@ -31,6 +32,11 @@ type Options struct {
 	// library has already set one with debug.SetMemoryLimit. The blank
 	// import sets it.
 	KeepExisting bool
+	// Insist keeps fitgo's value against later changes by other code (a
+	// library that sets the memory limit in main, such as automemlimit): the
+	// refresh puts it back at its next reading and logs that once. Off: fitgo
+	// hands the memory limit over to whoever changes it.
+	Insist bool
 	// Logger gets an Info line when GOMEMLIMIT changes or fitgo stops
 	// managing it, a Debug line when Apply leaves it alone, and a Warn line
 	// when the memory limit cannot be read. nil: no logging.
@@ -124,6 +130,12 @@ type Fit struct {
 	env      *env
 	memTotal int64 // MemTotal with SystemMemory, else 0
 	loop     *knob.Loop
+
+	// automemlimit's value for the hard limit hard, used by the refresh's
+	// goroutine only.
+	hard, other int64
+	otherWhy    string
+	ratio       float64 // its ratio; 0: it does nothing here
 }
 
 // effective picks the limit of a reading: the lower of the hard limit and
@@ -201,7 +213,8 @@ func apply(o *Options, dry bool) *Fit {
 	if o.SystemMemory {
 		f.memTotal, memErr = readMemTotal(e.fsys)
 	}
-	ko := knob.Options{Logger: o.Logger, Refresh: o.Refresh, Context: o.Context, Limits: o.Limits}
+	f.ratio = automemlimitRatio(e.Getenv("AUTOMEMLIMIT"))
+	ko := knob.Options{Insist: o.Insist, Logger: o.Logger, Refresh: o.Refresh, Context: o.Context, Limits: o.Limits}
 	lim, err := e.Limits(ko)
 	noCgroup := errors.Is(err, cgroup.ErrNoCgroup)
 	r.Memory = lim.Memory
@@ -278,8 +291,32 @@ func (f *Fit) tick(now time.Time, lim cgroup.Limits, err error) bool {
 		l, has := effective(lim, f.memTotal)
 		rd.Limit, rd.Want = l, f.res.Policy.SoftLimit(l.bytes)
 		rd.Has = has && rd.Want != 0
+		if hard, ok := lim.MemoryMax(); ok && f.ratio > 0 {
+			if hard != f.hard || f.otherWhy == "" {
+				f.hard, f.other = hard, hard
+				if f.ratio < 1 {
+					f.other = int64(uint64(float64(hard) * f.ratio))
+				}
+				f.otherWhy = "automemlimit's " + strconv.FormatFloat(f.ratio, 'f', -1, 64) + " × " + formatBytes(hard)
+			}
+			rd.Other, rd.OtherWhy = f.other, f.otherWhy
+		}
 	}
 	return f.f.Step(now, rd)
+}
+
+// automemlimitRatio is the ratio automemlimit's Set applies to the hard
+// limit (memory.max, or v1's limit_in_bytes and hierarchical limit; it
+// ignores memory.high): AUTOMEMLIMIT when it is a ratio in (0, 1], else its
+// default 0.9; 0 when AUTOMEMLIMIT makes it do nothing ("off", invalid).
+func automemlimitRatio(env string) float64 {
+	if env == "" {
+		return 0.9
+	}
+	if r, err := strconv.ParseFloat(env, 64); err == nil && r > 0 && r <= 1 {
+		return r
+	}
+	return 0
 }
 
 // Status returns a snapshot of the management: the Result of Apply with

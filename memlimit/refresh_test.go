@@ -3,6 +3,7 @@ package memlimit
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -266,4 +267,44 @@ func TestLoggerMayCallBack(t *testing.T) {
 	}
 	assert.Equal(t, 3, calls, "set, updated, handed over")
 	waitIdle(t, res.loop.Done())
+}
+
+// TestOtherLibrary: automemlimit's Set in main writes its ratio of the hard
+// limit (AUTOMEMLIMIT=0.8 here) over fitgo's value. Without Insist fitgo
+// hands over and names it; with Insist it puts its value back at the next
+// reading and follows a resize.
+func TestOtherLibrary(t *testing.T) {
+	for _, insist := range []bool{false, true} {
+		t.Run(fmt.Sprint("insist=", insist), func(t *testing.T) {
+			var buf bytes.Buffer
+			fk := &fakeKnob{value: noLimit}
+			te := newTestEnv(fk, nil)
+			te.Getenv = func(k string) string { return map[string]string{"AUTOMEMLIMIT": "0.8"}[k] }
+			te.src.set(memLimits(512*MiB, 0))
+			fit, _ := applyFollowing(t, te, Options{Insist: insist, Logger: slog.New(slog.NewTextHandler(&buf, nil))})
+			require.Equal(t, int64(483183820), fit.Status().After)
+			fk.appSet(429496729) // automemlimit: uint64(float64(512 MiB) * 0.8)
+			assert.Equal(t, insist, fit.tick(time.Now(), memLimits(512*MiB, 0), nil))
+			value, _ := fk.get()
+			st := fit.Status()
+			assert.Contains(t, buf.String(), `by="another library, matching automemlimit's 0.8 × 512 MiB"`)
+			if !insist {
+				assert.Equal(t, int64(429496729), value, "fitgo does not fight")
+				assert.Equal(t, "the memory limit was changed from 460.8 MiB to 409.6 MiB by another library, matching automemlimit's 0.8 × 512 MiB; no longer managed (to keep fitgo's value: FITGO=insist=on or Options.Insist)", st.Reason)
+				return
+			}
+			assert.Equal(t, int64(483183820), value, "put back")
+			assert.True(t, st.Following)
+			assert.Contains(t, st.Reason, "fitgo put its value back (insist, 1 times)")
+			assert.True(t, fit.tick(time.Now(), memLimits(256*MiB, 0), nil))
+			value, _ = fk.get()
+			assert.Equal(t, int64(256*MiB*9/10), value, "follows a resize")
+		})
+	}
+}
+
+func TestAutomemlimitRatio(t *testing.T) {
+	for in, want := range map[string]float64{"": 0.9, "0.8": 0.8, "1": 1, "off": 0, "0": 0, "1.5": 0, "x": 0, "NaN": 0} {
+		assert.Equal(t, want, automemlimitRatio(in), in)
+	}
 }

@@ -14,6 +14,9 @@ type Fitgo struct {
 	Refresh  bool          // follow limit changes (refresh=off turns it off)
 	Interval time.Duration // refresh interval; 0 means the default
 	Rounding string        // GOMAXPROCS rounding: "" (the default), "floor", "ceil" or "nearest"
+	// InsistMaxProcs and InsistMemLimit keep fitgo's value against later
+	// changes by other code (insist=on, maxprocs or memlimit).
+	InsistMaxProcs, InsistMemLimit bool
 }
 
 // FITGO parses the value of FITGO: comma-separated fields, like GODEBUG.
@@ -24,6 +27,8 @@ type Fitgo struct {
 //	refresh=off|on      apply once at start-up only, or follow changes (default on)
 //	refresh=<duration>  follow changes at this interval, e.g. refresh=250ms
 //	rounding=<rule>     round the CPU limit for GOMAXPROCS by floor, ceil or nearest
+//	insist=<knobs>      keep fitgo's value of on (both), maxprocs or memlimit against
+//	                    later changes by other code; off (the default): hand over
 //
 // Spaces around fields are ignored, later fields override earlier ones, and
 // empty fields are skipped. A field that cannot be understood is skipped and
@@ -49,8 +54,14 @@ func FITGO(s string) (f Fitgo, err error) {
 			} else {
 				f.Rounding = value
 			}
+		case key == "insist":
+			if value != "on" && value != "off" && value != "maxprocs" && value != "memlimit" {
+				bad = "want on, off, maxprocs or memlimit"
+			} else {
+				f.InsistMaxProcs, f.InsistMemLimit = on || value == "maxprocs", on || value == "memlimit"
+			}
 		case key != "maxprocs" && key != "memlimit" && key != "refresh":
-			bad = fmt.Sprintf("unknown setting %q (want maxprocs, memlimit, refresh or rounding)", short(key))
+			bad = fmt.Sprintf("unknown setting %q (want maxprocs, memlimit, refresh, rounding or insist)", short(key))
 		case on || value == "off":
 			switch key {
 			case "maxprocs":

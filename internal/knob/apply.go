@@ -27,6 +27,7 @@ func Process[V comparable](k *Knob[V]) Env[V] {
 
 // Options are the options both packages share.
 type Options struct {
+	Insist  bool
 	Logger  *slog.Logger
 	Refresh time.Duration
 	Context context.Context
@@ -66,6 +67,7 @@ func Settle[V comparable, D any](e *Env[V], o Options, out Out[V], dry, follow b
 			return nil, nil
 		}
 		if f, ok := Start(e.Knob, o.Logger, before, *out.After, *out.Changed, follow, limit, err); ok {
+			f.insist = o.Insist // before the refresh starts
 			if !follow {
 				return f, nil
 			}

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"log/slog"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -103,6 +104,10 @@ type Fit[V comparable, D any] struct {
 	logs      coalescer[V]
 	release   func() bool // the context's AfterFunc
 	wake      func()      // tells the refresh loop that the Fit stopped
+	insist    bool        // put fitgo's value back when someone else changes it
+	fresh     bool        // no reading has seen fitgo's value since fitgo set it
+	by        string      // the likely other library of the hand-over or last put-back
+	kept      int         // put-backs
 }
 
 // Text is a knob's wording in log lines and reasons.
@@ -147,7 +152,7 @@ func Start[V comparable, D any](k *Knob[V], log *slog.Logger, before, want V, ch
 			return nil, false
 		}
 	}
-	f := &Fit[V, D]{k: k, log: log, following: follow, limit: limit, err: err}
+	f := &Fit[V, D]{k: k, log: log, following: follow, limit: limit, err: err, fresh: true}
 	if a := k.active; a != nil {
 		a.supersede()
 	}
@@ -206,6 +211,14 @@ type Reading[V comparable, D any] struct {
 	// the step is left to the next reading instead of taken as a hand-over.
 	Seen    V
 	Checked bool
+	// Other is the value another library's rule gives for this reading,
+	// and OtherWhy names the rule ("" for none): a change to it right after
+	// fitgo set the value is likely that library's.
+	Other    V
+	OtherWhy string
+	// Default: Want is the runtime's own default, which restore puts back
+	// along with the runtime's own updates.
+	Default bool
 }
 
 // Step applies a reading taken at now, and reports whether the Fit still
@@ -217,11 +230,52 @@ func (f *Fit[V, D]) Step(now time.Time, r Reading[V, D]) bool {
 		k.mu.Unlock()
 		return false
 	}
+	ev0 := f.reassert(&r)
 	ev := f.step(now, &r)
 	keep := f.following
 	k.mu.Unlock()
+	f.emit(ev0)
 	f.emit(ev)
 	return keep
+}
+
+// other is the likely other library that set cur, or "".
+func (f *Fit[V, D]) other(cur V, r *Reading[V, D]) string {
+	if f.fresh && r.OtherWhy != "" && cur == r.Other {
+		return r.OtherWhy
+	}
+	return ""
+}
+
+// reassert puts fitgo's value back, when the Fit insists, over a change
+// by someone else; it logs the first time. The lock is held.
+func (f *Fit[V, D]) reassert(r *Reading[V, D]) event {
+	k := f.k
+	cur := k.get()
+	if !f.insist || cur == k.last || r.Checked && cur != r.Seen ||
+		!k.owned && r.Adopting && (cur == r.Adopt[0] || cur == r.Adopt[1]) {
+		return event{}
+	}
+	mine, by := k.last, f.other(cur, r)
+	var ok bool
+	if r.Default && mine == r.Want {
+		_, ok = k.putBack(cur)
+	} else {
+		_, ok = k.write(cur, mine)
+	}
+	if !ok {
+		return event{} // another write raced: the next reading sees it
+	}
+	f.e.value, f.e.mine = k.last, k.owned
+	f.from, f.to, f.by, f.fresh = mine, cur, by, true
+	if f.kept++; f.kept > 1 {
+		return event{}
+	}
+	args := []any{f.k.txt.Name, mine, "was", cur}
+	if by != "" {
+		args = append(args, "by", "another library, matching "+by)
+	}
+	return event{level: slog.LevelInfo, msg: "fitgo: " + f.k.txt.Name + " changed by someone else; fitgo puts its value back (insist)", args: args}
 }
 
 func (f *Fit[V, D]) step(now time.Time, r *Reading[V, D]) event {
@@ -231,11 +285,16 @@ func (f *Fit[V, D]) step(now time.Time, r *Reading[V, D]) event {
 		return event{}
 	}
 	if cur != k.last {
-		if k.owned || !r.Adopting || (cur != r.Adopt[0] && cur != r.Adopt[1]) {
-			return f.handOver(k.last, cur)
+		switch {
+		case !k.owned && r.Adopting && (cur == r.Adopt[0] || cur == r.Adopt[1]):
+			k.last = cur // the runtime's own update
+		case f.insist:
+			return event{} // raced with the put-back: left to the next reading
+		default:
+			return f.handOver(k.last, cur, f.other(cur, r))
 		}
-		k.last = cur // the runtime's own update
 	}
+	f.fresh = false
 	if r.Err != nil {
 		first := f.err == nil
 		f.err = r.Err
@@ -250,7 +309,7 @@ func (f *Fit[V, D]) step(now time.Time, r *Reading[V, D]) event {
 	case !r.Has && k.owned:
 		got, ok := k.putBack(cur)
 		if !ok {
-			return f.handOver(cur, got)
+			return f.handOver(cur, got, "")
 		}
 		return f.changed(now, cur, got, "removed")
 	case !r.Has || r.Want == cur || !k.owned && r.Wait:
@@ -258,7 +317,7 @@ func (f *Fit[V, D]) step(now time.Time, r *Reading[V, D]) event {
 	}
 	got, ok := k.write(cur, r.Want)
 	if !ok {
-		return f.handOver(cur, got)
+		return f.handOver(cur, got, "")
 	}
 	return f.changed(now, cur, got, "changed")
 }
@@ -267,7 +326,7 @@ func (f *Fit[V, D]) step(now time.Time, r *Reading[V, D]) event {
 func (f *Fit[V, D]) changed(now time.Time, from, to V, what string) event {
 	f.e.value, f.e.mine = to, f.k.owned
 	f.updates++
-	f.lastAt = now
+	f.lastAt, f.fresh = now, true
 	if f.logs.held == 0 {
 		f.logs.from = from
 	}
@@ -276,14 +335,18 @@ func (f *Fit[V, D]) changed(now time.Time, from, to V, what string) event {
 	return f.flush(now, to)
 }
 
-// handOver gives up the knob to whoever set cur over from; the lock is held.
-func (f *Fit[V, D]) handOver(from, cur V) event {
+// handOver gives up the knob to whoever set cur over from (by: the likely
+// other library); the lock is held.
+func (f *Fit[V, D]) handOver(from, cur V, by string) event {
 	k := f.k
 	f.stopLocked("")
-	f.handed, f.from, f.to = true, from, cur
+	f.handed, f.from, f.to, f.by = true, from, cur, by
 	k.owned, k.last, k.stack = false, cur, nil
-	return event{level: slog.LevelInfo, msg: "fitgo: " + f.k.txt.Name + " changed by someone else; fitgo stops managing it",
-		args: []any{f.k.txt.Name, cur, "was", from}}
+	args := []any{f.k.txt.Name, cur, "was", from}
+	if by != "" {
+		args = append(args, "by", "another library, matching "+by)
+	}
+	return event{level: slog.LevelInfo, msg: "fitgo: " + f.k.txt.Name + " changed by someone else; fitgo stops managing it", args: args}
 }
 
 // stop stops following for reason.
@@ -333,11 +396,11 @@ func (f *Fit[V, D]) Undo() {
 		if n := len(k.stack); n > 0 && k.stack[n-1].mine {
 			if v := k.stack[n-1].value; v != cur {
 				if got, ok := k.write(cur, v); !ok {
-					ev = f.handOver(cur, got)
+					ev = f.handOver(cur, got, "")
 				}
 			}
 		} else if got, ok := k.putBack(cur); !ok {
-			ev = f.handOver(cur, got)
+			ev = f.handOver(cur, got, "")
 		}
 	}
 	k.mu.Unlock()
@@ -350,9 +413,11 @@ type State[V comparable, D any] struct {
 	Following  bool
 	Reason     string // why following stopped, "" when handed over
 	HandedOver bool   // someone else changed the value From To
-	From, To   V
-	Err        error // of the last reading
-	Limit      D     // the last good reading
+	From, To   V      // the hand-over, or the last put-back of fitgo's From over To
+	By         string // the likely other library that set To
+	Kept       int    // put-backs
+	Err        error  // of the last reading
+	Limit      D      // the last good reading
 	Updates    int
 	LastUpdate time.Time
 }
@@ -363,10 +428,20 @@ type State[V comparable, D any] struct {
 func (f *Fit[V, D]) Why(s State[V, D], format func(V) string) string {
 	txt := &f.k.txt
 	switch {
+	case s.HandedOver && s.By != "":
+		return txt.Value + " was changed from " + format(s.From) + " to " + format(s.To) + " by another library, matching " +
+			s.By + "; no longer managed (to keep fitgo's value: FITGO=insist=on or Options.Insist)"
 	case s.HandedOver:
 		return txt.Value + " was changed from " + format(s.From) + " to " + format(s.To) + " outside fitgo; no longer managed"
 	case s.Following && s.Err != nil:
 		return "the " + txt.Limit + " cannot be read: " + txt.Name + " is not fitted until it can"
+	case s.Following && s.Kept > 0:
+		by := " outside fitgo"
+		if s.By != "" {
+			by = " by another library, matching " + s.By
+		}
+		return txt.Value + " was changed from " + format(s.From) + " to " + format(s.To) + by +
+			"; fitgo put its value back (insist, " + strconv.Itoa(s.Kept) + " times)"
 	case !s.Following:
 		return s.Reason
 	}
@@ -398,7 +473,7 @@ func (f *Fit[V, D]) State() State[V, D] {
 	defer k.mu.Unlock()
 	return State[V, D]{
 		Value: k.get(), Following: f.following, Reason: f.reason,
-		HandedOver: f.handed, From: f.from, To: f.to,
+		HandedOver: f.handed, From: f.from, To: f.to, By: f.by, Kept: f.kept,
 		Err: f.err, Limit: f.limit, Updates: f.updates, LastUpdate: f.lastAt,
 	}
 }
