@@ -23,7 +23,9 @@
 // runtime.SetDefaultGOMAXPROCS on Undo.
 //
 // A refresh owns GOMAXPROCS only while it has the value fitgo set: when
-// someone else changes it, fitgo stops managing it and Status says so. A
-// change to the value fitgo already has cannot be told from no change: end
-// the refresh (Options.Context, or Undo) before setting GOMAXPROCS yourself.
+// someone else changes it, fitgo stops managing it and Status says so,
+// naming automaxprocs where the new value is its floor; with
+// Options.Insist it puts its value back instead. A change to the value
+// fitgo already has cannot be told from no change: end the refresh
+// (Options.Context, or Undo) before setting GOMAXPROCS yourself.
 package maxprocs

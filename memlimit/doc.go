@@ -21,7 +21,9 @@
 // is math.MaxInt64.
 //
 // A refresh owns the memory limit only while it has the value fitgo set:
-// when someone else changes it, fitgo stops managing it and Status says so.
-// Setting the value fitgo already has cannot be told from no change: end the
-// refresh (Options.Context, or Undo) before setting the limit yourself.
+// when someone else changes it, fitgo stops managing it and Status says so,
+// naming automemlimit where the new value is its rule's; with
+// Options.Insist it puts its value back instead. Setting the value fitgo
+// already has cannot be told from no change: end the refresh
+// (Options.Context, or Undo) before setting the limit yourself.
 package memlimit
