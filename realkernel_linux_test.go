@@ -219,7 +219,6 @@ func TestRealKernelV1Disabled(t *testing.T) {
 	assert.Empty(t, c.Stderr.String())
 }
 
-
 // TestRealKernelV1RuntimeContainerSupport runs a program whose Go runtime
 // has its own container support on (as with a go 1.25+ line).
 //
