@@ -1,15 +1,12 @@
 package coexist
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -92,56 +89,17 @@ stop insist
 `
 
 // TestCoexistV2 is TestCoexistV1 on cgroup v2, in a qemu guest (this
-// machine and CI have v1), with the vm rig of internal/vmtest. It follows
-// the rig's switches: FITGO_VMTEST=skip skips it, -short skips it unless
-// FITGO_VMTEST=require, and missing pieces skip it, or fail it under
-// FITGO_VMTEST=require.
+// machine and CI have v1), with the vm rig of internal/vmtest and its
+// switches (vmtest.Require).
 func TestCoexistV2(t *testing.T) {
-	mode := os.Getenv("FITGO_VMTEST")
-	switch {
-	case mode == "skip":
-		t.Skip("FITGO_VMTEST=skip")
-	case testing.Short() && mode != "require":
-		t.Skip("boots qemu; skipped with -short (FITGO_VMTEST=require runs it anyway)")
-	}
-	host, missing := vmtest.LookupHost(vmtest.CacheDir())
-	if len(missing) > 0 {
-		msg := "the vm test needs:\n\t" + strings.Join(missing, "\n\t")
-		if mode == "require" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
+	host := vmtest.Require(t)
 	bin := t.TempDir()
 	prog := filepath.Join(bin, "prog")
 	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", prog, "./prog")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
 	b, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", b)
-	r, err := vmtest.NewInitramfs(host.Busybox, map[string]string{"prog": prog})
-	require.NoError(t, err)
-	r.AddFile("scenarios/coexist.sh", 0o644, []byte(vmScript))
-	initramfs := filepath.Join(bin, "initramfs.cpio")
-	f, err := os.Create(initramfs)
-	require.NoError(t, err)
-	_, err = r.WriteTo(f)
-	require.NoError(t, err)
-	require.NoError(t, f.Close())
-
-	m := vmtest.Machine{
-		QEMU: host.QEMU, Kernel: host.Kernel, Initramfs: initramfs,
-		CPUs: 4, MemoryMiB: 1024, Cmdline: []string{"fitgo.suite=coexist"},
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
-	defer cancel()
-	var out bytes.Buffer
-	err = m.Run(ctx, &out)
-	console := out.String()
-	require.NoError(t, err, console)
-	c, err := vmtest.ParseConsole(out.Bytes())
-	require.NoError(t, err, console)
-	require.True(t, c.Done, "the guest did not finish:\n%s", console)
-	require.Empty(t, c.Errors, console)
+	console := vmtest.RunSuite(t, host, "coexist", vmScript, map[string]string{"prog": prog}, 4, 1024)
 
 	states, stderr := map[string]testprog.State{}, map[string]string{}
 	for _, l := range strings.Split(console, "\n") {
