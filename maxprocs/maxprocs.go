@@ -26,9 +26,9 @@ type Options struct {
 	// cgroup imposes the limit), Apply goes ahead. The blank import sets it.
 	KeepExisting bool
 	// Insist keeps fitgo's value against later changes by other code (a
-	// library that calls runtime.GOMAXPROCS in main, such as automaxprocs):
-	// the refresh puts it back at its next reading and logs that once. Off:
-	// fitgo hands GOMAXPROCS over to whoever changes it.
+	// library that calls runtime.GOMAXPROCS in main, such as automaxprocs): the
+	// refresh (Refresh) puts it back at its next reading and logs that once.
+	// Off: fitgo hands GOMAXPROCS over to whoever changes it.
 	Insist bool
 	// Logger gets an Info line when GOMAXPROCS changes or fitgo stops
 	// managing it, a Debug line when Apply leaves it alone, and a Warn line

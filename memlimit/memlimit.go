@@ -34,8 +34,8 @@ type Options struct {
 	KeepExisting bool
 	// Insist keeps fitgo's value against later changes by other code (a
 	// library that sets the memory limit in main, such as automemlimit): the
-	// refresh puts it back at its next reading and logs that once. Off: fitgo
-	// hands the memory limit over to whoever changes it.
+	// refresh (Refresh) puts it back at its next reading and logs that once.
+	// Off: fitgo hands the memory limit over to whoever changes it.
 	Insist bool
 	// Logger gets an Info line when GOMEMLIMIT changes or fitgo stops
 	// managing it, a Debug line when Apply leaves it alone, and a Warn line
