@@ -18,6 +18,8 @@
 //	refresh=off         apply at start-up only; do not follow changes
 //	refresh=<duration>  follow changes at this interval (e.g. refresh=250ms)
 //	rounding=<rule>     GOMAXPROCS rounding: floor, ceil or nearest
+//	insist=on           keep fitgo's values against later changes by other
+//	                    code (or insist=maxprocs, insist=memlimit)
 //
 // A field that is not understood is skipped and reported in
 // Report.SettingErr; the rest still applies.

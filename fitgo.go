@@ -28,10 +28,9 @@ type Report struct {
 	// names the fields that were not understood and were skipped.
 	Setting    string
 	SettingErr error
-	// MaxProcs and MemLimit manage GOMAXPROCS and GOMEMLIMIT: their Status
-	// says what was done and what is in force now; Stop and Undo end the
-	// management. nil when FITGO turned the knob off (their methods then do
-	// nothing, and Status reports the current value).
+	// MaxProcs and MemLimit manage GOMAXPROCS and GOMEMLIMIT: Status says
+	// what was done and what is in force now; Undo ends the management. nil
+	// when FITGO turned the knob off (Status then reports the current value).
 	MaxProcs *maxprocs.Fit
 	MemLimit *memlimit.Fit
 	// Err is a panic recovered at start-up. It would be a bug in fitgo: the
@@ -103,17 +102,14 @@ func start(d deps) (rep Report) {
 	var mp maxprocs.Result
 	var ml memlimit.Result
 	if cfg.MaxProcs {
-		o := maxprocs.Options{KeepExisting: true, Logger: logger, Refresh: every, Context: ctx, Limits: shared}
-		for _, r := range []maxprocs.Rounding{maxprocs.Floor, maxprocs.Ceil, maxprocs.Nearest} {
-			if r.String() == cfg.Rounding {
-				o.Rounding = r
-			}
-		}
+		o := maxprocs.Options{KeepExisting: !cfg.InsistMaxProcs, Insist: cfg.InsistMaxProcs, Logger: logger, Refresh: every, Context: ctx, Limits: shared}
+		o.Rounding = map[string]maxprocs.Rounding{"floor": maxprocs.Floor, "ceil": maxprocs.Ceil, "nearest": maxprocs.Nearest}[cfg.Rounding]
 		rep.MaxProcs, _ = d.maxprocs(o)
 		mp = rep.MaxProcs.Status()
 	}
 	if cfg.MemLimit {
-		rep.MemLimit, _ = d.memlimit(memlimit.Options{KeepExisting: true, Logger: logger, Refresh: every, Context: ctx, Limits: shared})
+		rep.MemLimit, _ = d.memlimit(memlimit.Options{KeepExisting: !cfg.InsistMemLimit, Insist: cfg.InsistMemLimit,
+			Logger: logger, Refresh: every, Context: ctx, Limits: shared})
 		ml = rep.MemLimit.Status()
 	}
 	logStart(d.log(), rep, mp, ml)

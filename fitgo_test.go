@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -65,16 +66,19 @@ func TestStartSetting(t *testing.T) {
 		refresh    time.Duration // 0: no refresh loop
 		rounding   maxprocs.Rounding
 		settingErr string
+		insist     [2]bool // maxprocs, memlimit
 	}{
-		{"", true, true, time.Second, 0, ""},
-		{"off", false, false, time.Second, 0, ""},
-		{"maxprocs=off", false, true, time.Second, 0, ""},
-		{"memlimit=off", true, false, time.Second, 0, ""},
-		{"refresh=off", true, true, 0, 0, ""},
-		{"refresh=250ms", true, true, 250 * time.Millisecond, 0, ""},
-		{"rounding=ceil", true, true, time.Second, maxprocs.Ceil, ""},
-		{"rounding=nearest,refresh=off", true, true, 0, maxprocs.Nearest, ""},
-		{"refresh=never,memlimit=off", true, false, time.Second, 0, `"refresh=never"`},
+		{"", true, true, time.Second, 0, "", [2]bool{}},
+		{"off", false, false, time.Second, 0, "", [2]bool{}},
+		{"maxprocs=off", false, true, time.Second, 0, "", [2]bool{}},
+		{"memlimit=off", true, false, time.Second, 0, "", [2]bool{}},
+		{"refresh=off", true, true, 0, 0, "", [2]bool{}},
+		{"refresh=250ms", true, true, 250 * time.Millisecond, 0, "", [2]bool{}},
+		{"rounding=ceil", true, true, time.Second, maxprocs.Ceil, "", [2]bool{}},
+		{"rounding=nearest,refresh=off", true, true, 0, maxprocs.Nearest, "", [2]bool{}},
+		{"refresh=never,memlimit=off", true, false, time.Second, 0, `"refresh=never"`, [2]bool{}},
+		{"insist=on", true, true, time.Second, 0, "", [2]bool{true, true}},
+		{"insist=memlimit", true, true, time.Second, 0, "", [2]bool{false, true}},
 	} {
 		t.Run(tc.setting, func(t *testing.T) {
 			f := &fakeDeps{env: map[string]string{envVar: tc.setting}}
@@ -93,7 +97,8 @@ func TestStartSetting(t *testing.T) {
 				assert.Empty(t, f.loops)
 			}
 			if f.mp != nil {
-				assert.True(t, f.mp.KeepExisting)
+				assert.Equal(t, tc.insist[0], f.mp.Insist)
+				assert.Equal(t, !tc.insist[0], f.mp.KeepExisting, "insisting: fitgo's value wins over an earlier one too")
 				assert.Equal(t, tc.refresh, f.mp.Refresh)
 				assert.Equal(t, tc.rounding, f.mp.Rounding)
 				assert.NotNil(t, f.mp.Limits)
@@ -102,7 +107,8 @@ func TestStartSetting(t *testing.T) {
 				assert.Nil(t, rep.MaxProcs)
 			}
 			if f.ml != nil {
-				assert.True(t, f.ml.KeepExisting)
+				assert.Equal(t, tc.insist[1], f.ml.Insist)
+				assert.Equal(t, !tc.insist[1], f.ml.KeepExisting)
 				assert.Equal(t, tc.refresh, f.ml.Refresh)
 				assert.False(t, f.ml.SystemMemory)
 			} else {
@@ -139,7 +145,7 @@ func TestLogStart(t *testing.T) {
 	logger := slog.New(slog.NewTextHandler(&buf, nil)) // Info and above
 	logStart(logger, Report{},
 		maxprocs.Result{Before: 8, After: 1, Changed: true, Limit: 0.5, Source: "/sys/fs/cgroup/pod"},
-		memlimit.Result{Before: memlimit.NoLimit, After: 483183820, Changed: true, Limit: 512 << 20, Source: "/sys/fs/cgroup/pod", From: "memory.max"})
+		memlimit.Result{Before: math.MaxInt64, After: 483183820, Changed: true, Limit: 512 << 20, Source: "/sys/fs/cgroup/pod", From: "memory.max"})
 	out := buf.String()
 	assert.Equal(t, 1, strings.Count(out, "\n"), out)
 	assert.Contains(t, out, `level=INFO msg="fitgo: fitted the Go runtime to the container" GOMAXPROCS.before=8 GOMAXPROCS.after=1 GOMAXPROCS.changed=true GOMAXPROCS.cpu_limit=0.5 GOMAXPROCS.source=/sys/fs/cgroup/pod`)
@@ -149,7 +155,7 @@ func TestLogStart(t *testing.T) {
 	buf.Reset()
 	logStart(logger, Report{},
 		maxprocs.Result{Before: 8, After: 8, Reason: "no CPU limit"},
-		memlimit.Result{Before: memlimit.NoLimit, After: memlimit.NoLimit, Reason: "no memory limit"})
+		memlimit.Result{Before: math.MaxInt64, After: math.MaxInt64, Reason: "no memory limit"})
 	assert.Empty(t, buf.String())
 
 	// Even a bad cgroup file is a Debug line at start-up, not a warning: the

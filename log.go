@@ -12,12 +12,7 @@ import (
 // start-up line itself.
 type laterHandler struct {
 	armed *atomic.Bool
-	ops   []handlerOp // WithAttrs and WithGroup calls, in order
-}
-
-type handlerOp struct {
-	group string
-	attrs []slog.Attr
+	wrap  func(slog.Handler) slog.Handler // the WithAttrs and WithGroup calls; nil: none
 }
 
 func (h *laterHandler) Enabled(ctx context.Context, level slog.Level) bool {
@@ -32,33 +27,30 @@ func (h *laterHandler) Handle(ctx context.Context, r slog.Record) error {
 }
 
 func (h *laterHandler) target() slog.Handler {
-	t := slog.Default().Handler()
-	for _, op := range h.ops {
-		if op.attrs != nil {
-			t = t.WithAttrs(op.attrs)
-		} else {
-			t = t.WithGroup(op.group)
-		}
+	if h.wrap == nil {
+		return slog.Default().Handler()
 	}
-	return t
+	return h.wrap(slog.Default().Handler())
 }
 
-func (h *laterHandler) with(op handlerOp) *laterHandler {
-	ops := make([]handlerOp, len(h.ops), len(h.ops)+1)
-	copy(ops, h.ops)
-	return &laterHandler{armed: h.armed, ops: append(ops, op)}
+func (h *laterHandler) with(op func(slog.Handler) slog.Handler) *laterHandler {
+	outer := h.wrap
+	if outer == nil {
+		return &laterHandler{h.armed, op}
+	}
+	return &laterHandler{h.armed, func(t slog.Handler) slog.Handler { return op(outer(t)) }}
 }
 
 func (h *laterHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
 	if len(attrs) == 0 {
 		return h
 	}
-	return h.with(handlerOp{attrs: attrs})
+	return h.with(func(t slog.Handler) slog.Handler { return t.WithAttrs(attrs) })
 }
 
 func (h *laterHandler) WithGroup(name string) slog.Handler {
 	if name == "" {
 		return h
 	}
-	return h.with(handlerOp{group: name})
+	return h.with(func(t slog.Handler) slog.Handler { return t.WithGroup(name) })
 }

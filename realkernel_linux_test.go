@@ -3,19 +3,11 @@
 package fitgo
 
 import (
-	"bufio"
-	"bytes"
-	"encoding/json"
 	"fmt"
-	"io"
-	"math/rand/v2"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -24,212 +16,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fitgo/fitgo/internal/testprog"
+	"github.com/fitgo/fitgo/internal/testprog/cgv1"
 )
 
 // The real-kernel tests run a program that blank-imports fitgo in a child
 // cgroup whose parent carries the limits, on a host with cgroup v1 cpu and
-// memory hierarchies (this project's CI machines), as root. They skip
-// elsewhere and say why.
+// memory hierarchies (this project's CI machines), as root (package cgv1).
+// They skip elsewhere and say why.
 
-const (
-	v1CPU    = "/sys/fs/cgroup/cpu"
-	v1Memory = "/sys/fs/cgroup/memory"
-	mib      = 1 << 20
-)
-
-// requireV1 skips the test unless it can make cgroups in writable v1 cpu
-// and memory hierarchies.
-func requireV1(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to create cgroups")
-	}
-	for _, h := range []struct{ dir, file string }{
-		{v1CPU, "cpu.cfs_quota_us"},
-		{v1Memory, "memory.limit_in_bytes"},
-	} {
-		var st syscall.Statfs_t
-		if err := syscall.Statfs(h.dir, &st); err != nil || st.Type != 0x27e0eb { // CGROUP_SUPER_MAGIC
-			t.Skipf("no cgroup v1 hierarchy at %s", h.dir)
-		}
-		if _, err := os.Stat(filepath.Join(h.dir, h.file)); err != nil {
-			t.Skipf("no %s in %s: %v", h.file, h.dir, err)
-		}
-		if syscall.Access(h.dir, 2 /* W_OK */) != nil {
-			t.Skipf("%s is not writable", h.dir)
-		}
-	}
-}
-
-// cgroupPair is a parent cgroup with a child, in both the cpu and memory
-// hierarchies, removed when the test ends.
-type cgroupPair struct {
-	cpuParent, memParent string
-	cpuChild, memChild   string
-}
-
-func newCgroupPair(t *testing.T) *cgroupPair {
-	t.Helper()
-	name := fmt.Sprintf("fitgo-test-%d-%08x", os.Getpid(), rand.Uint32())
-	p := &cgroupPair{
-		cpuParent: filepath.Join(v1CPU, name),
-		memParent: filepath.Join(v1Memory, name),
-	}
-	p.cpuChild = filepath.Join(p.cpuParent, "app")
-	p.memChild = filepath.Join(p.memParent, "app")
-	for _, dir := range []string{p.cpuParent, p.cpuChild, p.memParent, p.memChild} {
-		require.NoError(t, os.Mkdir(dir, 0o755))
-		t.Cleanup(func() { removeCgroup(t, dir) })
-	}
-	return p
-}
-
-// removeCgroup removes a cgroup directory made by the test, retrying while
-// the killed process is being reaped.
-func removeCgroup(t *testing.T, dir string) {
-	var err error
-	for i := 0; i < 100; i++ {
-		if err = syscall.Rmdir(dir); err == nil || os.IsNotExist(err) {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Errorf("cannot remove test cgroup %s: %v", dir, err)
-}
-
-func writeFile(t *testing.T, path string, value string) {
-	t.Helper()
-	require.NoError(t, os.WriteFile(path, []byte(value), 0o644), path)
-}
-
-func (p *cgroupPair) setParentCPU(t *testing.T, quotaMicros int) {
-	writeFile(t, filepath.Join(p.cpuParent, "cpu.cfs_period_us"), "100000")
-	writeFile(t, filepath.Join(p.cpuParent, "cpu.cfs_quota_us"), strconv.Itoa(quotaMicros))
-}
-
-func (p *cgroupPair) setParentMemory(t *testing.T, bytes int64) {
-	writeFile(t, filepath.Join(p.memParent, "memory.limit_in_bytes"), strconv.FormatInt(bytes, 10))
-}
-
-// buildProgram builds a test program into a temporary directory.
-func buildProgram(t *testing.T, pkg string) string {
-	t.Helper()
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go command in PATH to build the test program")
-	}
-	out := filepath.Join(t.TempDir(), filepath.Base(pkg))
-	cmd := exec.Command(goTool, "build", "-o", out, pkg)
-	b, err := cmd.CombinedOutput()
-	require.NoError(t, err, "go build %s: %s", pkg, b)
-	return out
-}
-
-// child is a running test program.
-type child struct {
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
-	states chan testprog.State
-	stderr *syncBuffer
-}
-
-// syncBuffer is a bytes.Buffer that the process's stderr copier and the test
-// may use at the same time.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// startIn starts prog inside the child cgroups: a shell moves itself there
-// and then executes the program, so that fitgo's init already runs inside.
-func (p *cgroupPair) startIn(t *testing.T, prog string, env ...string) *child {
-	t.Helper()
-	script := `echo $$ > "$1/cgroup.procs" && echo $$ > "$2/cgroup.procs" && exec "$3"`
-	cmd := exec.Command("/bin/sh", "-c", script, "sh", p.cpuChild, p.memChild, prog)
-	for _, kv := range os.Environ() {
-		switch strings.SplitN(kv, "=", 2)[0] {
-		case "GOMAXPROCS", "GOMEMLIMIT", "GODEBUG", envVar:
-			continue // the test decides these
-		}
-		cmd.Env = append(cmd.Env, kv)
-	}
-	cmd.Env = append(cmd.Env, env...)
-	c := &child{cmd: cmd, states: make(chan testprog.State, 100), stderr: new(syncBuffer)}
-	cmd.Stderr = c.stderr
-	var err error
-	c.stdin, err = cmd.StdinPipe()
-	require.NoError(t, err)
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() {
-		c.stdin.Close()
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-	})
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			var s testprog.State
-			if err := json.Unmarshal(sc.Bytes(), &s); err == nil {
-				c.states <- s
-			}
-		}
-		close(c.states)
-	}()
-	return c
-}
-
-// next returns the next state line, failing after timeout.
-func (c *child) next(t *testing.T, timeout time.Duration) (testprog.State, bool) {
-	t.Helper()
-	select {
-	case s, ok := <-c.states:
-		return s, ok
-	case <-time.After(timeout):
-		return testprog.State{}, false
-	}
-}
-
-// waitFor waits until the program reports a state for which ok holds, and
-// returns it with the time it took since since.
-func (c *child) waitFor(t *testing.T, since time.Time, timeout time.Duration, ok func(testprog.State) bool) (testprog.State, time.Duration) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		s, more := c.next(t, time.Until(deadline))
-		if !more {
-			t.Fatalf("no matching state within %v (stderr: %s)", timeout, c.stderr)
-		}
-		if ok(s) {
-			return s, time.Since(since)
-		}
-	}
-}
-
-func (c *child) send(t *testing.T, cmd string) {
-	t.Helper()
-	_, err := io.WriteString(c.stdin, cmd+"\n")
-	require.NoError(t, err)
-}
+const mib = 1 << 20
 
 // TestRealKernelV1BlankImport: the spec's scenario. The parent has 0.5 CPU
 // and 512 MiB, the child none: the program reports GOMAXPROCS 1 and
@@ -237,8 +32,8 @@ func (c *child) send(t *testing.T, cmd string) {
 // 384 MiB while it runs, it follows within two refresh intervals. Run with
 // the default interval (one second) and with FITGO=refresh=200ms.
 func TestRealKernelV1BlankImport(t *testing.T) {
-	requireV1(t)
-	prog := buildProgram(t, "./internal/testprog/blank")
+	cgv1.Require(t)
+	prog := cgv1.Build(t, "./internal/testprog/blank")
 	for _, tc := range []struct {
 		name     string
 		env      []string
@@ -248,28 +43,28 @@ func TestRealKernelV1BlankImport(t *testing.T) {
 		{"FITGO=refresh=200ms", []string{"FITGO=refresh=200ms"}, 200 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cg := newCgroupPair(t)
-			cg.setParentCPU(t, 50000)
-			cg.setParentMemory(t, 512*mib)
-			c := cg.startIn(t, prog, tc.env...)
+			cg := cgv1.NewPair(t)
+			cg.SetParentCPU(t, 50000)
+			cg.SetParentMemory(t, 512*mib)
+			c := cg.StartIn(t, prog, tc.env...)
 
-			first, ok := c.next(t, 10*time.Second)
-			require.True(t, ok, "no output; stderr: %s", c.stderr)
+			first, ok := c.Next(t, 10*time.Second)
+			require.True(t, ok, "no output; stderr: %s", c.Stderr)
 			t.Logf("init: %s | %s", first.MaxProcs, first.MemLimit)
 			assert.Empty(t, first.Err)
 			assert.Equal(t, 1, first.GOMAXPROCS)
 			assert.Equal(t, int64(512*mib*9/10), first.GOMEMLIMIT) // 483183820
-			assert.Contains(t, first.MaxProcs, "CPU limit 0.5 cores from "+cg.cpuParent)
-			assert.Contains(t, first.MemLimit, "memory.limit_in_bytes 512 MiB from "+cg.memParent)
+			assert.Contains(t, first.MaxProcs, "CPU limit 0.5 cores from "+cg.CPUParent)
+			assert.Contains(t, first.MemLimit, "memory.limit_in_bytes 512 MiB from "+cg.MemParent)
 			assert.True(t, first.Changed)
 			assert.True(t, first.MaxProcsFollowing)
 			assert.True(t, first.MemLimitFollowing)
 
 			// Resize the parent while the program runs.
-			cg.setParentCPU(t, 200000)
-			cg.setParentMemory(t, 384*mib)
+			cg.SetParentCPU(t, 200000)
+			cg.SetParentMemory(t, 384*mib)
 			resized := time.Now()
-			s, took := c.waitFor(t, resized, 5*tc.interval, func(s testprog.State) bool {
+			s, took := c.WaitFor(t, resized, 5*tc.interval, func(s testprog.State) bool {
 				return s.GOMAXPROCS == 2 && s.GOMEMLIMIT == 384*mib*9/10
 			})
 			t.Logf("followed the resize in %v (interval %v): GOMAXPROCS %d, GOMEMLIMIT %d", took, tc.interval, s.GOMAXPROCS, s.GOMEMLIMIT)
@@ -279,10 +74,10 @@ func TestRealKernelV1BlankImport(t *testing.T) {
 
 			// One start-up line through the default logger (stderr), then one
 			// Info line per change made by the refresh loop.
-			c.stdin.Close()
-			c.cmd.Wait()
-			lines := strings.Split(strings.TrimSpace(c.stderr.String()), "\n")
-			require.Len(t, lines, 3, "stderr: %s", c.stderr)
+			c.Stdin.Close()
+			c.Cmd.Wait()
+			lines := strings.Split(strings.TrimSpace(c.Stderr.String()), "\n")
+			require.Len(t, lines, 3, "stderr: %s", c.Stderr)
 			assert.Contains(t, lines[0], "INFO fitgo: fitted the Go runtime to the container")
 			assert.Contains(t, lines[0], "GOMAXPROCS.after=1")
 			assert.Contains(t, lines[0], "GOMEMLIMIT.after=483183820")
@@ -296,28 +91,28 @@ func TestRealKernelV1BlankImport(t *testing.T) {
 // start-up; fitgo stops managing it and never overwrites it, even when the
 // limit changes.
 func TestRealKernelV1HandOver(t *testing.T) {
-	requireV1(t)
-	prog := buildProgram(t, "./internal/testprog/blank")
-	cg := newCgroupPair(t)
-	cg.setParentCPU(t, 50000)
-	cg.setParentMemory(t, 512*mib)
-	c := cg.startIn(t, prog, "FITGO=refresh=100ms")
-	first, ok := c.next(t, 10*time.Second)
-	require.True(t, ok, "stderr: %s", c.stderr)
+	cgv1.Require(t)
+	prog := cgv1.Build(t, "./internal/testprog/blank")
+	cg := cgv1.NewPair(t)
+	cg.SetParentCPU(t, 50000)
+	cg.SetParentMemory(t, 512*mib)
+	c := cg.StartIn(t, prog, "FITGO=refresh=100ms")
+	first, ok := c.Next(t, 10*time.Second)
+	require.True(t, ok, "stderr: %s", c.Stderr)
 	require.Equal(t, int64(483183820), first.GOMEMLIMIT)
 
-	c.send(t, "setmem 100000000")
-	s, _ := c.waitFor(t, time.Now(), 5*time.Second, func(s testprog.State) bool { return !s.MemLimitFollowing })
+	c.Send(t, "setmem 100000000")
+	s, _ := c.WaitFor(t, time.Now(), 5*time.Second, func(s testprog.State) bool { return !s.MemLimitFollowing })
 	assert.Equal(t, int64(100000000), s.GOMEMLIMIT)
 	assert.Contains(t, s.MemLimitReason, "outside fitgo")
-	cg.setParentMemory(t, 256*mib)
-	cg.setParentCPU(t, 200000)
+	cg.SetParentMemory(t, 256*mib)
+	cg.SetParentCPU(t, 200000)
 	// GOMAXPROCS still follows; the memory limit stays the program's.
-	s, _ = c.waitFor(t, time.Now(), 5*time.Second, func(s testprog.State) bool { return s.GOMAXPROCS == 2 })
+	s, _ = c.WaitFor(t, time.Now(), 5*time.Second, func(s testprog.State) bool { return s.GOMAXPROCS == 2 })
 	assert.Equal(t, int64(100000000), s.GOMEMLIMIT)
 	// Several refresh intervals later, still the program's value.
 	for {
-		s, more := c.next(t, 500*time.Millisecond)
+		s, more := c.Next(t, 500*time.Millisecond)
 		if !more {
 			break
 		}
@@ -329,11 +124,11 @@ func TestRealKernelV1HandOver(t *testing.T) {
 // rounding rule. The parent has 1.25 CPUs, where the three rules differ from
 // floor's 1 only for ceil, and 1.5, where nearest joins ceil.
 func TestRealKernelV1Rounding(t *testing.T) {
-	requireV1(t)
+	cgv1.Require(t)
 	if runtime.NumCPU() < 2 {
 		t.Skip("needs at least 2 CPUs: with one, every rule gives 1")
 	}
-	prog := buildProgram(t, "./internal/testprog/blank")
+	prog := cgv1.Build(t, "./internal/testprog/blank")
 	for _, tc := range []struct {
 		quota   int // µs per 100 ms period
 		setting string
@@ -347,11 +142,11 @@ func TestRealKernelV1Rounding(t *testing.T) {
 		{150000, "rounding=ceil", 2},
 	} {
 		t.Run(fmt.Sprintf("%d/%s", tc.quota, tc.setting), func(t *testing.T) {
-			cg := newCgroupPair(t)
-			cg.setParentCPU(t, tc.quota)
-			c := cg.startIn(t, prog, "FITGO="+tc.setting)
-			first, ok := c.next(t, 10*time.Second)
-			require.True(t, ok, "stderr: %s", c.stderr)
+			cg := cgv1.NewPair(t)
+			cg.SetParentCPU(t, tc.quota)
+			c := cg.StartIn(t, prog, "FITGO="+tc.setting)
+			first, ok := c.Next(t, 10*time.Second)
+			require.True(t, ok, "stderr: %s", c.Stderr)
 			assert.Equal(t, tc.want, first.GOMAXPROCS, first.MaxProcs)
 			assert.Contains(t, first.MaxProcs, "policy "+strings.TrimPrefix(tc.setting, "rounding=")+", min 1")
 		})
@@ -365,14 +160,14 @@ func TestRealKernelV1Rounding(t *testing.T) {
 // fitgo read the environment at its own init: it overrode GOMAXPROCS and left
 // GOMEMLIMIT alone as "set in the environment".)
 func TestRealKernelV1StartupEnvironment(t *testing.T) {
-	requireV1(t)
-	prog := buildProgram(t, "./internal/testprog/blankunset")
-	cg := newCgroupPair(t)
-	cg.setParentCPU(t, 50000)
-	cg.setParentMemory(t, 512*mib)
-	c := cg.startIn(t, prog, "GOMAXPROCS=2")
-	first, ok := c.next(t, 10*time.Second)
-	require.True(t, ok, "stderr: %s", c.stderr)
+	cgv1.Require(t)
+	prog := cgv1.Build(t, "./internal/testprog/blankunset")
+	cg := cgv1.NewPair(t)
+	cg.SetParentCPU(t, 50000)
+	cg.SetParentMemory(t, 512*mib)
+	c := cg.StartIn(t, prog, "GOMAXPROCS=2")
+	first, ok := c.Next(t, 10*time.Second)
+	require.True(t, ok, "stderr: %s", c.Stderr)
 	assert.Equal(t, 2, first.GOMAXPROCS, first.MaxProcs)
 	assert.Contains(t, first.MaxProcs, "environment")
 	assert.Equal(t, int64(512*mib*9/10), first.GOMEMLIMIT, first.MemLimit)
@@ -383,50 +178,45 @@ func TestRealKernelV1StartupEnvironment(t *testing.T) {
 // files"), then frees them; a resize after that is still followed. (Before,
 // the loop kept its first open error for good and never followed again.)
 func TestRealKernelV1FollowsAfterFailedOpen(t *testing.T) {
-	requireV1(t)
-	prog := buildProgram(t, "./internal/testprog/blankhog")
-	cg := newCgroupPair(t)
-	cg.setParentCPU(t, 50000)
-	c := cg.startIn(t, prog, "FITGO=refresh=100ms")
+	cgv1.Require(t)
+	prog := cgv1.Build(t, "./internal/testprog/blankhog")
+	cg := cgv1.NewPair(t)
+	cg.SetParentCPU(t, 50000)
+	c := cg.StartIn(t, prog, "FITGO=refresh=100ms")
 	start := time.Now()
-	first, ok := c.next(t, 10*time.Second)
-	require.True(t, ok, "stderr: %s", c.stderr)
+	first, ok := c.Next(t, 10*time.Second)
+	require.True(t, ok, "stderr: %s", c.Stderr)
 	assert.Equal(t, 1, first.GOMAXPROCS, first.MaxProcs)
 	// The loop's failed open is logged (a Warn line through slog.Default).
-	for !strings.Contains(c.stderr.String(), "too many open files") {
-		require.Less(t, time.Since(start), 10*time.Second, "no failed open within 10s; stderr: %s", c.stderr)
+	for !strings.Contains(c.Stderr.String(), "too many open files") {
+		require.Less(t, time.Since(start), 10*time.Second, "no failed open within 10s; stderr: %s", c.Stderr)
 		time.Sleep(20 * time.Millisecond)
 	}
-	require.NoError(t, c.cmd.Process.Signal(syscall.SIGUSR1))
-	cg.setParentCPU(t, 200000)
+	require.NoError(t, c.Cmd.Process.Signal(syscall.SIGUSR1))
+	cg.SetParentCPU(t, 200000)
 	resized := time.Now()
-	s, took := c.waitFor(t, resized, 20*time.Second, func(s testprog.State) bool { return s.GOMAXPROCS == 2 })
+	s, took := c.WaitFor(t, resized, 20*time.Second, func(s testprog.State) bool { return s.GOMAXPROCS == 2 })
 	t.Logf("followed the resize %v after the descriptors were freed: %s", took, s.MaxProcsReason)
 	assert.True(t, s.MaxProcsFollowing)
 }
 
 // TestRealKernelV1Disabled: FITGO=off leaves everything alone, silently.
 func TestRealKernelV1Disabled(t *testing.T) {
-	requireV1(t)
-	prog := buildProgram(t, "./internal/testprog/blank")
-	cg := newCgroupPair(t)
-	cg.setParentCPU(t, 50000)
-	cg.setParentMemory(t, 512*mib)
-	c := cg.startIn(t, prog, "FITGO=off")
-	first, ok := c.next(t, 10*time.Second)
-	require.True(t, ok, "stderr: %s", c.stderr)
+	cgv1.Require(t)
+	prog := cgv1.Build(t, "./internal/testprog/blank")
+	cg := cgv1.NewPair(t)
+	cg.SetParentCPU(t, 50000)
+	cg.SetParentMemory(t, 512*mib)
+	c := cg.StartIn(t, prog, "FITGO=off")
+	first, ok := c.Next(t, 10*time.Second)
+	require.True(t, ok, "stderr: %s", c.Stderr)
 	assert.Equal(t, runtime.NumCPU(), first.GOMAXPROCS, "the runtime's own value")
 	assert.Equal(t, int64(9223372036854775807), first.GOMEMLIMIT)
 	assert.False(t, first.Changed)
 	assert.Contains(t, first.MaxProcs, "turned off by FITGO=off")
-	c.stdin.Close()
-	c.cmd.Wait()
-	assert.Empty(t, c.stderr.String())
-}
-
-func (p *cgroupPair) setChildCPU(t *testing.T, quotaMicros int) {
-	writeFile(t, filepath.Join(p.cpuChild, "cpu.cfs_period_us"), "100000")
-	writeFile(t, filepath.Join(p.cpuChild, "cpu.cfs_quota_us"), strconv.Itoa(quotaMicros))
+	c.Stdin.Close()
+	c.Cmd.Wait()
+	assert.Empty(t, c.Stderr.String())
 }
 
 // TestRealKernelV1RuntimeContainerSupport runs a program whose Go runtime
@@ -442,7 +232,7 @@ func (p *cgroupPair) setChildCPU(t *testing.T, quotaMicros int) {
 // (as a call to runtime.GOMAXPROCS would) and shows that the runtime then
 // does not follow: the test can tell the two apart.
 func TestRealKernelV1RuntimeContainerSupport(t *testing.T) {
-	requireV1(t)
+	cgv1.Require(t)
 	if !runtimeContainerSupport {
 		t.Skip("the Go runtime has no container support before Go 1.25")
 	}
@@ -453,14 +243,14 @@ func TestRealKernelV1RuntimeContainerSupport(t *testing.T) {
 	if err != nil {
 		t.Skip("needs taskset (util-linux)")
 	}
-	prog := buildProgram(t, "./internal/testprog/blankgo125")
+	prog := cgv1.Build(t, "./internal/testprog/blankgo125")
 
 	t.Run("parent limit the runtime misses", func(t *testing.T) {
-		cg := newCgroupPair(t)
-		cg.setParentCPU(t, 50000)
-		c := cg.startIn(t, prog)
-		first, ok := c.next(t, 10*time.Second)
-		require.True(t, ok, "stderr: %s", c.stderr)
+		cg := cgv1.NewPair(t)
+		cg.SetParentCPU(t, 50000)
+		c := cg.StartIn(t, prog)
+		first, ok := c.Next(t, 10*time.Second)
+		require.True(t, ok, "stderr: %s", c.Stderr)
 		t.Logf("init: %s", first.MaxProcs)
 		assert.Equal(t, 1, first.GOMAXPROCS)
 		assert.Contains(t, first.MaxProcs, fmt.Sprintf("GOMAXPROCS %d -> 1", runtime.NumCPU()))
@@ -472,25 +262,25 @@ func TestRealKernelV1RuntimeContainerSupport(t *testing.T) {
 			name = "control: pinned, the runtime stops updating"
 		}
 		t.Run(name, func(t *testing.T) {
-			cg := newCgroupPair(t)
-			cg.setChildCPU(t, 100000*runtime.NumCPU())
-			c := cg.startIn(t, prog)
-			first, ok := c.next(t, 10*time.Second)
-			require.True(t, ok, "stderr: %s", c.stderr)
+			cg := cgv1.NewPair(t)
+			cg.SetChildCPU(t, 100000*runtime.NumCPU())
+			c := cg.StartIn(t, prog)
+			first, ok := c.Next(t, 10*time.Second)
+			require.True(t, ok, "stderr: %s", c.Stderr)
 			t.Logf("init: %s", first.MaxProcs)
 			require.Equal(t, runtime.NumCPU(), first.GOMAXPROCS)
 			assert.False(t, first.Changed)
 			assert.Contains(t, first.MaxProcs, "left to the Go runtime, whose own updates stay on")
 			if pin {
-				c.send(t, "pin")
+				c.Send(t, "pin")
 				time.Sleep(100 * time.Millisecond)
 			}
-			out, err := exec.Command(taskset, "-a", "-p", "1", strconv.Itoa(c.cmd.Process.Pid)).CombinedOutput()
+			out, err := exec.Command(taskset, "-a", "-p", "1", strconv.Itoa(c.Cmd.Process.Pid)).CombinedOutput()
 			require.NoError(t, err, "taskset: %s", out)
 			changed := time.Now()
 			if pin {
 				for {
-					s, more := c.next(t, 3*time.Second)
+					s, more := c.Next(t, 3*time.Second)
 					if !more {
 						break
 					}
@@ -498,14 +288,14 @@ func TestRealKernelV1RuntimeContainerSupport(t *testing.T) {
 				}
 				return
 			}
-			s, took := c.waitFor(t, changed, 5*time.Second, func(s testprog.State) bool { return s.GOMAXPROCS == 1 })
+			s, took := c.WaitFor(t, changed, 5*time.Second, func(s testprog.State) bool { return s.GOMAXPROCS == 1 })
 			t.Logf("the runtime followed the affinity change by itself in %v; fitgo: following=%v %s", took, s.MaxProcsFollowing, s.MaxProcsReason)
 			// fitgo predicts the runtime's value with the current affinity:
 			// the change is the runtime's own, and fitgo keeps following
 			// (it used to take it for someone else's and stop for good).
 			assert.True(t, s.MaxProcsFollowing, s.MaxProcsReason)
 			for {
-				s, more := c.next(t, 2500*time.Millisecond) // over two refresh ticks
+				s, more := c.Next(t, 2500*time.Millisecond) // over two refresh ticks
 				if !more {
 					break
 				}
@@ -519,14 +309,14 @@ func TestRealKernelV1RuntimeContainerSupport(t *testing.T) {
 // init that ran before fitgo's; the blank import keeps it and does not
 // follow the memory limit, while it still manages GOMAXPROCS.
 func TestRealKernelV1KeepsEarlierLimit(t *testing.T) {
-	requireV1(t)
-	prog := buildProgram(t, "./internal/testprog/blankpreset")
-	cg := newCgroupPair(t)
-	cg.setParentCPU(t, 50000)
-	cg.setParentMemory(t, 512*mib)
-	c := cg.startIn(t, prog)
-	first, ok := c.next(t, 10*time.Second)
-	require.True(t, ok, "stderr: %s", c.stderr)
+	cgv1.Require(t)
+	prog := cgv1.Build(t, "./internal/testprog/blankpreset")
+	cg := cgv1.NewPair(t)
+	cg.SetParentCPU(t, 50000)
+	cg.SetParentMemory(t, 512*mib)
+	c := cg.StartIn(t, prog)
+	first, ok := c.Next(t, 10*time.Second)
+	require.True(t, ok, "stderr: %s", c.Stderr)
 	t.Logf("init: %s | %s", first.MaxProcs, first.MemLimit)
 	assert.Equal(t, int64(300*mib), first.GOMEMLIMIT)
 	assert.Contains(t, first.MemLimit, "the memory limit is already 300 MiB: set by the program or a library, and kept")

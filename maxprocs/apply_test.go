@@ -15,11 +15,12 @@ import (
 
 	"github.com/fitgo/fitgo/cgroup"
 	"github.com/fitgo/fitgo/internal/envvar"
+	"github.com/fitgo/fitgo/internal/knob"
 )
 
 var (
-	modernRT = Runtime{Version: "go1.26", ContainerAware: true, Updates: true}
-	oldRT    = Runtime{Version: "go1.26"} // go line <= 1.24: container support off
+	modernRT = goRuntime{aware: true, updates: true}
+	oldRT    = goRuntime{} // go line <= 1.24: container support off
 )
 
 func TestApplyTable(t *testing.T) {
@@ -86,9 +87,9 @@ func TestApplyTable(t *testing.T) {
 			fk := &fakeKnob{value: tc.start, def: tc.start, modern: true}
 			te := newTestEnv(fk, tc.ncpu, modernRT, tc.fsys)
 			if tc.goos != "" {
-				te.goos = tc.goos
+				te.GOOS = tc.goos
 			}
-			te.getenv = func(k string) string {
+			te.Getenv = func(k string) string {
 				if k == "GOMAXPROCS" {
 					return tc.envValue
 				}
@@ -162,7 +163,7 @@ func TestPlan(t *testing.T) {
 func TestPlanGivenLimits(t *testing.T) {
 	fk := &fakeKnob{value: 8, def: 8}
 	te := newTestEnv(fk, 8, oldRT, nil)
-	te.read = func() (cgroup.Limits, error) { t.Fatal("read"); return cgroup.Limits{}, nil }
+	te.Read = func() (cgroup.Limits, error) { t.Fatal("read"); return cgroup.Limits{}, nil }
 	lim := cpuLimits(2.5, "/sys/fs/cgroup/app")
 	res, err := Plan(te.opts(Options{Limits: &lim, Policy: Policy{Rounding: Nearest}}))
 	require.NoError(t, err)
@@ -309,7 +310,7 @@ func TestApplyConcurrent(t *testing.T) {
 	}
 	assert.LessOrEqual(t, following, 1, "a later Apply takes over")
 	for _, f := range fits {
-		f.Stop()
+		stop(f)
 		if f.loop != nil {
 			waitIdle(t, f.loop.Done())
 		}
@@ -346,7 +347,7 @@ func TestKeepExisting(t *testing.T) {
 	parentHalf := v2FS("", "50000 100000") // the parent imposes it
 	for _, tc := range []struct {
 		name   string
-		rt     Runtime
+		rt     goRuntime
 		fsys   fstest.MapFS
 		start  int
 		after  int
@@ -374,7 +375,7 @@ func TestKeepExisting(t *testing.T) {
 				assert.True(t, res.Changed)
 				assert.True(t, res.Following)
 			}
-			fit.Stop()
+			stop(fit)
 			if fit.loop != nil {
 				waitIdle(t, fit.loop.Done())
 			}
@@ -396,11 +397,11 @@ func TestKeepExisting(t *testing.T) {
 func TestStartupEnvironment(t *testing.T) {
 	fk := &fakeKnob{value: 2, def: 2}
 	te := newTestEnv(fk, 8, oldRT, v2FS("50000 100000", ""))
-	te.getenv = func(k string) string { return envvar.Lookup([]byte("A=1\x00GOMAXPROCS=2\x00"), k) }
+	te.Getenv = func(k string) string { return envvar.Lookup([]byte("A=1\x00GOMAXPROCS=2\x00"), k) }
 	res, err := Plan(te.opts(Options{}))
 	require.NoError(t, err)
 	assert.False(t, res.Changed)
 	assert.Equal(t, "GOMAXPROCS=2 is set in the environment", res.Reason)
-	e := systemEnv()
-	assert.NotNil(t, e.getenv, "the process's start-up environment")
+	e := knob.Process(processKnob)
+	assert.NotNil(t, e.Getenv, "the process's start-up environment")
 }

@@ -41,7 +41,7 @@ func BenchmarkTick(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer fit.Stop()
+	defer stop(fit)
 	lim := cpuLimits(0.5, "/sys/fs/cgroup/app")
 	now := time.Now()
 	b.ReportAllocs()

@@ -11,25 +11,21 @@
 // applies this package and package memlimit with their defaults.
 //
 // The limit is the effective one: the tightest quota/period over the cgroup
-// hierarchy visible to the process (a pod or systemd-slice limit above the
-// container counts), on cgroup v1 and v2. It is capped at the number of CPUs
-// the process may run on, and the Policy rounds it to a whole number (the
-// zero Rounding is Ceil, with a minimum of 1: one P at or below one CPU, and
-// every fraction of a larger quota used; the Go runtime's own rule is Ceil
-// with a minimum of 2), after subtracting a Reserve for sidecars.
+// hierarchy visible to the process, on cgroup v1 and v2, capped at the CPUs
+// the process may run on. The Policy rounds it to a whole number (by default
+// Ceil with a minimum of 1; the Go runtime's own rule is Ceil with a minimum
+// of 2), after subtracting a Reserve for sidecars.
 //
 // With Go 1.25 and later the runtime sets GOMAXPROCS from the leaf cgroup
-// itself and updates it, until runtime.GOMAXPROCS is called. fitgo does not
-// call it when the value is already right, accepts the runtime's own
-// updates, gives it a moment to make a change it would make itself, and
-// hands GOMAXPROCS back with runtime.SetDefaultGOMAXPROCS on Undo.
+// itself and updates it until runtime.GOMAXPROCS is called. fitgo does not
+// call it when the value is already right, leaves the runtime a moment to
+// make a change it would make itself, and hands GOMAXPROCS back with
+// runtime.SetDefaultGOMAXPROCS on Undo.
 //
 // A refresh owns GOMAXPROCS only while it has the value fitgo set: when
-// someone else changes it, fitgo stops managing it and Status says who
-// changed what. A change to the value fitgo already has cannot be told apart
-// from no change; stop fitgo's management (Stop) before setting GOMAXPROCS
-// yourself.
-//
-// See https://github.com/fitgo/fitgo for the measurements behind the
-// defaults.
+// someone else changes it, fitgo stops managing it and Status says so,
+// naming automaxprocs where the new value is its floor; with
+// Options.Insist it puts its value back instead. A change to the value
+// fitgo already has cannot be told from no change: end the refresh
+// (Options.Context, or Undo) before setting GOMAXPROCS yourself.
 package maxprocs

@@ -141,18 +141,14 @@ type testEnv struct {
 	ncpu  int
 }
 
-func newTestEnv(fk *fakeKnob, ncpu int, rt Runtime, fsys fstest.MapFS) *testEnv {
+func newTestEnv(fk *fakeKnob, ncpu int, rt goRuntime, fsys fstest.MapFS) *testEnv {
 	src := &fakeSource{}
 	te := &testEnv{fk: fk, src: src, tickC: make(chan time.Time), ncpu: ncpu}
 	te.env = &env{
-		goos:   "linux",
-		getenv: func(string) string { return "" },
+		Env: knob.Env[int]{GOOS: "linux", Getenv: func(string) string { return "" }, Knob: fk.knob(),
+			Read: src.Read, Open: func() (knob.Source, error) { return src, nil }, Ticks: te.tickC},
 		numCPU: func() int { return te.ncpu },
 		rt:     rt,
-		knob:   fk.knob(),
-		read:   src.Read,
-		open:   func() (knob.Source, error) { return src, nil },
-		ticks:  te.tickC,
 	}
 	if fsys != nil {
 		src.set(cgroup.ReadFS(fsys))
@@ -183,5 +179,12 @@ func waitIdle(t *testing.T, done <-chan struct{}) {
 	case <-done:
 	case <-time.After(10 * time.Second):
 		t.Fatal("refresh goroutine still running")
+	}
+}
+
+// stop ends the refresh of f, leaving GOMAXPROCS as it is.
+func stop(f *Fit) {
+	if f != nil && f.f != nil {
+		f.f.Stop()
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"strings"
 )
 
 // Rounding is how a fractional CPU limit becomes a whole GOMAXPROCS. Every
@@ -38,16 +37,11 @@ func (r Rounding) rule() Rounding {
 	return r
 }
 
-// String returns "floor", "ceil" or "nearest" (the zero Rounding is named
-// by its rule).
-func (r Rounding) String() string {
-	switch r.rule() {
-	case Floor:
-		return "floor"
-	case Ceil:
-		return "ceil"
-	case Nearest:
-		return "nearest"
+// text is "floor", "ceil" or "nearest" (the zero Rounding is named by its
+// rule).
+func (r Rounding) text() string {
+	if n := r.rule(); n >= Floor && n <= Nearest {
+		return [...]string{"floor", "ceil", "nearest"}[n-1]
 	}
 	return "Rounding(" + strconv.Itoa(int(r)) + ")"
 }
@@ -71,11 +65,9 @@ const epsilon = 1e-6
 // Policy turns a CPU limit into a GOMAXPROCS value. The zero Policy is
 // fitgo's default: Ceil, minimum 1, no maximum, no reserve.
 //
-// The value is computed as follows: the limit is capped at the number of CPUs
-// the process may run on (its affinity), the Reserve is subtracted, the result
-// is rounded, raised to the minimum, lowered to Max, and finally capped again
-// at the CPU count, so that GOMAXPROCS never exceeds the CPUs the process can
-// use.
+// The limit is capped at the CPUs the process may run on, the Reserve is
+// subtracted, the result rounded, raised to Min, lowered to Max, and capped
+// again at the CPU count.
 type Policy struct {
 	// Rounding is the rounding rule; the zero value is the default.
 	Rounding Rounding
@@ -139,21 +131,14 @@ func (p Policy) validate() error {
 	return nil
 }
 
-// String describes the policy, e.g. "floor, min 1" or
-// "ceil, min 2, max 8, reserve 0.5 cores".
-func (p Policy) String() string {
-	var b strings.Builder
-	b.WriteString(p.Rounding.String())
-	b.WriteString(", min ")
-	b.WriteString(strconv.Itoa(p.minimum()))
+// text describes the policy, e.g. "ceil, min 2, max 8, reserve 0.5 cores".
+func (p Policy) text() string {
+	s := p.Rounding.text() + ", min " + strconv.Itoa(p.minimum())
 	if p.Max > 0 {
-		b.WriteString(", max ")
-		b.WriteString(strconv.Itoa(p.Max))
+		s += ", max " + strconv.Itoa(p.Max)
 	}
 	if p.Reserve != 0 {
-		b.WriteString(", reserve ")
-		b.WriteString(strconv.FormatFloat(p.Reserve, 'f', -1, 64))
-		b.WriteString(" cores")
+		s += ", reserve " + strconv.FormatFloat(p.Reserve, 'f', -1, 64) + " cores"
 	}
-	return b.String()
+	return s
 }

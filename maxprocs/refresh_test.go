@@ -28,7 +28,7 @@ func applyFollowing(t *testing.T, te *testEnv, o Options) (*Fit, *Fit) {
 	fit, err := Apply(te.opts(o))
 	require.NoError(t, err)
 	require.NotNil(t, fit.f)
-	t.Cleanup(func() { fit.Stop(); waitIdle(t, fit.loop.Done()) })
+	t.Cleanup(func() { stop(fit); waitIdle(t, fit.loop.Done()) })
 	return fit, fit
 }
 
@@ -200,18 +200,22 @@ func TestStopAndSupersede(t *testing.T) {
 	te := newTestEnv(fk, 8, oldRT, nil)
 	te.src.setQuota(0.5, "/sys/fs/cgroup/app")
 	r1, s1 := applyFollowing(t, te, Options{})
-	r2, s2 := applyFollowing(t, te, Options{Policy: Policy{Min: 2}})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r2, s2 := applyFollowing(t, te, Options{Policy: Policy{Min: 2}, Context: ctx})
 	assert.False(t, r1.Status().Following)
 	assert.Equal(t, "superseded by a later Apply", r1.Status().Reason)
 	assert.False(t, s1.tick(time.Now(), cpuLimits(4, "/sys/fs/cgroup/app"), nil))
 	assert.True(t, s2.tick(time.Now(), cpuLimits(4, "/sys/fs/cgroup/app"), nil))
 	value, _, _ := fk.get()
 	assert.Equal(t, 4, value)
-	r2.Stop()
-	assert.Equal(t, "stopped", r2.Status().Reason)
+	done := r2.loop.Done()
+	cancel() // the context stops it
+	waitIdle(t, done)
+	assert.Equal(t, "stopped: context canceled", r2.Status().Reason)
 	assert.False(t, s2.tick(time.Now(), cpuLimits(6, "/sys/fs/cgroup/app"), nil))
 	value, _, _ = fk.get()
-	assert.Equal(t, 4, value, "Stop keeps the value")
+	assert.Equal(t, 4, value, "stopping keeps the value")
 }
 
 // TestRefreshFollowsTheLoop runs the real loop, ticked by the test: the
@@ -263,11 +267,11 @@ func TestRefreshOverWatcher(t *testing.T) {
 	write("sys/fs/cgroup/pod/app/cpu.max", "max 100000\n")
 	fk := &fakeKnob{value: 2, def: 2}
 	te := newTestEnv(fk, 2, oldRT, nil)
-	te.read = func() (cgroup.Limits, error) { return cgroup.ReadFS(os.DirFS(root)) }
-	te.open = func() (knob.Source, error) { return cgroup.NewWatcher(os.DirFS(root)) }
+	te.Read = func() (cgroup.Limits, error) { return cgroup.ReadFS(os.DirFS(root)) }
+	te.Open = func() (knob.Source, error) { return cgroup.NewWatcher(os.DirFS(root)) }
 	fit, err := Apply(te.opts(Options{Refresh: 20 * time.Millisecond}))
 	require.NoError(t, err)
-	defer func() { fit.Stop(); waitIdle(t, fit.loop.Done()) }()
+	defer func() { stop(fit); waitIdle(t, fit.loop.Done()) }()
 	assert.Equal(t, 1, fit.Status().After)
 	assert.Equal(t, "/sys/fs/cgroup/pod", fit.Status().Source)
 
@@ -296,7 +300,7 @@ func TestApplyConcurrentWithTicks(t *testing.T) {
 	fk := &fakeKnob{value: 8, def: 8, modern: true}
 	te := newTestEnv(fk, 8, modernRT, nil)
 	te.src.setQuota(1, "/sys/fs/cgroup/app")
-	te.ticks = nil // real tickers, at 10ms
+	te.Ticks = nil // real tickers, at 10ms
 	var wg sync.WaitGroup
 	var fits []*Fit
 	var mu sync.Mutex
@@ -320,7 +324,7 @@ func TestApplyConcurrentWithTicks(t *testing.T) {
 	}
 	wg.Wait()
 	for _, f := range fits {
-		f.Stop()
+		stop(f)
 	}
 	for _, f := range fits {
 		if f.loop != nil {
@@ -431,18 +435,22 @@ func TestSameValueCaveat(t *testing.T) {
 	fk := &fakeKnob{value: 8, def: 8}
 	te := newTestEnv(fk, 8, oldRT, nil)
 	te.src.setQuota(1, app)
-	fit, _ := applyFollowing(t, te, Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	fit, _ := applyFollowing(t, te, Options{Context: ctx})
 	require.Equal(t, 1, fit.Status().After)
 	fk.appSet(1)
 	assert.True(t, fit.tick(time.Now(), cpuLimits(3, app), nil))
 	value, _, _ := fk.get()
 	assert.Equal(t, 3, value, "the caveat: indistinguishable, so overwritten")
 
-	fit.Stop() // the remedy
+	done := fit.loop.Done()
+	cancel() // the remedy: end fitgo's management first
+	waitIdle(t, done)
 	fk.appSet(3)
 	assert.False(t, fit.tick(time.Now(), cpuLimits(2, app), nil))
 	value, _, _ = fk.get()
-	assert.Equal(t, 3, value, "after Stop, the program's value stays")
+	assert.Equal(t, 3, value, "after the refresh ends, the program's value stays")
 }
 
 // TestNoCgroupNoLoop: without any cgroup there is nothing to follow: Apply
@@ -450,7 +458,7 @@ func TestSameValueCaveat(t *testing.T) {
 func TestNoCgroupNoLoop(t *testing.T) {
 	fk := &fakeKnob{value: 8, def: 8}
 	te := newTestEnv(fk, 8, oldRT, fstest.MapFS{})
-	te.read = func() (cgroup.Limits, error) { return cgroup.ReadFS(fstest.MapFS{}) }
+	te.Read = func() (cgroup.Limits, error) { return cgroup.ReadFS(fstest.MapFS{}) }
 	fit, err := Apply(te.opts(Options{Refresh: time.Second}))
 	require.NoError(t, err)
 	st := fit.Status()
@@ -458,4 +466,53 @@ func TestNoCgroupNoLoop(t *testing.T) {
 	assert.Zero(t, st.Refresh)
 	assert.Contains(t, st.Reason, "no cgroup information")
 	assert.Nil(t, fit.loop)
+}
+
+// TestOtherLibrary: automaxprocs' Set in main writes its floor over fitgo's
+// value. Without Insist fitgo hands over and names it; with Insist it puts
+// its value back at the next reading, where it is the Go 1.25+ runtime's
+// own default with runtime.SetDefaultGOMAXPROCS, so that the runtime's
+// updates resume.
+func TestOtherLibrary(t *testing.T) {
+	app := "/sys/fs/cgroup/app"
+	for _, tc := range []struct {
+		name       string
+		rt         goRuntime
+		start      int // the runtime's value and default
+		insist     bool
+		after      int
+		setDefault int
+		reason     string
+	}{
+		{"hand-over", oldRT, 8, false, 1, 0, "GOMAXPROCS was changed from 2 to 1 by another library, matching automaxprocs' floor of 1.5 cores; no longer managed"},
+		{"insist", oldRT, 8, true, 2, 0, "GOMAXPROCS was changed from 2 to 1 by another library, matching automaxprocs' floor of 1.5 cores; fitgo put its value back (insist, 1 times)"},
+		{"insist, the runtime's default", modernRT, 2, true, 2, 1, "matching automaxprocs' floor of 1.5 cores; fitgo put its value back"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.setDefault > 0 && !runtimeContainerSupport {
+				t.Skip("runtime.SetDefaultGOMAXPROCS needs Go 1.25")
+			}
+			var buf bytes.Buffer
+			fk := &fakeKnob{value: tc.start, def: tc.start, modern: true}
+			te := newTestEnv(fk, 8, tc.rt, nil)
+			te.src.setQuota(1.5, app)
+			fit, _ := applyFollowing(t, te, Options{Insist: tc.insist, Logger: slog.New(slog.NewTextHandler(&buf, nil))})
+			require.Equal(t, 2, fit.Status().After)
+			fk.appSet(1) // automaxprocs.Set in main
+			assert.Equal(t, tc.insist, fit.tick(time.Now(), cpuLimits(1.5, app), nil))
+			value, _, setDefault := fk.get()
+			assert.Equal(t, tc.after, value)
+			assert.Equal(t, tc.setDefault, setDefault)
+			st := fit.Status()
+			assert.Equal(t, tc.insist, st.Following)
+			assert.Contains(t, st.Reason, tc.reason)
+			assert.Contains(t, buf.String(), `by="another library, matching automaxprocs' floor of 1.5 cores"`)
+			if tc.insist {
+				te.src.setQuota(0.5, app) // a resize: followed as before
+				assert.True(t, fit.tick(time.Now(), cpuLimits(0.5, app), nil))
+				value, _, _ = fk.get()
+				assert.Equal(t, 1, value)
+			}
+		})
+	}
 }

@@ -13,107 +13,75 @@ import (
 	"github.com/fitgo/fitgo/internal/envvar"
 )
 
-// Runtime is what the Go runtime itself does about GOMAXPROCS in this
-// process, which fitgo works with rather than against.
-//
-// From Go 1.25, the runtime sets GOMAXPROCS at start-up from the CPU limit of
-// the process's own (leaf) cgroup, rounded up with a minimum of 2, and
-// re-reads it about once a second, until the program calls
-// runtime.GOMAXPROCS. Both behaviours are GODEBUG settings
-// (containermaxprocs, updatemaxprocs) that default to off when the main
-// module's go line is 1.24 or older, so they depend on the program, not only
-// on the toolchain.
-type Runtime struct {
-	// Version is runtime.Version().
-	Version string
-	// ContainerAware is true when the runtime derives its default GOMAXPROCS
-	// from the cgroup CPU limit (Go 1.25 or later and containermaxprocs=1).
-	ContainerAware bool
-	// Updates is true when the runtime changes GOMAXPROCS by itself as the
-	// limit or the CPU affinity changes (Go 1.25 or later and
-	// updatemaxprocs=1), until runtime.GOMAXPROCS is called.
-	Updates bool
-	// Why says where these came from, e.g. "Go 1.24: no container support"
-	// or "containermaxprocs=0 (DefaultGODEBUG: the main module's go line is
-	// 1.24 or older, or a //go:debug directive), updatemaxprocs=0 (GODEBUG)".
-	Why string
+// goRuntime is what the Go runtime itself does about GOMAXPROCS in this
+// process. From Go 1.25 it sets GOMAXPROCS from the CPU limit of the leaf
+// cgroup (ceil, minimum 2) and re-reads it about once a second until the
+// program calls runtime.GOMAXPROCS; the GODEBUG settings containermaxprocs
+// and updatemaxprocs, which default to off when the main module's go line is
+// 1.24 or older, switch each off.
+type goRuntime struct {
+	aware   bool // the default GOMAXPROCS follows the cgroup CPU limit
+	updates bool // the runtime changes GOMAXPROCS by itself
+	why     string
 }
 
-// buildGODEBUG is the DefaultGODEBUG setting of the running binary: the
-// GODEBUG defaults that the main module's go line and //go:debug directives
-// chose, which the linker also gave the runtime.
+// systemRuntime is detectRuntime for this process (the runtime reads GODEBUG
+// at start-up only).
+var systemRuntime = sync.OnceValue(func() goRuntime {
+	return detectRuntime(runtime.Version(), runtimeContainerSupport, buildGODEBUG(), os.Getenv("GODEBUG"))
+})
+
+// buildGODEBUG is the binary's DefaultGODEBUG: the defaults its main
+// module's go line and //go:debug directives chose.
 func buildGODEBUG() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return ""
-	}
-	for _, s := range bi.Settings {
-		if s.Key == "DefaultGODEBUG" {
-			return s.Value
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "DefaultGODEBUG" {
+				return s.Value
+			}
 		}
 	}
 	return ""
 }
 
-// systemRuntime is detectRuntime for this process, computed once (GODEBUG is
-// read by the runtime at start-up only, so later changes to the environment
-// do not matter).
-var systemRuntime = sync.OnceValue(func() Runtime {
-	return detectRuntime(runtime.Version(), runtimeContainerSupport, buildGODEBUG(), os.Getenv("GODEBUG"))
-})
-
 // detectRuntime works out the runtime's GOMAXPROCS behaviour from the
-// toolchain's support (Go 1.25 or later), the binary's DefaultGODEBUG and the
-// GODEBUG environment variable, with the runtime's own parsing rules.
-func detectRuntime(version string, support bool, defaultGODEBUG, godebug string) Runtime {
-	r := Runtime{Version: version}
+// toolchain's support, the binary's DefaultGODEBUG and the GODEBUG
+// environment variable, with the runtime's own parsing rules.
+func detectRuntime(version string, support bool, defaultGODEBUG, godebug string) goRuntime {
 	if !support {
-		r.Why = version + ": no container support in the runtime (Go 1.25 and later have it)"
-		return r
+		return goRuntime{why: version + ": no container support in the runtime (Go 1.25 and later have it)"}
 	}
 	c, cfrom := envvar.GODEBUG("containermaxprocs", 1, defaultGODEBUG, godebug)
 	u, ufrom := envvar.GODEBUG("updatemaxprocs", 1, defaultGODEBUG, godebug)
+	origin := [...]string{"runtime default",
+		"DefaultGODEBUG: the main module's go line is 1.24 or older, or a //go:debug directive",
+		"GODEBUG environment variable"}
 	// The runtime tests containermaxprocs > 0 and updatemaxprocs != 0.
-	r.ContainerAware = c > 0
-	r.Updates = u != 0
-	origin := func(from int) string {
-		switch from {
-		case 0:
-			return "DefaultGODEBUG: the main module's go line is 1.24 or older, or a //go:debug directive"
-		case 1:
-			return "GODEBUG environment variable"
-		}
-		return "runtime default"
-	}
-	r.Why = "containermaxprocs=" + strconv.Itoa(int(c))
+	r := goRuntime{aware: c > 0, updates: u != 0, why: version + ": containermaxprocs=" + strconv.Itoa(int(c))}
 	if cfrom != ufrom {
-		r.Why += " (" + origin(cfrom) + ")"
+		r.why += " (" + origin[cfrom+1] + ")"
 	}
-	r.Why += ", updatemaxprocs=" + strconv.Itoa(int(u)) + " (" + origin(ufrom) + ")"
+	r.why += ", updatemaxprocs=" + strconv.Itoa(int(u)) + " (" + origin[ufrom+1] + ")"
 	return r
 }
 
 // runtimeDefault predicts the GOMAXPROCS the runtime would choose by itself
-// for these limits, or returns -1 when it cannot tell: the runtime reads the
-// leaf cgroup only, so when a parent imposes the effective limit, the leaf's
-// own (looser or absent) limit is unknown here.
-func (r Runtime) runtimeDefault(lim cgroup.Limits, ncpu int) int {
-	if !r.ContainerAware {
-		return ncpu
-	}
+// for these limits, or -1 when it cannot tell: it reads the leaf cgroup
+// only, so when a parent imposes the limit, the leaf's own is unknown here.
+func (r goRuntime) runtimeDefault(lim cgroup.Limits, ncpu int) int {
 	q, ok := lim.CPUQuota()
-	if !ok {
+	switch {
+	case !r.aware || !ok:
 		return ncpu
-	}
-	if lim.CPU.Source != lim.CPU.Dir {
+	case lim.CPU.Source != lim.CPU.Dir:
 		return -1
 	}
 	return min(ncpu, max(2, int(math.Ceil(q))))
 }
 
-// affinity returns the number of CPUs the process may run on now: on Linux
-// from Cpus_allowed_list in /proc/self/status, which follows taskset and
-// cpuset changes (runtime.NumCPU is the count at start-up, its fallback).
+// affinity returns the number of CPUs the process may run on now, from
+// Cpus_allowed_list in /proc/self/status, which follows taskset and cpuset
+// changes (runtime.NumCPU, the count at start-up, is the fallback).
 func affinity() int {
 	if data, err := os.ReadFile("/proc/self/status"); err == nil {
 		if n, ok := parseAffinity(data); ok {

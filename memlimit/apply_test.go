@@ -29,74 +29,74 @@ func TestApplyTable(t *testing.T) {
 		reason  string
 		err     string
 	}{
-		{name: "v2 memory.max 512 MiB", fsys: v2FS("536870912", "", ""), start: NoLimit,
+		{name: "v2 memory.max 512 MiB", fsys: v2FS("536870912", "", ""), start: noLimit,
 			after: 483183820, changed: true, limit: 512 * MiB, source: "/sys/fs/cgroup/pod/app", from: "memory.max"},
-		{name: "v2 parent tighter", fsys: v2FS("1073741824", "", "536870912"), start: NoLimit,
+		{name: "v2 parent tighter", fsys: v2FS("1073741824", "", "536870912"), start: noLimit,
 			after: 483183820, changed: true, limit: 512 * MiB, source: "/sys/fs/cgroup/pod", from: "memory.max"},
-		{name: "v2 memory.high below memory.max", fsys: v2FS("1073741824", "536870912", ""), start: NoLimit,
+		{name: "v2 memory.high below memory.max", fsys: v2FS("1073741824", "536870912", ""), start: noLimit,
 			after: 483183820, changed: true, limit: 512 * MiB, source: "/sys/fs/cgroup/pod/app", from: "memory.high"},
-		{name: "v2 memory.high alone", fsys: v2FS("max", "536870912", ""), start: NoLimit,
+		{name: "v2 memory.high alone", fsys: v2FS("max", "536870912", ""), start: noLimit,
 			after: 483183820, changed: true, limit: 512 * MiB, source: "/sys/fs/cgroup/pod/app", from: "memory.high"},
-		{name: "v2 memory.high above memory.max", fsys: v2FS("536870912", "1073741824", ""), start: NoLimit,
+		{name: "v2 memory.high above memory.max", fsys: v2FS("536870912", "1073741824", ""), start: noLimit,
 			after: 483183820, changed: true, limit: 512 * MiB, source: "/sys/fs/cgroup/pod/app", from: "memory.max"},
-		{name: "v1 limit_in_bytes", fsys: v1FS("536870912", "536870912"), start: NoLimit,
+		{name: "v1 limit_in_bytes", fsys: v1FS("536870912", "536870912"), start: noLimit,
 			after: 483183820, changed: true, limit: 512 * MiB, source: "/sys/fs/cgroup/memory/app", from: "memory.limit_in_bytes"},
-		{name: "ratio", fsys: v2FS("536870912", "", ""), start: NoLimit, opts: Options{Policy: Policy{Ratio: 0.5}},
+		{name: "ratio", fsys: v2FS("536870912", "", ""), start: noLimit, opts: Options{Policy: Policy{Ratio: 0.5}},
 			after: 256 * MiB, changed: true, limit: 512 * MiB, source: "/sys/fs/cgroup/pod/app", from: "memory.max"},
-		{name: "reserve", fsys: v2FS("536870912", "", ""), start: NoLimit, opts: Options{Policy: Policy{Reserve: 128 * MiB}},
+		{name: "reserve", fsys: v2FS("536870912", "", ""), start: noLimit, opts: Options{Policy: Policy{Reserve: 128 * MiB}},
 			after: 384 * MiB, changed: true, limit: 512 * MiB, source: "/sys/fs/cgroup/pod/app", from: "memory.max"},
-		{name: "ratio 1 and a reserve", fsys: v2FS("536870912", "", ""), start: NoLimit, opts: Options{Policy: Policy{Ratio: 1, Reserve: MiB}},
+		{name: "ratio 1 and a reserve", fsys: v2FS("536870912", "", ""), start: noLimit, opts: Options{Policy: Policy{Ratio: 1, Reserve: MiB}},
 			after: 511 * MiB, changed: true, limit: 512 * MiB, source: "/sys/fs/cgroup/pod/app", from: "memory.max"},
-		{name: "tiny limit left unset", fsys: v2FS("12582912", "", ""), start: NoLimit,
-			after: NoLimit, limit: 12 * MiB, source: "/sys/fs/cgroup/pod/app", from: "memory.max", reason: "10.8 MiB (from a 12 MiB limit) is below the minimum of 16 MiB"},
-		{name: "tiny limit with no minimum", fsys: v2FS("12582912", "", ""), start: NoLimit, opts: Options{Policy: Policy{Min: -1}},
+		{name: "tiny limit left unset", fsys: v2FS("12582912", "", ""), start: noLimit,
+			after: noLimit, limit: 12 * MiB, source: "/sys/fs/cgroup/pod/app", from: "memory.max", reason: "10.8 MiB (from a 12 MiB limit) is below the minimum of 16 MiB"},
+		{name: "tiny limit with no minimum", fsys: v2FS("12582912", "", ""), start: noLimit, opts: Options{Policy: Policy{Min: -1}},
 			after: 11324620, changed: true, limit: 12 * MiB, source: "/sys/fs/cgroup/pod/app", from: "memory.max"},
-		{name: "reserve eats the limit", fsys: v2FS("536870912", "", ""), start: NoLimit, opts: Options{Policy: Policy{Reserve: GiB}},
-			after: NoLimit, limit: 512 * MiB, source: "/sys/fs/cgroup/pod/app", from: "memory.max", reason: "the reserve (1 GiB) leaves nothing of the 512 MiB memory.max limit"},
+		{name: "reserve eats the limit", fsys: v2FS("536870912", "", ""), start: noLimit, opts: Options{Policy: Policy{Reserve: GiB}},
+			after: noLimit, limit: 512 * MiB, source: "/sys/fs/cgroup/pod/app", from: "memory.max", reason: "the reserve (1 GiB) leaves nothing of the 512 MiB memory.max limit"},
 		{name: "already right", fsys: v2FS("536870912", "", ""), start: 483183820,
 			after: 483183820, limit: 512 * MiB, source: "/sys/fs/cgroup/pod/app", from: "memory.max", reason: "GOMEMLIMIT is already 460.8 MiB"},
 		{name: "application's own limit is replaced on explicit Apply", fsys: v2FS("536870912", "", ""), start: GiB,
 			after: 483183820, changed: true, limit: 512 * MiB, source: "/sys/fs/cgroup/pod/app", from: "memory.max"},
-		{name: "no limit", fsys: v2FS("max", "", ""), start: NoLimit, after: NoLimit, reason: "no memory limit"},
+		{name: "no limit", fsys: v2FS("max", "", ""), start: noLimit, after: noLimit, reason: "no memory limit"},
 		{name: "no limit keeps the application's", fsys: v2FS("max", "", ""), start: GiB, after: GiB, reason: "no memory limit"},
-		{name: "no limit files", fsys: v2FS("", "", ""), start: NoLimit, after: NoLimit, reason: "no memory limit"},
-		{name: "no limit, system memory fallback", fsys: v2FS("max", "", ""), start: NoLimit, opts: Options{SystemMemory: true},
+		{name: "no limit files", fsys: v2FS("", "", ""), start: noLimit, after: noLimit, reason: "no memory limit"},
+		{name: "no limit, system memory fallback", fsys: v2FS("max", "", ""), start: noLimit, opts: Options{SystemMemory: true},
 			after: 22629711052, changed: true, limit: 24554808 * KiB, source: "/proc/meminfo", from: "MemTotal"},
-		{name: "limit wins over the fallback", fsys: v2FS("536870912", "", ""), start: NoLimit, opts: Options{SystemMemory: true},
+		{name: "limit wins over the fallback", fsys: v2FS("536870912", "", ""), start: noLimit, opts: Options{SystemMemory: true},
 			after: 483183820, changed: true, limit: 512 * MiB, source: "/sys/fs/cgroup/pod/app", from: "memory.max"},
-		{name: "no cgroup, system memory fallback", fsys: fstest.MapFS{"proc/meminfo": {Data: []byte("MemTotal: 1048576 kB\n")}}, start: NoLimit,
+		{name: "no cgroup, system memory fallback", fsys: fstest.MapFS{"proc/meminfo": {Data: []byte("MemTotal: 1048576 kB\n")}}, start: noLimit,
 			opts: Options{SystemMemory: true}, after: 966367641, changed: true, limit: GiB, source: "/proc/meminfo", from: "MemTotal"},
-		{name: "fallback without meminfo", fsys: func() fstest.MapFS { f := v2FS("max", "", ""); delete(f, "proc/meminfo"); return f }(), start: NoLimit,
-			opts: Options{SystemMemory: true}, after: NoLimit, reason: "no memory limit; no system memory either"},
-		{name: "no cgroup", fsys: fstest.MapFS{}, start: NoLimit, after: NoLimit, reason: "no cgroup information"},
-		{name: "not linux", fsys: v2FS("536870912", "", ""), goos: "windows", start: NoLimit, after: NoLimit, reason: "not Linux"},
+		{name: "fallback without meminfo", fsys: func() fstest.MapFS { f := v2FS("max", "", ""); delete(f, "proc/meminfo"); return f }(), start: noLimit,
+			opts: Options{SystemMemory: true}, after: noLimit, reason: "no memory limit; no system memory either"},
+		{name: "no cgroup", fsys: fstest.MapFS{}, start: noLimit, after: noLimit, reason: "no cgroup information"},
+		{name: "not linux", fsys: v2FS("536870912", "", ""), goos: "windows", start: noLimit, after: noLimit, reason: "not Linux"},
 		{name: "GOMEMLIMIT set", fsys: v2FS("536870912", "", ""), envValue: "300MiB", start: 300 * MiB, after: 300 * MiB,
 			reason: "GOMEMLIMIT=300MiB is set in the environment"},
-		{name: "GOMEMLIMIT off", fsys: v2FS("536870912", "", ""), envValue: "off", start: NoLimit, after: NoLimit,
+		{name: "GOMEMLIMIT off", fsys: v2FS("536870912", "", ""), envValue: "off", start: noLimit, after: noLimit,
 			reason: "GOMEMLIMIT=off is set in the environment"},
 		{name: "GOMEMLIMIT 0", fsys: v2FS("536870912", "", ""), envValue: "0", start: 0, after: 0,
 			reason: "GOMEMLIMIT=0 is set in the environment"},
-		{name: "GOMEMLIMIT empty is unset", fsys: v2FS("536870912", "", ""), envValue: "", start: NoLimit,
+		{name: "GOMEMLIMIT empty is unset", fsys: v2FS("536870912", "", ""), envValue: "", start: noLimit,
 			after: 483183820, changed: true, limit: 512 * MiB, source: "/sys/fs/cgroup/pod/app", from: "memory.max"},
-		{name: "GOMEMLIMIT invalid is ignored, as by the runtime", fsys: v2FS("536870912", "", ""), envValue: "lots", start: NoLimit,
+		{name: "GOMEMLIMIT invalid is ignored, as by the runtime", fsys: v2FS("536870912", "", ""), envValue: "lots", start: noLimit,
 			after: 483183820, changed: true, limit: 512 * MiB, source: "/sys/fs/cgroup/pod/app", from: "memory.max"},
-		{name: "malformed memory.max", fsys: v2FS("lots", "", ""), start: NoLimit, after: NoLimit,
+		{name: "malformed memory.max", fsys: v2FS("lots", "", ""), start: noLimit, after: noLimit,
 			reason: "the memory limit cannot be read", err: "memory.max"},
 		{name: "malformed cpu.max does not stop GOMEMLIMIT", fsys: func() fstest.MapFS {
 			f := v2FS("536870912", "", "")
 			f["sys/fs/cgroup/pod/app/cpu.max"] = &fstest.MapFile{Data: []byte("x y\n")}
 			return f
-		}(), start: NoLimit, after: 483183820, changed: true, limit: 512 * MiB, source: "/sys/fs/cgroup/pod/app", from: "memory.max"},
-		{name: "invalid options", fsys: v2FS("536870912", "", ""), start: NoLimit, opts: Options{Policy: Policy{Ratio: 2}},
-			after: NoLimit, reason: "invalid options", err: "ratio 2"},
+		}(), start: noLimit, after: 483183820, changed: true, limit: 512 * MiB, source: "/sys/fs/cgroup/pod/app", from: "memory.max"},
+		{name: "invalid options", fsys: v2FS("536870912", "", ""), start: noLimit, opts: Options{Policy: Policy{Ratio: 2}},
+			after: noLimit, reason: "invalid options", err: "ratio 2"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fk := &fakeKnob{value: tc.start}
 			te := newTestEnv(fk, tc.fsys)
 			if tc.goos != "" {
-				te.goos = tc.goos
+				te.GOOS = tc.goos
 			}
-			te.getenv = func(k string) string {
+			te.Getenv = func(k string) string {
 				if k == "GOMEMLIMIT" {
 					return tc.envValue
 				}
@@ -135,7 +135,7 @@ func TestApplyTable(t *testing.T) {
 }
 
 func TestPlan(t *testing.T) {
-	fk := &fakeKnob{value: NoLimit}
+	fk := &fakeKnob{value: noLimit}
 	te := newTestEnv(fk, v2FS("536870912", "", ""))
 	res, err := Plan(te.opts(Options{Refresh: time.Second}))
 	require.NoError(t, err)
@@ -143,7 +143,7 @@ func TestPlan(t *testing.T) {
 	assert.Equal(t, int64(483183820), res.After)
 	assert.Zero(t, res.Refresh)
 	value, sets := fk.get()
-	assert.Equal(t, NoLimit, value)
+	assert.Equal(t, noLimit, value)
 	assert.Zero(t, sets)
 }
 
@@ -159,7 +159,7 @@ func TestZeroLimit(t *testing.T) {
 		{"memory.max 1", "1", "a 1 B memory.max limit leaves nothing for a soft limit; GOMEMLIMIT left unset"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			fk := &fakeKnob{value: NoLimit}
+			fk := &fakeKnob{value: noLimit}
 			te := newTestEnv(fk, v2FS(tc.max, "", ""))
 			fit, err := Apply(te.opts(Options{SystemMemory: true}))
 			require.NoError(t, err)
@@ -169,40 +169,40 @@ func TestZeroLimit(t *testing.T) {
 			assert.Equal(t, "memory.max", res.From)
 			assert.Equal(t, tc.reason, res.Reason)
 			value, sets := fk.get()
-			assert.Equal(t, NoLimit, value)
+			assert.Equal(t, noLimit, value)
 			assert.Zero(t, sets)
 		})
 	}
 	t.Run("refresh: a limit that drops to 0 restores the value before fitgo", func(t *testing.T) {
-		fk := &fakeKnob{value: NoLimit}
+		fk := &fakeKnob{value: noLimit}
 		te := newTestEnv(fk, v2FS("536870912", "", ""))
 		fit, err := Apply(te.opts(Options{SystemMemory: true, Refresh: time.Hour}))
 		require.NoError(t, err)
-		defer func() { fit.Stop(); waitIdle(t, fit.loop.Done()) }()
+		defer func() { stop(fit); waitIdle(t, fit.loop.Done()) }()
 		zero := memLimits(0, 0)
 		zero.Memory.MaxSource = "/sys/fs/cgroup/app"
 		assert.True(t, fit.tick(time.Now(), zero, nil))
 		value, _ := fk.get()
-		assert.Equal(t, NoLimit, value, "not 90% of MemTotal")
+		assert.Equal(t, noLimit, value, "not 90% of MemTotal")
 		assert.Equal(t, "memory.max", fit.Status().From)
 	})
 }
 
 func TestUndo(t *testing.T) {
 	t.Run("restores the value before", func(t *testing.T) {
-		fk := &fakeKnob{value: NoLimit}
+		fk := &fakeKnob{value: noLimit}
 		te := newTestEnv(fk, v2FS("536870912", "", ""))
 		fit, err := Apply(te.opts(Options{}))
 		require.NoError(t, err)
 		fit.Undo()
 		value, _ := fk.get()
-		assert.Equal(t, NoLimit, value)
+		assert.Equal(t, noLimit, value)
 		fit.Undo()
 		_, sets := fk.get()
 		assert.Equal(t, 2, sets)
 	})
 	t.Run("the application changed it since", func(t *testing.T) {
-		fk := &fakeKnob{value: NoLimit}
+		fk := &fakeKnob{value: noLimit}
 		te := newTestEnv(fk, v2FS("536870912", "", ""))
 		fit, err := Apply(te.opts(Options{}))
 		require.NoError(t, err)
@@ -212,7 +212,7 @@ func TestUndo(t *testing.T) {
 		assert.Equal(t, 100*MiB, value)
 	})
 	t.Run("last in, first out", func(t *testing.T) {
-		fk := &fakeKnob{value: NoLimit}
+		fk := &fakeKnob{value: noLimit}
 		te := newTestEnv(fk, v2FS("536870912", "", ""))
 		r1, err := Apply(te.opts(Options{}))
 		require.NoError(t, err)
@@ -223,13 +223,13 @@ func TestUndo(t *testing.T) {
 		assert.Equal(t, int64(483183820), value)
 		r1.Undo()
 		value, _ = fk.get()
-		assert.Equal(t, NoLimit, value)
+		assert.Equal(t, noLimit, value)
 	})
 	// The case: a library's Apply, then the program's, undone in
 	// the library's order, left the library's 256 MiB in force, and a second
 	// Undo of the library's changed it.
 	t.Run("out of order", func(t *testing.T) {
-		fk := &fakeKnob{value: NoLimit}
+		fk := &fakeKnob{value: noLimit}
 		te := newTestEnv(fk, v2FS("536870912", "", ""))
 		lib, err := Apply(te.opts(Options{Policy: Policy{Ratio: 0.5}}))
 		require.NoError(t, err)
@@ -240,10 +240,10 @@ func TestUndo(t *testing.T) {
 		assert.Equal(t, int64(429496729), value, "app in force: nothing")
 		app.Undo()
 		value, _ = fk.get()
-		assert.Equal(t, NoLimit, value, "all undone: no limit, as before fitgo")
+		assert.Equal(t, noLimit, value, "all undone: no limit, as before fitgo")
 		lib.Undo()
 		value, sets := fk.get()
-		assert.Equal(t, NoLimit, value, "a second Undo does nothing")
+		assert.Equal(t, noLimit, value, "a second Undo does nothing")
 		assert.Equal(t, 3, sets)
 	})
 	t.Run("nothing changed, nothing undone", func(t *testing.T) {
@@ -261,7 +261,7 @@ func TestUndo(t *testing.T) {
 func TestApplyLogsOnlyToItsLogger(t *testing.T) {
 	var buf bytes.Buffer
 	logger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	fk := &fakeKnob{value: NoLimit}
+	fk := &fakeKnob{value: noLimit}
 	te := newTestEnv(fk, v2FS("536870912", "", ""))
 	_, err := Apply(te.opts(Options{Logger: logger}))
 	require.NoError(t, err)
@@ -272,13 +272,13 @@ func TestApplyLogsOnlyToItsLogger(t *testing.T) {
 	old := slog.Default()
 	slog.SetDefault(slog.New(slog.NewTextHandler(&def, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	defer slog.SetDefault(old)
-	_, err = Apply(newTestEnv(&fakeKnob{value: NoLimit}, v2FS("536870912", "", "")).opts(Options{}))
+	_, err = Apply(newTestEnv(&fakeKnob{value: noLimit}, v2FS("536870912", "", "")).opts(Options{}))
 	require.NoError(t, err)
 	assert.Empty(t, def.String())
 }
 
 func TestApplyConcurrent(t *testing.T) {
-	fk := &fakeKnob{value: NoLimit}
+	fk := &fakeKnob{value: noLimit}
 	te := newTestEnv(fk, v2FS("536870912", "", ""))
 	var wg sync.WaitGroup
 	fits := make([]*Fit, 16)
@@ -301,7 +301,7 @@ func TestApplyConcurrent(t *testing.T) {
 	assert.Equal(t, int64(483183820), value)
 	assert.Equal(t, 1, sets)
 	for _, f := range fits {
-		f.Stop()
+		stop(f)
 		if f.loop != nil {
 			waitIdle(t, f.loop.Done())
 		}
@@ -309,7 +309,7 @@ func TestApplyConcurrent(t *testing.T) {
 }
 
 func TestResultString(t *testing.T) {
-	fk := &fakeKnob{value: NoLimit}
+	fk := &fakeKnob{value: noLimit}
 	te := newTestEnv(fk, v2FS("536870912", "", ""))
 	fit, err := Apply(te.opts(Options{}))
 	require.NoError(t, err)
@@ -319,7 +319,7 @@ func TestResultString(t *testing.T) {
 func TestKeepExisting(t *testing.T) {
 	fsys := v2FS("536870912", "", "")
 	t.Run("no limit yet: applied", func(t *testing.T) {
-		fk := &fakeKnob{value: NoLimit}
+		fk := &fakeKnob{value: noLimit}
 		fit, err := Apply(newTestEnv(fk, fsys).opts(Options{KeepExisting: true}))
 		require.NoError(t, err)
 		assert.True(t, fit.Status().Changed)
@@ -337,7 +337,7 @@ func TestKeepExisting(t *testing.T) {
 		assert.Zero(t, sets)
 	})
 	t.Run("fitgo's own earlier value: applied", func(t *testing.T) {
-		fk := &fakeKnob{value: NoLimit}
+		fk := &fakeKnob{value: noLimit}
 		te := newTestEnv(fk, fsys)
 		_, err := Apply(te.opts(Options{}))
 		require.NoError(t, err)

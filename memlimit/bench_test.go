@@ -17,7 +17,7 @@ func BenchmarkApply(b *testing.B) {
 		}
 	})
 	b.Run("fixture", func(b *testing.B) {
-		te := newTestEnv(&fakeKnob{value: NoLimit}, v2FS("536870912", "", ""))
+		te := newTestEnv(&fakeKnob{value: noLimit}, v2FS("536870912", "", ""))
 		o := te.opts(Options{})
 		b.ReportAllocs()
 		b.ResetTimer()
@@ -31,13 +31,13 @@ func BenchmarkApply(b *testing.B) {
 
 // BenchmarkTick is one refresh tick of GOMEMLIMIT when nothing changed.
 func BenchmarkTick(b *testing.B) {
-	te := newTestEnv(&fakeKnob{value: NoLimit}, nil)
+	te := newTestEnv(&fakeKnob{value: noLimit}, nil)
 	te.src.set(memLimits(512*MiB, 0))
 	fit, err := Apply(te.opts(Options{Refresh: time.Hour}))
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer fit.Stop()
+	defer stop(fit)
 	lim := memLimits(512*MiB, 0)
 	now := time.Now()
 	b.ReportAllocs()

@@ -12,17 +12,18 @@
 // applies this package and package maxprocs with their defaults.
 //
 // The limit is the effective one: the tightest hard limit over the cgroup
-// hierarchy (memory.max on v2; memory.limit_in_bytes and
-// hierarchical_memory_limit on v1), or memory.high when it is lower, since
-// the kernel throttles and reclaims hard above it. A limit of 0 is a limit.
-// The Policy keeps headroom below it: GOMEMLIMIT is the lower of Ratio ×
-// limit (0.9 by default) and limit − Reserve, and is left unset when that is
-// under Min (16 MiB by default), where a soft limit would keep the GC
-// running without preventing the OOM kill. fitgo never sets a soft limit
-// above the container's limit, and never clears a limit the program set.
+// hierarchy, or memory.high when it is lower (the kernel throttles above
+// it). The Policy keeps headroom below it: GOMEMLIMIT is the lower of
+// Ratio × limit and limit − Reserve, and is left unset when that is under
+// Min, where a soft limit would keep the GC running without preventing the
+// OOM kill. fitgo never sets a soft limit above the container's limit, and
+// never clears a limit the program set. The runtime's value with no limit
+// is math.MaxInt64.
 //
 // A refresh owns the memory limit only while it has the value fitgo set:
-// when someone else changes it, fitgo stops managing it and Status says what
-// changed. Setting the value fitgo already has cannot be told apart from no
-// change; stop fitgo's management (Stop) before setting the limit yourself.
+// when someone else changes it, fitgo stops managing it and Status says so,
+// naming automemlimit where the new value is its rule's; with
+// Options.Insist it puts its value back instead. Setting the value fitgo
+// already has cannot be told from no change: end the refresh
+// (Options.Context, or Undo) before setting the limit yourself.
 package memlimit

@@ -12,12 +12,10 @@ import (
 // limits; it never goes above the limit.
 func ExamplePolicy_SoftLimit() {
 	var p memlimit.Policy // the zero Policy is the default
-	fmt.Println(p)
 	for _, mib := range []int64{16, 20, 384, 512, 4096} {
 		fmt.Printf("limit %4d MiB: GOMEMLIMIT %d bytes\n", mib, p.SoftLimit(mib<<20))
 	}
 	// Output:
-	// ratio 0.9, min 16 MiB
 	// limit   16 MiB: GOMEMLIMIT 0 bytes
 	// limit   20 MiB: GOMEMLIMIT 18874368 bytes
 	// limit  384 MiB: GOMEMLIMIT 362387865 bytes
@@ -29,12 +27,10 @@ func ExamplePolicy_SoftLimit() {
 // the reserve for large ones.
 func ExamplePolicy_SoftLimit_reserve() {
 	p := memlimit.Policy{Ratio: 0.95, Reserve: 256 << 20}
-	fmt.Println(p)
 	for _, mib := range []int64{1024, 4096, 16384} {
 		fmt.Printf("limit %5d MiB: GOMEMLIMIT %d MiB\n", mib, p.SoftLimit(mib<<20)>>20)
 	}
 	// Output:
-	// ratio 0.95, reserve 256 MiB, min 16 MiB
 	// limit  1024 MiB: GOMEMLIMIT 768 MiB
 	// limit  4096 MiB: GOMEMLIMIT 3840 MiB
 	// limit 16384 MiB: GOMEMLIMIT 15564 MiB
@@ -55,7 +51,8 @@ func ExamplePlan() {
 		fmt.Println("cannot read the memory limit:", err)
 		return
 	}
-	fmt.Printf("%s %d bytes from %s (%s): GOMEMLIMIT %d\n", res.From, res.Limit, res.Source, res.Policy, res.Policy.SoftLimit(res.Limit))
+	fmt.Printf("%s %d bytes from %s (ratio %v, reserve %d): GOMEMLIMIT %d\n", res.From, res.Limit, res.Source,
+		res.Policy.Ratio, res.Policy.Reserve, res.Policy.SoftLimit(res.Limit))
 	// Output:
-	// memory.limit_in_bytes 536870912 bytes from /sys/fs/cgroup/memory (ratio 0.9, reserve 64 MiB, min 16 MiB): GOMEMLIMIT 469762048
+	// memory.limit_in_bytes 536870912 bytes from /sys/fs/cgroup/memory (ratio 0.9, reserve 67108864): GOMEMLIMIT 469762048
 }

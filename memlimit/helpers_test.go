@@ -120,13 +120,9 @@ func newTestEnv(fk *fakeKnob, fsys fstest.MapFS) *testEnv {
 	src := &fakeSource{}
 	te := &testEnv{fk: fk, src: src, tickC: make(chan time.Time)}
 	te.env = &env{
-		goos:   "linux",
-		getenv: func(string) string { return "" },
-		fsys:   fsys,
-		knob:   fk.knob(),
-		read:   src.Read,
-		open:   func() (knob.Source, error) { return src, nil },
-		ticks:  te.tickC,
+		Env: knob.Env[int64]{GOOS: "linux", Getenv: func(string) string { return "" }, Knob: fk.knob(),
+			Read: src.Read, Open: func() (knob.Source, error) { return src, nil }, Ticks: te.tickC},
+		fsys: fsys,
 	}
 	if fsys != nil {
 		src.setReading(cgroup.ReadFS(fsys))
@@ -155,5 +151,12 @@ func waitIdle(t *testing.T, done <-chan struct{}) {
 	case <-done:
 	case <-time.After(10 * time.Second):
 		t.Fatal("refresh goroutine still running")
+	}
+}
+
+// stop ends the refresh of f, leaving the memory limit as it is.
+func stop(f *Fit) {
+	if f != nil && f.f != nil {
+		f.f.Stop()
 	}
 }

@@ -8,8 +8,8 @@ import (
 	"log/slog"
 	"math"
 	"os"
-	"runtime"
 	"runtime/debug"
+	"strconv"
 	"time"
 
 	"github.com/fitgo/fitgo/cgroup"
@@ -17,34 +17,33 @@ import (
 	"github.com/fitgo/fitgo/internal/knob"
 )
 
-// NoLimit is the runtime's memory limit when there is none
-// (debug.SetMemoryLimit's default, and GOMEMLIMIT=off).
-const NoLimit int64 = math.MaxInt64
+// noLimit is the runtime's memory limit when there is none.
+const noLimit int64 = math.MaxInt64
 
 // Options configure Apply and Plan. The zero value of every field means the
 // default.
 type Options struct {
-	// Policy turns the memory limit into GOMEMLIMIT; the zero Policy is the
-	// default.
+	// Policy turns the memory limit into GOMEMLIMIT.
 	Policy
 	// SystemMemory uses the machine's total memory (MemTotal in
-	// /proc/meminfo) as the limit when the cgroup hierarchy has none. Off by
-	// default: without a container limit, a soft limit at 90% of the
-	// machine's memory is a guess about what else runs there.
+	// /proc/meminfo) as the limit when the cgroup hierarchy has none.
 	SystemMemory bool
-	// KeepExisting leaves the memory limit alone when it is already set (not
-	// NoLimit) by the program or a library through debug.SetMemoryLimit (an
-	// earlier init, say). The blank import sets it.
+	// KeepExisting leaves the memory limit alone when the program or a
+	// library has already set one with debug.SetMemoryLimit. The blank
+	// import sets it.
 	KeepExisting bool
-	// Logger gets one Info line when GOMEMLIMIT changes or when fitgo stops
+	// Insist keeps fitgo's value against later changes by other code (a
+	// library that sets the memory limit in main, such as automemlimit): the
+	// refresh (Refresh) puts it back at its next reading and logs that once.
+	// Off: fitgo hands the memory limit over to whoever changes it.
+	Insist bool
+	// Logger gets an Info line when GOMEMLIMIT changes or fitgo stops
 	// managing it, a Debug line when Apply leaves it alone, and a Warn line
-	// when the memory limit cannot be read. nil: nothing is logged.
+	// when the memory limit cannot be read. nil: no logging.
 	Logger *slog.Logger
 	// Refresh, when positive, keeps GOMEMLIMIT in line with the memory limit
-	// after Apply returns, re-reading it at this interval (at least 10ms).
-	// Following stops when Context is done, at Stop or Undo, when a later
-	// Apply takes over, or when someone else changes the memory limit. 0:
-	// Apply sets GOMEMLIMIT once.
+	// at this interval (at least 10ms), until Context is done, Undo, a later
+	// Apply, or someone else changes the memory limit. 0: Apply sets it once.
 	Refresh time.Duration
 	// Context, when not nil, ends the refresh when it is done.
 	Context context.Context
@@ -56,13 +55,8 @@ type Options struct {
 
 // env is the world Apply works in: the process, or a fake in tests.
 type env struct {
-	goos   string
-	getenv func(string) string // the start-up environment
-	fsys   fs.FS               // for /proc/meminfo
-	knob   *knob.Knob[int64]
-	read   func() (cgroup.Limits, error)
-	open   func() (knob.Source, error)
-	ticks  <-chan time.Time // the refresh loop's ticks; nil: a ticker
+	knob.Env[int64]
+	fsys fs.FS // for /proc/meminfo
 }
 
 // processKnob is the process's memory limit.
@@ -72,18 +66,6 @@ var processKnob = knob.New(text(),
 	debug.SetMemoryLimit,
 )
 
-func systemEnv() *env {
-	return &env{
-		goos:   runtime.GOOS,
-		getenv: envvar.Startup(),
-		fsys:   os.DirFS("/"),
-		knob:   processKnob,
-		read:   cgroup.Read,
-		open:   knob.OpenProcess,
-	}
-}
-
-// text is GOMEMLIMIT's wording.
 func text() knob.Text {
 	return knob.Text{Name: "GOMEMLIMIT", Value: "the memory limit", Limit: "memory limit", Key: "memory_limit"}
 }
@@ -102,17 +84,14 @@ func (l memLimit) LogValue() slog.Value {
 // Result is a snapshot of what Apply did, or what Plan would do, and of its
 // refresh.
 type Result struct {
-	// Before is the runtime's memory limit (GOMEMLIMIT) before Apply; After
-	// is the limit after it or, from Fit.Status, now; NoLimit when none.
+	// Before is the runtime's memory limit before Apply; After is the limit
+	// after it or, from Fit.Status, now; math.MaxInt64 when there is none.
+	// Changed: Apply called debug.SetMemoryLimit (Plan: would).
 	Before, After int64
-	// Changed reports whether Apply called debug.SetMemoryLimit (for Plan:
-	// would).
-	Changed bool
-	// Limit is the memory limit in bytes the value was derived from: the
-	// tightest hard limit over the cgroup hierarchy, or memory.high when
-	// lower, or with SystemMemory the machine's MemTotal. Source is the
-	// cgroup directory that imposed it (or "/proc/meminfo"), "" when there is
-	// no limit; From names the file: "memory.max", "memory.high",
+	Changed       bool
+	// Limit is the memory limit in bytes the value was derived from; Source
+	// is the cgroup directory that imposed it (or "/proc/meminfo"), "" when
+	// there is none; From names the file: "memory.max", "memory.high",
 	// "memory.limit_in_bytes" or "MemTotal". From Fit.Status: of the last
 	// good reading.
 	Limit        int64
@@ -124,20 +103,24 @@ type Result struct {
 	// Env is the GOMEMLIMIT environment variable at start-up, "" when unset.
 	Env string
 	// Reason says why the memory limit was left alone ("" when Changed) or,
-	// from Fit.Status, why it is not being fitted: following stopped, or the
-	// last reading failed.
+	// from Fit.Status, why it is not being fitted.
 	Reason string
 	// Err is why the memory limit could not be read or the options are
-	// invalid (GOMEMLIMIT is then untouched; Apply returns it too), or, from
-	// Fit.Status, the error of the last reading.
+	// invalid (Apply returns it too), or, from Fit.Status, the last
+	// reading's error.
 	Err error
-	// Refresh is the refresh interval, 0 when there is none. Following
-	// reports whether fitgo still follows the limit; Updates counts the
-	// changes its refresh made, the last at LastUpdate.
+	// Refresh is the refresh interval, 0 for none; Following: fitgo still
+	// follows the limit; Updates counts the refresh's changes, the last at
+	// LastUpdate.
 	Refresh    time.Duration
 	Following  bool
 	Updates    int
 	LastUpdate time.Time
+}
+
+func (r *Result) out() knob.Out[int64] {
+	return knob.Out[int64]{Before: &r.Before, After: &r.After, Changed: &r.Changed, Following: &r.Following,
+		Reason: &r.Reason, Err: &r.Err, Refresh: &r.Refresh, Updates: &r.Updates, LastUpdate: &r.LastUpdate}
 }
 
 // Fit is the management of the memory limit that an Apply started.
@@ -147,6 +130,12 @@ type Fit struct {
 	env      *env
 	memTotal int64 // MemTotal with SystemMemory, else 0
 	loop     *knob.Loop
+
+	// automemlimit's value for the hard limit hard, used by the refresh's
+	// goroutine only.
+	hard, other int64
+	otherWhy    string
+	ratio       float64 // its ratio; 0: it does nothing here
 }
 
 // effective picks the limit of a reading: the lower of the hard limit and
@@ -176,18 +165,15 @@ func effective(lim cgroup.Limits, memTotal int64) (memLimit, bool) {
 // the options.
 //
 // It leaves the memory limit alone, with the Reason in the Result, when the
-// GOMEMLIMIT environment variable is set (a byte count or "off"), when the
-// system is not Linux or has no cgroup, when there is no memory limit
-// (unless SystemMemory), when the policy leaves it unset, and when it
-// already has the value. It never sets NoLimit: it cannot clear a limit the
-// program set.
-//
-// When the memory limit cannot be read (a malformed cgroup file) or the
-// options are invalid, Apply leaves it alone and returns the error, which is
-// also in the Result. A later Apply takes over from an earlier one.
+// GOMEMLIMIT environment variable is set (a byte count or "off"), the
+// system is not Linux or has no cgroup, there is no memory limit (unless
+// SystemMemory), the policy leaves it unset, or it already has the value.
+// It never clears a limit. When the memory limit cannot be read or the
+// options are invalid, it returns the error, also in the Result. A later
+// Apply takes over from an earlier one.
 func Apply(o Options) (*Fit, error) {
 	f := apply(&o, false)
-	logApply(o.Logger, &f.res)
+	knob.LogApply(o.Logger, "GOMEMLIMIT", f.res.out(), "result", f.res)
 	return f, f.res.Err
 }
 
@@ -201,25 +187,25 @@ func Plan(o Options) (Result, error) {
 func apply(o *Options, dry bool) *Fit {
 	e := o.env
 	if e == nil {
-		e = systemEnv()
+		e = &env{Env: knob.Process(processKnob), fsys: os.DirFS("/")}
 	}
 	p := o.Policy.resolved()
-	f := &Fit{env: e, res: Result{Policy: p, Env: e.getenv("GOMEMLIMIT")}}
+	f := &Fit{env: e, res: Result{Policy: p, Env: e.Getenv("GOMEMLIMIT")}}
 	r := &f.res
-	r.Before = e.knob.Current()
+	r.Before = e.Knob.Current()
 	r.After = r.Before
 	_, kind := envvar.GOMEMLIMIT(r.Env)
-	switch before, mine := e.knob.Peek(); {
+	switch before, mine := e.Knob.Peek(); {
 	case o.Policy.validate() != nil:
 		r.Err, r.Reason = o.Policy.validate(), "invalid options"
 		return f
-	case e.goos != "linux":
+	case e.GOOS != "linux":
 		r.Reason = "not Linux: no cgroup limits"
 		return f
 	case kind == envvar.MemLimitOff || kind == envvar.MemLimitBytes:
 		r.Reason = "GOMEMLIMIT=" + r.Env + " is set in the environment"
 		return f
-	case o.KeepExisting && before != NoLimit && !mine:
+	case o.KeepExisting && before != noLimit && !mine:
 		r.Reason = "the memory limit is already " + formatBytes(before) + ": set by the program or a library, and kept"
 		return f
 	}
@@ -227,13 +213,9 @@ func apply(o *Options, dry bool) *Fit {
 	if o.SystemMemory {
 		f.memTotal, memErr = readMemTotal(e.fsys)
 	}
-	var lim cgroup.Limits
-	var err error
-	if o.Limits != nil {
-		lim = *o.Limits
-	} else {
-		lim, err = e.read()
-	}
+	f.ratio = automemlimitRatio(e.Getenv("AUTOMEMLIMIT"))
+	ko := knob.Options{Insist: o.Insist, Logger: o.Logger, Refresh: o.Refresh, Context: o.Context, Limits: o.Limits}
+	lim, err := e.Limits(ko)
 	noCgroup := errors.Is(err, cgroup.ErrNoCgroup)
 	r.Memory = lim.Memory
 	l, has := effective(lim, f.memTotal)
@@ -241,44 +223,29 @@ func apply(o *Options, dry bool) *Fit {
 		r.Limit, r.Source, r.From = l.bytes, l.source, l.from
 	}
 	merr := memoryErr(lim, err)
-	follow := o.Refresh > 0 && !dry && !(noCgroup && f.memTotal == 0)
-	for {
-		before, _ := e.knob.Peek()
-		r.Before, r.After, r.Changed, r.Reason, r.Err = before, before, false, "", nil
-		want := p.SoftLimit(l.bytes)
-		switch {
-		case noCgroup && !has:
-			r.Reason = "no cgroup information (no /proc/self/cgroup)"
-			if memErr != nil {
-				r.Reason += "; no system memory either: " + memErr.Error()
-			}
-		case merr != nil:
-			r.Err = fmt.Errorf("memlimit: reading the memory limit: %w", merr)
-			r.Reason = "the memory limit cannot be read"
-		case !has:
-			r.Reason = "no memory limit"
-			if memErr != nil {
-				r.Reason += "; no system memory either: " + memErr.Error()
-			}
-		case want == 0:
-			r.Reason = tinyReason(p, l)
-		case want == before:
-			r.Reason = "GOMEMLIMIT is already " + formatBytes(want)
-		default:
-			r.After, r.Changed = want, true
-		}
-		if dry {
-			return f
-		}
-		var ok bool
-		if f.f, ok = knob.Start(e.knob, o.Logger, before, r.After, r.Changed, follow, l, merr); ok {
-			break
-		}
+	noMem := ""
+	if memErr != nil {
+		noMem = "; no system memory either: " + memErr.Error()
 	}
-	if follow {
-		f.loop = f.f.Join(o.Context, o.Refresh, e.open, e.ticks, f.tick)
-		r.Refresh, r.Following = f.loop.Every(), true
-	}
+	f.f, f.loop = knob.Settle(&e.Env, ko, r.out(), dry, o.Refresh > 0 && !dry && !(noCgroup && f.memTotal == 0), l, merr,
+		func(before int64, _ bool) bool {
+			switch want := p.SoftLimit(l.bytes); {
+			case noCgroup && !has:
+				r.Reason = "no cgroup information (no /proc/self/cgroup)" + noMem
+			case merr != nil:
+				r.Err = fmt.Errorf("memlimit: reading the memory limit: %w", merr)
+				r.Reason = "the memory limit cannot be read"
+			case !has:
+				r.Reason = "no memory limit" + noMem
+			case want == 0:
+				r.Reason = tinyReason(p, l)
+			case want == before:
+				r.Reason = "GOMEMLIMIT is already " + formatBytes(want)
+			default:
+				r.After, r.Changed = want, true
+			}
+			return false
+		}, f.tick)
 	return f
 }
 
@@ -317,17 +284,39 @@ func memoryErr(lim cgroup.Limits, err error) error {
 // tick fits the memory limit to a reading of the refresh loop.
 func (f *Fit) tick(now time.Time, lim cgroup.Limits, err error) bool {
 	var rd knob.Reading[int64, memLimit]
-	if rd.Err = memoryErr(lim, err); rd.Err != nil {
-		return f.f.Step(now, rd)
-	}
-	if errors.Is(err, cgroup.ErrNoCgroup) && f.memTotal == 0 {
+	if rd.Err = memoryErr(lim, err); rd.Err == nil && errors.Is(err, cgroup.ErrNoCgroup) && f.memTotal == 0 {
 		rd.Err = err
-		return f.f.Step(now, rd)
 	}
-	l, has := effective(lim, f.memTotal)
-	rd.Limit, rd.Want = l, f.res.Policy.SoftLimit(l.bytes)
-	rd.Has = has && rd.Want != 0
+	if rd.Err == nil {
+		l, has := effective(lim, f.memTotal)
+		rd.Limit, rd.Want = l, f.res.Policy.SoftLimit(l.bytes)
+		rd.Has = has && rd.Want != 0
+		if hard, ok := lim.MemoryMax(); ok && f.ratio > 0 {
+			if hard != f.hard || f.otherWhy == "" {
+				f.hard, f.other = hard, hard
+				if f.ratio < 1 {
+					f.other = int64(uint64(float64(hard) * f.ratio))
+				}
+				f.otherWhy = "automemlimit's " + strconv.FormatFloat(f.ratio, 'f', -1, 64) + " × " + formatBytes(hard)
+			}
+			rd.Other, rd.OtherWhy = f.other, f.otherWhy
+		}
+	}
 	return f.f.Step(now, rd)
+}
+
+// automemlimitRatio is the ratio automemlimit's Set applies to the hard
+// limit (memory.max, or v1's limit_in_bytes and hierarchical limit; it
+// ignores memory.high): AUTOMEMLIMIT when it is a ratio in (0, 1], else its
+// default 0.9; 0 when AUTOMEMLIMIT makes it do nothing ("off", invalid).
+func automemlimitRatio(env string) float64 {
+	if env == "" {
+		return 0.9
+	}
+	if r, err := strconv.ParseFloat(env, 64); err == nil && r > 0 && r <= 1 {
+		return r
+	}
+	return 0
 }
 
 // Status returns a snapshot of the management: the Result of Apply with
@@ -337,36 +326,17 @@ func (f *Fit) Status() Result {
 		return Result{Before: processKnob.Current(), After: processKnob.Current(), Reason: "not applied"}
 	}
 	r := f.res
-	if f.f == nil {
-		r.After = f.env.knob.Current()
-		return r
-	}
-	st := f.f.State()
-	r.After, r.Following, r.Updates, r.LastUpdate = st.Value, st.Following, st.Updates, st.LastUpdate
-	r.Limit, r.Source, r.From = st.Limit.bytes, st.Limit.source, st.Limit.from
-	if st.Following {
-		r.Err = st.Err
-	}
-	if why := f.f.Why(st, formatBytes); why != "" {
-		r.Reason = why
+	if l, ok := f.f.Fill(f.env.Knob, r.out(), formatBytes); ok {
+		r.Limit, r.Source, r.From = l.bytes, l.source, l.from
 	}
 	return r
 }
 
-// Stop stops following the memory limit, leaving it as it is. Calling it
-// again does nothing.
-func (f *Fit) Stop() {
-	if f != nil && f.f != nil {
-		f.f.Stop()
-	}
-}
-
-// Undo stops following the memory limit and takes this Apply back: when it
-// is the Apply in force and the runtime's limit is still fitgo's value, it
-// goes back to the value of the Apply before it or, once every Apply is
-// undone, to the value from before fitgo. It restores nothing when someone
-// else has changed the limit since. Undo in any order gives the value from
-// before fitgo back once all are undone; calling it again does nothing.
+// Undo ends the refresh and takes this Apply back: when it is the Apply in
+// force and the runtime's limit is still fitgo's value, it goes back to the
+// value of the Apply before it or, once every Apply is undone, to the value
+// from before fitgo. It restores nothing when someone else has changed the
+// limit since. Calling it again does nothing.
 func (f *Fit) Undo() {
 	if f != nil && f.f != nil {
 		f.f.Undo()
@@ -375,45 +345,18 @@ func (f *Fit) Undo() {
 
 // String summarises the result in one line.
 func (r Result) String() string {
-	s := "GOMEMLIMIT " + formatBytes(r.Before)
-	if r.Changed {
-		s += " -> " + formatBytes(r.After)
-	} else {
-		s += " (unchanged: " + r.Reason + ")"
-	}
+	lim := ""
 	if r.Source != "" {
-		s += "; " + r.From + " " + formatBytes(r.Limit) + " from " + r.Source
+		lim = r.From + " " + formatBytes(r.Limit) + " from " + r.Source
 	}
-	s += "; policy " + r.Policy.String()
-	if r.Err != nil {
-		s += "; error: " + r.Err.Error()
-	}
-	return s
+	return knob.Summary("GOMEMLIMIT", r.out(), formatBytes, lim, r.Policy.text())
 }
 
 // LogValue makes a Result log as a group of its main fields.
 func (r Result) LogValue() slog.Value {
-	attrs := []slog.Attr{
-		slog.Int64("before", r.Before),
-		slog.Int64("after", r.After),
-		slog.Bool("changed", r.Changed),
-	}
+	var lim []slog.Attr
 	if r.Source != "" {
-		attrs = append(attrs, slog.Int64("memory_limit", r.Limit), slog.String("source", r.Source), slog.String("from", r.From))
+		lim = []slog.Attr{slog.Int64("memory_limit", r.Limit), slog.String("source", r.Source), slog.String("from", r.From)}
 	}
-	attrs = append(attrs, slog.String("policy", r.Policy.String()))
-	if r.Reason != "" {
-		attrs = append(attrs, slog.String("reason", r.Reason))
-	}
-	if r.Err != nil {
-		attrs = append(attrs, slog.String("err", r.Err.Error()))
-	}
-	if r.Refresh > 0 {
-		attrs = append(attrs, slog.String("refresh", r.Refresh.String()))
-	}
-	return slog.GroupValue(attrs...)
-}
-
-func logApply(l *slog.Logger, r *Result) {
-	knob.LogApply(l, "GOMEMLIMIT", r.Reason, r.Changed, r.Err, "result", *r)
+	return knob.LogValue(r.out(), append(lim, slog.String("policy", r.Policy.text()))...)
 }

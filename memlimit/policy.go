@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"strings"
 )
 
 // The defaults of the zero Policy.
@@ -94,22 +93,18 @@ func (p Policy) validate() error {
 	return nil
 }
 
-// String describes the policy with its defaults filled in, e.g.
+// text describes the policy with its defaults filled in, e.g.
 // "ratio 0.9, min 16 MiB" or "ratio 1, reserve 256 MiB".
-func (p Policy) String() string {
+func (p Policy) text() string {
 	p = p.resolved()
-	var b strings.Builder
-	b.WriteString("ratio ")
-	b.WriteString(strconv.FormatFloat(p.Ratio, 'f', -1, 64))
+	s := "ratio " + strconv.FormatFloat(p.Ratio, 'f', -1, 64)
 	if p.Reserve > 0 {
-		b.WriteString(", reserve ")
-		b.WriteString(formatBytes(p.Reserve))
+		s += ", reserve " + formatBytes(p.Reserve)
 	}
 	if p.Min > 0 {
-		b.WriteString(", min ")
-		b.WriteString(formatBytes(p.Min))
+		s += ", min " + formatBytes(p.Min)
 	}
-	return b.String()
+	return s
 }
 
 // formatBytes writes n for people, in the largest binary unit not above

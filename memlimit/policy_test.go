@@ -83,14 +83,14 @@ func TestPolicyValidate(t *testing.T) {
 }
 
 func TestPolicyString(t *testing.T) {
-	assert.Equal(t, "ratio 0.9, min 16 MiB", Policy{}.String(), "the zero Policy is the default")
-	assert.Equal(t, "ratio 1, reserve 256 MiB", Policy{Ratio: 1, Reserve: 256 * MiB, Min: -1}.String())
+	assert.Equal(t, "ratio 0.9, min 16 MiB", Policy{}.text(), "the zero Policy is the default")
+	assert.Equal(t, "ratio 1, reserve 256 MiB", Policy{Ratio: 1, Reserve: 256 * MiB, Min: -1}.text())
 	assert.Equal(t, Policy{Ratio: 0.9, Min: 16 * MiB}, Policy{}.resolved())
 	assert.Equal(t, Policy{Ratio: 1, Min: -1}, Policy{Ratio: 1, Min: -1}.resolved().resolved())
 	assert.Equal(t, "460.8 MiB", formatBytes(483183820))
 	assert.Equal(t, "123 B", formatBytes(123))
 	assert.Equal(t, "1 GiB", formatBytes(GiB))
-	assert.Equal(t, "no limit", formatBytes(NoLimit))
+	assert.Equal(t, "no limit", formatBytes(noLimit))
 	assert.Equal(t, "8 EiB", formatBytes(math.MaxInt64-1))
 }
 

@@ -3,6 +3,7 @@ package memlimit
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -24,12 +25,12 @@ func applyFollowing(t *testing.T, te *testEnv, o Options) (*Fit, *Fit) {
 	fit, err := Apply(te.opts(o))
 	require.NoError(t, err)
 	require.NotNil(t, fit.f)
-	t.Cleanup(func() { fit.Stop(); waitIdle(t, fit.loop.Done()) })
+	t.Cleanup(func() { stop(fit); waitIdle(t, fit.loop.Done()) })
 	return fit, fit
 }
 
 func TestTick(t *testing.T) {
-	fk := &fakeKnob{value: NoLimit}
+	fk := &fakeKnob{value: noLimit}
 	te := newTestEnv(fk, nil)
 	te.src.set(memLimits(512*MiB, 0))
 	res, s := applyFollowing(t, te, Options{})
@@ -66,11 +67,11 @@ func TestTick(t *testing.T) {
 	// made-up one.
 	assert.True(t, s.tick(now, memLimits(0, 0), nil))
 	value, _ = fk.get()
-	assert.Equal(t, NoLimit, value)
+	assert.Equal(t, noLimit, value)
 	// It comes back, tiny: still nothing.
 	assert.True(t, s.tick(now, memLimits(8*MiB, 0), nil))
 	value, _ = fk.get()
-	assert.Equal(t, NoLimit, value)
+	assert.Equal(t, noLimit, value)
 	// And normal again.
 	assert.True(t, s.tick(now, memLimits(GiB, 0), nil))
 	value, _ = fk.get()
@@ -80,7 +81,7 @@ func TestTick(t *testing.T) {
 
 func TestTickNeverClearsTheApplicationsLimit(t *testing.T) {
 	// No container limit at start: fitgo does nothing and follows.
-	fk := &fakeKnob{value: NoLimit}
+	fk := &fakeKnob{value: noLimit}
 	te := newTestEnv(fk, nil)
 	te.src.set(memLimits(0, 0))
 	res, s := applyFollowing(t, te, Options{})
@@ -101,7 +102,7 @@ func TestTickNeverClearsTheApplicationsLimit(t *testing.T) {
 func TestTickHandOver(t *testing.T) {
 	var buf bytes.Buffer
 	logger := slog.New(slog.NewTextHandler(&buf, nil))
-	fk := &fakeKnob{value: NoLimit}
+	fk := &fakeKnob{value: noLimit}
 	te := newTestEnv(fk, nil)
 	te.src.set(memLimits(512*MiB, 0))
 	res, s := applyFollowing(t, te, Options{Logger: logger})
@@ -119,17 +120,21 @@ func TestTickHandOver(t *testing.T) {
 }
 
 func TestStopAndSupersede(t *testing.T) {
-	fk := &fakeKnob{value: NoLimit}
+	fk := &fakeKnob{value: noLimit}
 	te := newTestEnv(fk, nil)
 	te.src.set(memLimits(512*MiB, 0))
 	r1, s1 := applyFollowing(t, te, Options{})
-	r2, s2 := applyFollowing(t, te, Options{Policy: Policy{Ratio: 0.5}})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r2, s2 := applyFollowing(t, te, Options{Policy: Policy{Ratio: 0.5}, Context: ctx})
 	assert.Equal(t, "superseded by a later Apply", r1.Status().Reason)
 	assert.False(t, s1.tick(time.Now(), memLimits(GiB, 0), nil))
 	assert.True(t, s2.tick(time.Now(), memLimits(GiB, 0), nil))
 	value, _ := fk.get()
 	assert.Equal(t, 512*MiB, value)
-	r2.Stop()
+	done := r2.loop.Done()
+	cancel() // the context stops it
+	waitIdle(t, done)
 	assert.False(t, s2.tick(time.Now(), memLimits(2*GiB, 0), nil))
 	value, _ = fk.get()
 	assert.Equal(t, 512*MiB, value)
@@ -137,7 +142,7 @@ func TestStopAndSupersede(t *testing.T) {
 
 // TestRefreshFollowsTheLoop runs the real loop, ticked by the test.
 func TestRefreshFollowsTheLoop(t *testing.T) {
-	fk := &fakeKnob{value: NoLimit}
+	fk := &fakeKnob{value: noLimit}
 	te := newTestEnv(fk, nil)
 	te.src.set(memLimits(512*MiB, 0))
 	ctx, cancel := context.WithCancel(context.Background())
@@ -172,13 +177,13 @@ func TestRefreshOverWatcher(t *testing.T) {
 	write("sys/fs/cgroup/memory/pod/memory.limit_in_bytes", "536870912\n")
 	write("sys/fs/cgroup/memory/pod/app/memory.limit_in_bytes", "9223372036854771712\n")
 	write("sys/fs/cgroup/memory/pod/app/memory.stat", "cache 0\nhierarchical_memory_limit 536870912\n")
-	fk := &fakeKnob{value: NoLimit}
+	fk := &fakeKnob{value: noLimit}
 	te := newTestEnv(fk, nil)
-	te.read = func() (cgroup.Limits, error) { return cgroup.ReadFS(os.DirFS(root)) }
-	te.open = func() (knob.Source, error) { return cgroup.NewWatcher(os.DirFS(root)) }
+	te.Read = func() (cgroup.Limits, error) { return cgroup.ReadFS(os.DirFS(root)) }
+	te.Open = func() (knob.Source, error) { return cgroup.NewWatcher(os.DirFS(root)) }
 	fit, err := Apply(te.opts(Options{Refresh: 20 * time.Millisecond}))
 	require.NoError(t, err)
-	defer func() { fit.Stop(); waitIdle(t, fit.loop.Done()) }()
+	defer func() { stop(fit); waitIdle(t, fit.loop.Done()) }()
 	assert.Equal(t, int64(483183820), fit.Status().After)
 	assert.Equal(t, "/sys/fs/cgroup/memory/pod", fit.Status().Source)
 
@@ -192,7 +197,7 @@ func TestRefreshOverWatcher(t *testing.T) {
 // TestReadErrorThenRecovers: while the reading fails, Status says GOMEMLIMIT
 // is not being fitted; a shrink is followed once the reading is good again.
 func TestReadErrorThenRecovers(t *testing.T) {
-	fk := &fakeKnob{value: NoLimit}
+	fk := &fakeKnob{value: noLimit}
 	te := newTestEnv(fk, nil)
 	te.src.set(memLimits(512*MiB, 0))
 	fit, _ := applyFollowing(t, te, Options{})
@@ -214,7 +219,7 @@ func TestReadErrorThenRecovers(t *testing.T) {
 }
 
 func TestTickAllocs(t *testing.T) {
-	fk := &fakeKnob{value: NoLimit}
+	fk := &fakeKnob{value: noLimit}
 	te := newTestEnv(fk, nil)
 	te.src.set(memLimits(512*MiB, 0))
 	_, s := applyFollowing(t, te, Options{})
@@ -234,7 +239,7 @@ func (h callbackHandler) Handle(ctx context.Context, r slog.Record) error {
 }
 
 func TestLoggerMayCallBack(t *testing.T) {
-	fk := &fakeKnob{value: NoLimit}
+	fk := &fakeKnob{value: noLimit}
 	te := newTestEnv(fk, nil)
 	te.src.set(memLimits(512*MiB, 0))
 	var buf bytes.Buffer
@@ -262,4 +267,44 @@ func TestLoggerMayCallBack(t *testing.T) {
 	}
 	assert.Equal(t, 3, calls, "set, updated, handed over")
 	waitIdle(t, res.loop.Done())
+}
+
+// TestOtherLibrary: automemlimit's Set in main writes its ratio of the hard
+// limit (AUTOMEMLIMIT=0.8 here) over fitgo's value. Without Insist fitgo
+// hands over and names it; with Insist it puts its value back at the next
+// reading and follows a resize.
+func TestOtherLibrary(t *testing.T) {
+	for _, insist := range []bool{false, true} {
+		t.Run(fmt.Sprint("insist=", insist), func(t *testing.T) {
+			var buf bytes.Buffer
+			fk := &fakeKnob{value: noLimit}
+			te := newTestEnv(fk, nil)
+			te.Getenv = func(k string) string { return map[string]string{"AUTOMEMLIMIT": "0.8"}[k] }
+			te.src.set(memLimits(512*MiB, 0))
+			fit, _ := applyFollowing(t, te, Options{Insist: insist, Logger: slog.New(slog.NewTextHandler(&buf, nil))})
+			require.Equal(t, int64(483183820), fit.Status().After)
+			fk.appSet(429496729) // automemlimit: uint64(float64(512 MiB) * 0.8)
+			assert.Equal(t, insist, fit.tick(time.Now(), memLimits(512*MiB, 0), nil))
+			value, _ := fk.get()
+			st := fit.Status()
+			assert.Contains(t, buf.String(), `by="another library, matching automemlimit's 0.8 × 512 MiB"`)
+			if !insist {
+				assert.Equal(t, int64(429496729), value, "fitgo does not fight")
+				assert.Equal(t, "the memory limit was changed from 460.8 MiB to 409.6 MiB by another library, matching automemlimit's 0.8 × 512 MiB; no longer managed (to keep fitgo's value: FITGO=insist=on or Options.Insist)", st.Reason)
+				return
+			}
+			assert.Equal(t, int64(483183820), value, "put back")
+			assert.True(t, st.Following)
+			assert.Contains(t, st.Reason, "fitgo put its value back (insist, 1 times)")
+			assert.True(t, fit.tick(time.Now(), memLimits(256*MiB, 0), nil))
+			value, _ = fk.get()
+			assert.Equal(t, int64(256*MiB*9/10), value, "follows a resize")
+		})
+	}
+}
+
+func TestAutomemlimitRatio(t *testing.T) {
+	for in, want := range map[string]float64{"": 0.9, "0.8": 0.8, "1": 1, "off": 0, "0": 0, "1.5": 0, "x": 0, "NaN": 0} {
+		assert.Equal(t, want, automemlimitRatio(in), in)
+	}
 }

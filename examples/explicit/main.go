@@ -63,10 +63,10 @@ func main() {
 	out.SetIndent("", "  ")
 	out.Encode(map[string]any{
 		"maxprocs": map[string]any{"before": p.Before, "after": p.After, "changed": p.Changed,
-			"cpu_limit": p.Limit, "source": p.Source, "policy": p.Policy.String(), "reason": p.Reason,
-			"runtime": p.Runtime.Why},
+			"cpu_limit": p.Limit, "source": p.Source, "policy": p.Policy, "reason": p.Reason,
+			"runtime": p.Runtime},
 		"memlimit": map[string]any{"before": m.Before, "after": m.After, "changed": m.Changed,
-			"memory_limit": m.Limit, "source": m.Source, "from": m.From, "policy": m.Policy.String(), "reason": m.Reason},
+			"memory_limit": m.Limit, "source": m.Source, "from": m.From, "policy": m.Policy, "reason": m.Reason},
 	})
 
 	if *run > 0 {

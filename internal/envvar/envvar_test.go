@@ -248,6 +248,13 @@ func TestFITGO(t *testing.T) {
 		{"rounding=", def, `"rounding="`},
 		{"rounding=on", def, `"rounding=on"`},
 		{"maxprocs=off,rounding=ceil", Fitgo{MemLimit: true, Refresh: true, Rounding: "ceil"}, ""},
+		{"insist=on", Fitgo{MaxProcs: true, MemLimit: true, Refresh: true, InsistMaxProcs: true, InsistMemLimit: true}, ""},
+		{"insist=maxprocs", Fitgo{MaxProcs: true, MemLimit: true, Refresh: true, InsistMaxProcs: true}, ""},
+		{" insist = memlimit ", Fitgo{MaxProcs: true, MemLimit: true, Refresh: true, InsistMemLimit: true}, ""},
+		{"insist=on,insist=maxprocs", Fitgo{MaxProcs: true, MemLimit: true, Refresh: true, InsistMaxProcs: true}, ""},
+		{"insist=on,insist=off", def, ""},
+		{"insist=both", def, `"insist=both": want on, off, maxprocs or memlimit`},
+		{"insist", def, `"insist": want off or key=value`},
 	} {
 		t.Run(tc.in, func(t *testing.T) {
 			got, err := FITGO(tc.in)
@@ -396,7 +403,7 @@ func FuzzGODEBUG(f *testing.F) {
 }
 
 func FuzzFITGO(f *testing.F) {
-	for _, s := range []string{"", "off", "maxprocs=off", "memlimit=off,refresh=250ms", "refresh=off", "x", "refresh=-1s", " off , maxprocs=on ", "rounding=nearest", "rounding=ceil,rounding=x"} {
+	for _, s := range []string{"", "off", "maxprocs=off", "memlimit=off,refresh=250ms", "refresh=off", "x", "refresh=-1s", " off , maxprocs=on ", "rounding=nearest", "rounding=ceil,rounding=x", "insist=on", "insist=memlimit,insist=x"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -409,6 +416,9 @@ func FuzzFITGO(f *testing.F) {
 		}
 		if err == nil && strings.TrimSpace(strings.ReplaceAll(s, ",", "")) == "" && got != (Fitgo{MaxProcs: true, MemLimit: true, Refresh: true}) {
 			t.Fatalf("FITGO(%q) = %+v; want the defaults", s, got)
+		}
+		if (got.InsistMaxProcs || got.InsistMemLimit) && !strings.Contains(s, "insist") {
+			t.Fatalf("FITGO(%q) = %+v: insists without an insist field", s, got)
 		}
 		if err != nil && len(err.Error()) > maxErrText {
 			t.Fatalf("FITGO(%q): error of %d bytes", s, len(err.Error()))

@@ -14,10 +14,12 @@ type Fitgo struct {
 	Refresh  bool          // follow limit changes (refresh=off turns it off)
 	Interval time.Duration // refresh interval; 0 means the default
 	Rounding string        // GOMAXPROCS rounding: "" (the default), "floor", "ceil" or "nearest"
+	// InsistMaxProcs and InsistMemLimit keep fitgo's value against later
+	// changes by other code (insist=on, maxprocs or memlimit).
+	InsistMaxProcs, InsistMemLimit bool
 }
 
-// FITGO parses the value of the FITGO environment variable: a comma-separated
-// list of fields, like GODEBUG.
+// FITGO parses the value of FITGO: comma-separated fields, like GODEBUG.
 //
 //	off                 do nothing at all (same as maxprocs=off,memlimit=off)
 //	maxprocs=off|on     leave GOMAXPROCS alone, or manage it (default on)
@@ -25,69 +27,62 @@ type Fitgo struct {
 //	refresh=off|on      apply once at start-up only, or follow changes (default on)
 //	refresh=<duration>  follow changes at this interval, e.g. refresh=250ms
 //	rounding=<rule>     round the CPU limit for GOMAXPROCS by floor, ceil or nearest
+//	insist=<knobs>      keep fitgo's value of on (both), maxprocs or memlimit against
+//	                    later changes by other code; off (the default): hand over
 //
 // Spaces around fields are ignored, later fields override earlier ones, and
 // empty fields are skipped. A field that cannot be understood is skipped and
-// reported in err; the other fields still apply, so a typo never turns fitgo
-// into something the user did not ask for beyond that one field.
+// reported in err (at most maxErrs of them, each cut to maxField bytes); the
+// other fields still apply.
 func FITGO(s string) (f Fitgo, err error) {
 	f = Fitgo{MaxProcs: true, MemLimit: true, Refresh: true}
 	var errs []error
-	for s != "" {
-		var field string
-		field, s, _ = strings.Cut(s, ",")
+	for _, field := range strings.Split(s, ",") {
 		field = strings.TrimSpace(field)
-		q := short(field)
-		if field == "" {
-			continue
-		}
-		if field == "off" {
-			f.MaxProcs, f.MemLimit = false, false
-			continue
-		}
 		key, value, ok := strings.Cut(field, "=")
 		key, value = strings.TrimSpace(key), strings.TrimSpace(value)
-		if !ok {
-			errs = append(errs, fmt.Errorf("FITGO: %q: want off or key=value", q))
-			continue
-		}
-		switch key {
-		case "maxprocs", "memlimit", "refresh":
-		case "rounding":
-			switch value {
-			case "floor", "ceil", "nearest":
+		var bad string
+		switch on := value == "on"; {
+		case field == "":
+		case field == "off":
+			f.MaxProcs, f.MemLimit = false, false
+		case !ok:
+			bad = "want off or key=value"
+		case key == "rounding":
+			if value != "floor" && value != "ceil" && value != "nearest" {
+				bad = "want floor, ceil or nearest"
+			} else {
 				f.Rounding = value
-			default:
-				errs = append(errs, fmt.Errorf("FITGO: %q: want floor, ceil or nearest", q))
 			}
-			continue
-		default:
-			errs = append(errs, fmt.Errorf("FITGO: %q: unknown setting %q (want maxprocs, memlimit, refresh or rounding)", q, short(key)))
-			continue
-		}
-		switch value {
-		case "on", "off":
-			on := value == "on"
+		case key == "insist":
+			if value != "on" && value != "off" && value != "maxprocs" && value != "memlimit" {
+				bad = "want on, off, maxprocs or memlimit"
+			} else {
+				f.InsistMaxProcs, f.InsistMemLimit = on || value == "maxprocs", on || value == "memlimit"
+			}
+		case key != "maxprocs" && key != "memlimit" && key != "refresh":
+			bad = fmt.Sprintf("unknown setting %q (want maxprocs, memlimit, refresh, rounding or insist)", short(key))
+		case on || value == "off":
 			switch key {
 			case "maxprocs":
 				f.MaxProcs = on
 			case "memlimit":
 				f.MemLimit = on
-			case "refresh":
+			default:
 				f.Refresh, f.Interval = on, 0
 			}
-			continue
-		}
-		if key == "refresh" {
-			d, perr := time.ParseDuration(value)
-			if perr == nil && d > 0 {
+		case key != "refresh":
+			bad = "want on or off"
+		default:
+			if d, perr := time.ParseDuration(value); perr == nil && d > 0 {
 				f.Refresh, f.Interval = true, d
-				continue
+			} else {
+				bad = "want off, on or a positive duration such as 500ms"
 			}
-			errs = append(errs, fmt.Errorf("FITGO: %q: want off, on or a positive duration such as 500ms", q))
-			continue
 		}
-		errs = append(errs, fmt.Errorf("FITGO: %q: want on or off", q))
+		if bad != "" {
+			errs = append(errs, fmt.Errorf("FITGO: %q: %s", short(field), bad))
+		}
 	}
 	if len(errs) > maxErrs {
 		errs = append(errs[:maxErrs], fmt.Errorf("FITGO: and %d more fields not understood", len(errs)-maxErrs))
@@ -96,13 +91,12 @@ func FITGO(s string) (f Fitgo, err error) {
 }
 
 // maxErrs is how many bad fields FITGO's error names; maxField is how much
-// of each it quotes. A malformed value cannot make a huge log line.
+// of each it quotes: a malformed value cannot make a huge log line.
 const (
 	maxErrs  = 3
 	maxField = 40
 )
 
-// short is field, cut to maxField bytes.
 func short(field string) string {
 	if len(field) > maxField {
 		return field[:maxField] + "..."

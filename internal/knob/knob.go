@@ -1,14 +1,10 @@
-// Package knob manages one process-wide runtime knob (GOMAXPROCS, the memory
-// limit) for fitgo's maxprocs and memlimit: who set the current value, the
-// hand-over when someone else sets it, Undo, and the live state of each
-// Apply (a Fit). The policies stay in those packages: at every reading of
-// the limits they give a Fit a Reading, the value the limits call for.
-//
-// A Loop is the refresh goroutine of one or more Fits: it reads the limits
-// at every tick and gives each Fit the reading.
-//
-// No lock is held across a call into another package, except the runtime's
-// own getter and setter; log lines are written after the lock is released.
+// Package knob manages a process-wide runtime knob (GOMAXPROCS, the memory
+// limit) for maxprocs and memlimit: who set the value, the hand-over when
+// someone else sets it, Undo, the live state of each Apply (a Fit) and the
+// refresh Loop. The policies stay in those packages: at every reading they
+// give a Fit a Reading, the value the limits call for. No lock is held
+// across a call into another package but the runtime's getter and setter;
+// log lines are written after the lock is released.
 package knob
 
 import (
@@ -16,6 +12,7 @@ import (
 	"errors"
 	"log/slog"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -52,11 +49,7 @@ func New[V comparable](txt Text, get func() V, set func(V) V, restore func(orig 
 }
 
 // Current returns the runtime's value.
-func (k *Knob[V]) Current() V {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return k.get()
-}
+func (k *Knob[V]) Current() V { v, _ := k.Peek(); return v }
 
 // Peek returns the runtime's value and whether fitgo set it.
 func (k *Knob[V]) Peek() (cur V, mine bool) {
@@ -111,6 +104,10 @@ type Fit[V comparable, D any] struct {
 	logs      coalescer[V]
 	release   func() bool // the context's AfterFunc
 	wake      func()      // tells the refresh loop that the Fit stopped
+	insist    bool        // put fitgo's value back when someone else changes it
+	fresh     bool        // no reading has seen fitgo's value since fitgo set it
+	by        string      // the likely other library of the hand-over or last put-back
+	kept      int         // put-backs
 }
 
 // Text is a knob's wording in log lines and reasons.
@@ -135,20 +132,6 @@ func ErrFor(err, own, other error) error {
 	return err
 }
 
-// LogApply logs the outcome of an Apply: Warn for an error, Info for a
-// change, Debug when the value was left alone.
-func LogApply(l *slog.Logger, name, reason string, changed bool, err error, args ...any) {
-	switch {
-	case l == nil:
-	case err != nil:
-		l.Warn("fitgo: "+name+" left alone: "+reason, args...)
-	case changed:
-		l.Info("fitgo: "+name+" set", args...)
-	default:
-		l.Debug("fitgo: "+name+" left alone: "+reason, args...)
-	}
-}
-
 // Start begins the Fit of an Apply that read before (with Peek) and decided
 // to set want (when change) and to follow the limit (when follow), or to
 // leave the value alone; err is the reading's error. It fails, doing nothing, when the value is no longer
@@ -169,7 +152,7 @@ func Start[V comparable, D any](k *Knob[V], log *slog.Logger, before, want V, ch
 			return nil, false
 		}
 	}
-	f := &Fit[V, D]{k: k, log: log, following: follow, limit: limit, err: err}
+	f := &Fit[V, D]{k: k, log: log, following: follow, limit: limit, err: err, fresh: true}
 	if a := k.active; a != nil {
 		a.supersede()
 	}
@@ -228,6 +211,14 @@ type Reading[V comparable, D any] struct {
 	// the step is left to the next reading instead of taken as a hand-over.
 	Seen    V
 	Checked bool
+	// Other is the value another library's rule gives for this reading,
+	// and OtherWhy names the rule ("" for none): a change to it right after
+	// fitgo set the value is likely that library's.
+	Other    V
+	OtherWhy string
+	// Default: Want is the runtime's own default, which restore puts back
+	// along with the runtime's own updates.
+	Default bool
 }
 
 // Step applies a reading taken at now, and reports whether the Fit still
@@ -239,11 +230,52 @@ func (f *Fit[V, D]) Step(now time.Time, r Reading[V, D]) bool {
 		k.mu.Unlock()
 		return false
 	}
+	ev0 := f.reassert(&r)
 	ev := f.step(now, &r)
 	keep := f.following
 	k.mu.Unlock()
+	f.emit(ev0)
 	f.emit(ev)
 	return keep
+}
+
+// other is the likely other library that set cur, or "".
+func (f *Fit[V, D]) other(cur V, r *Reading[V, D]) string {
+	if f.fresh && r.OtherWhy != "" && cur == r.Other {
+		return r.OtherWhy
+	}
+	return ""
+}
+
+// reassert puts fitgo's value back, when the Fit insists, over a change
+// by someone else; it logs the first time. The lock is held.
+func (f *Fit[V, D]) reassert(r *Reading[V, D]) event {
+	k := f.k
+	cur := k.get()
+	if !f.insist || cur == k.last || r.Checked && cur != r.Seen ||
+		!k.owned && r.Adopting && (cur == r.Adopt[0] || cur == r.Adopt[1]) {
+		return event{}
+	}
+	mine, by := k.last, f.other(cur, r)
+	var ok bool
+	if r.Default && mine == r.Want {
+		_, ok = k.putBack(cur)
+	} else {
+		_, ok = k.write(cur, mine)
+	}
+	if !ok {
+		return event{} // another write raced: the next reading sees it
+	}
+	f.e.value, f.e.mine = k.last, k.owned
+	f.from, f.to, f.by, f.fresh = mine, cur, by, true
+	if f.kept++; f.kept > 1 {
+		return event{}
+	}
+	args := []any{f.k.txt.Name, mine, "was", cur}
+	if by != "" {
+		args = append(args, "by", "another library, matching "+by)
+	}
+	return event{level: slog.LevelInfo, msg: "fitgo: " + f.k.txt.Name + " changed by someone else; fitgo puts its value back (insist)", args: args}
 }
 
 func (f *Fit[V, D]) step(now time.Time, r *Reading[V, D]) event {
@@ -253,11 +285,16 @@ func (f *Fit[V, D]) step(now time.Time, r *Reading[V, D]) event {
 		return event{}
 	}
 	if cur != k.last {
-		if k.owned || !r.Adopting || (cur != r.Adopt[0] && cur != r.Adopt[1]) {
-			return f.handOver(k.last, cur)
+		switch {
+		case !k.owned && r.Adopting && (cur == r.Adopt[0] || cur == r.Adopt[1]):
+			k.last = cur // the runtime's own update
+		case f.insist:
+			return event{} // raced with the put-back: left to the next reading
+		default:
+			return f.handOver(k.last, cur, f.other(cur, r))
 		}
-		k.last = cur // the runtime's own update
 	}
+	f.fresh = false
 	if r.Err != nil {
 		first := f.err == nil
 		f.err = r.Err
@@ -272,7 +309,7 @@ func (f *Fit[V, D]) step(now time.Time, r *Reading[V, D]) event {
 	case !r.Has && k.owned:
 		got, ok := k.putBack(cur)
 		if !ok {
-			return f.handOver(cur, got)
+			return f.handOver(cur, got, "")
 		}
 		return f.changed(now, cur, got, "removed")
 	case !r.Has || r.Want == cur || !k.owned && r.Wait:
@@ -280,7 +317,7 @@ func (f *Fit[V, D]) step(now time.Time, r *Reading[V, D]) event {
 	}
 	got, ok := k.write(cur, r.Want)
 	if !ok {
-		return f.handOver(cur, got)
+		return f.handOver(cur, got, "")
 	}
 	return f.changed(now, cur, got, "changed")
 }
@@ -289,7 +326,7 @@ func (f *Fit[V, D]) step(now time.Time, r *Reading[V, D]) event {
 func (f *Fit[V, D]) changed(now time.Time, from, to V, what string) event {
 	f.e.value, f.e.mine = to, f.k.owned
 	f.updates++
-	f.lastAt = now
+	f.lastAt, f.fresh = now, true
 	if f.logs.held == 0 {
 		f.logs.from = from
 	}
@@ -298,14 +335,18 @@ func (f *Fit[V, D]) changed(now time.Time, from, to V, what string) event {
 	return f.flush(now, to)
 }
 
-// handOver gives up the knob to whoever set cur over from; the lock is held.
-func (f *Fit[V, D]) handOver(from, cur V) event {
+// handOver gives up the knob to whoever set cur over from (by: the likely
+// other library); the lock is held.
+func (f *Fit[V, D]) handOver(from, cur V, by string) event {
 	k := f.k
 	f.stopLocked("")
-	f.handed, f.from, f.to = true, from, cur
+	f.handed, f.from, f.to, f.by = true, from, cur, by
 	k.owned, k.last, k.stack = false, cur, nil
-	return event{level: slog.LevelInfo, msg: "fitgo: " + f.k.txt.Name + " changed by someone else; fitgo stops managing it",
-		args: []any{f.k.txt.Name, cur, "was", from}}
+	args := []any{f.k.txt.Name, cur, "was", from}
+	if by != "" {
+		args = append(args, "by", "another library, matching "+by)
+	}
+	return event{level: slog.LevelInfo, msg: "fitgo: " + f.k.txt.Name + " changed by someone else; fitgo stops managing it", args: args}
 }
 
 // stop stops following for reason.
@@ -355,11 +396,11 @@ func (f *Fit[V, D]) Undo() {
 		if n := len(k.stack); n > 0 && k.stack[n-1].mine {
 			if v := k.stack[n-1].value; v != cur {
 				if got, ok := k.write(cur, v); !ok {
-					ev = f.handOver(cur, got)
+					ev = f.handOver(cur, got, "")
 				}
 			}
 		} else if got, ok := k.putBack(cur); !ok {
-			ev = f.handOver(cur, got)
+			ev = f.handOver(cur, got, "")
 		}
 	}
 	k.mu.Unlock()
@@ -372,9 +413,11 @@ type State[V comparable, D any] struct {
 	Following  bool
 	Reason     string // why following stopped, "" when handed over
 	HandedOver bool   // someone else changed the value From To
-	From, To   V
-	Err        error // of the last reading
-	Limit      D     // the last good reading
+	From, To   V      // the hand-over, or the last put-back of fitgo's From over To
+	By         string // the likely other library that set To
+	Kept       int    // put-backs
+	Err        error  // of the last reading
+	Limit      D      // the last good reading
 	Updates    int
 	LastUpdate time.Time
 }
@@ -385,10 +428,20 @@ type State[V comparable, D any] struct {
 func (f *Fit[V, D]) Why(s State[V, D], format func(V) string) string {
 	txt := &f.k.txt
 	switch {
+	case s.HandedOver && s.By != "":
+		return txt.Value + " was changed from " + format(s.From) + " to " + format(s.To) + " by another library, matching " +
+			s.By + "; no longer managed (to keep fitgo's value: FITGO=insist=on or Options.Insist)"
 	case s.HandedOver:
 		return txt.Value + " was changed from " + format(s.From) + " to " + format(s.To) + " outside fitgo; no longer managed"
 	case s.Following && s.Err != nil:
 		return "the " + txt.Limit + " cannot be read: " + txt.Name + " is not fitted until it can"
+	case s.Following && s.Kept > 0:
+		by := " outside fitgo"
+		if s.By != "" {
+			by = " by another library, matching " + s.By
+		}
+		return txt.Value + " was changed from " + format(s.From) + " to " + format(s.To) + by +
+			"; fitgo put its value back (insist, " + strconv.Itoa(s.Kept) + " times)"
 	case !s.Following:
 		return s.Reason
 	}
@@ -420,7 +473,7 @@ func (f *Fit[V, D]) State() State[V, D] {
 	defer k.mu.Unlock()
 	return State[V, D]{
 		Value: k.get(), Following: f.following, Reason: f.reason,
-		HandedOver: f.handed, From: f.from, To: f.to,
+		HandedOver: f.handed, From: f.from, To: f.to, By: f.by, Kept: f.kept,
 		Err: f.err, Limit: f.limit, Updates: f.updates, LastUpdate: f.lastAt,
 	}
 }

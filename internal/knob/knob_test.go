@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -301,4 +302,72 @@ func TestStopAndUndoAreIdempotent(t *testing.T) {
 	s.Undo()
 	assert.Equal(t, 8, fk.val)
 	assert.Equal(t, "stopped", s.State().Reason)
+}
+
+func withOther(v, other int) Reading[int, string] {
+	r := want(v)
+	r.Other, r.OtherWhy = other, "lib's rule"
+	return r
+}
+
+// TestHandOverNamesTheOtherLibrary: a change seen at the first reading after
+// fitgo set the value, to exactly the value of the other library's rule, is
+// named in the state and the log line; a change after a reading saw fitgo's
+// value intact, or to another value, is not.
+func TestHandOverNamesTheOtherLibrary(t *testing.T) {
+	now := time.Now()
+	for _, tc := range []struct {
+		name   string
+		intact bool // a reading saw fitgo's value before the change
+		to     int
+		why    string
+	}{
+		{"right after fitgo set it", false, 1, "x was changed from 2 to 1 by another library, matching lib's rule; no longer managed (to keep fitgo's value: FITGO=insist=on or Options.Insist)"},
+		{"after a reading saw fitgo's value", true, 1, "x was changed from 2 to 1 outside fitgo; no longer managed"},
+		{"to another value", false, 3, "x was changed from 2 to 3 outside fitgo; no longer managed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			fk := &fakeKnob{val: 8}
+			s := apply(t, fk.knob(), 2, slog.New(slog.NewTextHandler(&buf, nil)))
+			if tc.intact {
+				require.True(t, s.Step(now, withOther(2, 1)))
+			}
+			fk.val = tc.to
+			assert.False(t, s.Step(now, withOther(2, 1)), "handed over")
+			assert.Equal(t, tc.to, fk.val, "fitgo does not fight")
+			assert.Equal(t, tc.why, s.Why(s.State(), strconv.Itoa))
+			assert.Equal(t, tc.why != "" && !tc.intact && tc.to == 1, strings.Contains(buf.String(), `by="another library, matching lib's rule"`), buf.String())
+		})
+	}
+}
+
+// TestInsist: a Fit that insists puts its value back at the next reading,
+// logs that once, keeps following the limit, and Undo still gives the state
+// from before fitgo back.
+func TestInsist(t *testing.T) {
+	var buf bytes.Buffer
+	now := time.Now()
+	fk := &fakeKnob{val: 8}
+	s := apply(t, fk.knob(), 2, slog.New(slog.NewTextHandler(&buf, nil)))
+	s.insist = true
+
+	fk.val = 1
+	assert.True(t, s.Step(now, withOther(2, 1)), "still following")
+	assert.Equal(t, 2, fk.val, "put back")
+	st := s.State()
+	assert.Equal(t, 1, st.Kept)
+	assert.False(t, st.HandedOver)
+	assert.Equal(t, "x was changed from 2 to 1 by another library, matching lib's rule; fitgo put its value back (insist, 1 times)", s.Why(st, strconv.Itoa))
+	assert.Contains(t, buf.String(), `msg="fitgo: X changed by someone else; fitgo puts its value back (insist)" X=2 was=1 by="another library, matching lib's rule"`)
+
+	fk.val = 5 // again, with a new limit at the same reading
+	assert.True(t, s.Step(now, want(3)))
+	assert.Equal(t, 3, fk.val, "put back, then fitted to the new limit")
+	assert.Equal(t, 2, s.State().Kept)
+	assert.Equal(t, "x was changed from 2 to 5 outside fitgo; fitgo put its value back (insist, 2 times)", s.Why(s.State(), strconv.Itoa))
+	assert.Equal(t, 1, strings.Count(buf.String(), "puts its value back"), "logged once")
+
+	s.Undo()
+	assert.Equal(t, 8, fk.val, "the state from before fitgo")
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/fitgo/fitgo/cgroup"
 	"github.com/fitgo/fitgo/internal/vmtest/probe/report"
+	"github.com/fitgo/fitgo/maxprocs"
 )
 
 const mib = 1 << 20
@@ -56,7 +57,7 @@ func TestCgroupV2(t *testing.T) {
 		assert.Empty(t, ceil.MaxProcs.Err)
 		assert.Equal(t, 2, ceil.MaxProcs.After)
 		assert.Equal(t, 2, ceil.Runtime.GOMAXPROCS)
-		assert.Equal(t, "ceil, min 1", ceil.MaxProcs.Policy)
+		assert.Equal(t, maxprocs.Policy{Rounding: maxprocs.Ceil, Min: 1}, ceil.MaxProcs.Policy, "ceil, min 1")
 
 		// The blank import with GODEBUG=containermaxprocs=1,updatemaxprocs=1:
 		// the runtime chose 2, fitgo's value too, so fitgo leaves it (and the

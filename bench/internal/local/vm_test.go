@@ -1,15 +1,12 @@
 package local
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -45,28 +42,12 @@ echo "BENCH-SUBTREE-AFTER $(cat "$cg/cgroup.subtree_control")"
 `
 
 // TestVMCgroupV2 runs the local runner in a qemu guest with cgroup v2 only
-// (this machine and CI have v1), using the vm rig of internal/vmtest. It
-// follows the rig's switches: FITGO_VMTEST=skip skips it, -short skips it
-// unless FITGO_VMTEST=require, and missing pieces (qemu, busybox, the
-// kernel) skip it, or fail it under FITGO_VMTEST=require.
+// (this machine and CI have v1), using the vm rig of internal/vmtest and its
+// switches (vmtest.Require).
 func TestVMCgroupV2(t *testing.T) {
-	mode := os.Getenv("FITGO_VMTEST")
-	switch {
-	case mode == "skip":
-		t.Skip("FITGO_VMTEST=skip")
-	case testing.Short() && mode != "require":
-		t.Skip("boots qemu; skipped with -short (FITGO_VMTEST=require runs it anyway)")
-	}
+	host := vmtest.Require(t)
 	mod, err := findModule("")
 	require.NoError(t, err)
-	host, missing := vmtest.LookupHost(vmtest.CacheDir())
-	if len(missing) > 0 {
-		msg := "the vm test needs:\n\t" + strings.Join(missing, "\n\t")
-		if mode == "require" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
 
 	bin := t.TempDir()
 	build := func(out string, pkgs ...string) {
@@ -78,39 +59,14 @@ func TestVMCgroupV2(t *testing.T) {
 	}
 	build(filepath.Join(bin, "bench"), ".")
 	build(bin+string(os.PathSeparator), "./cmd/untuned", "./cmd/fitgo", "./cmd/runtime", "./cmd/sidecar")
-	r, err := vmtest.NewInitramfs(host.Busybox, map[string]string{
+	const cpus = 4
+	console := vmtest.RunSuite(t, host, "bench", vmScript, map[string]string{
 		"bench":   filepath.Join(bin, "bench"),
 		"untuned": filepath.Join(bin, "untuned"),
 		"fitgo":   filepath.Join(bin, "fitgo"),
 		"runtime": filepath.Join(bin, "runtime"),
 		"sidecar": filepath.Join(bin, "sidecar"),
-	})
-	require.NoError(t, err)
-	r.AddFile("scenarios/bench.sh", 0o644, []byte(vmScript))
-	initramfs := filepath.Join(bin, "initramfs.cpio")
-	f, err := os.Create(initramfs)
-	require.NoError(t, err)
-	_, err = r.WriteTo(f)
-	require.NoError(t, err)
-	require.NoError(t, f.Close())
-
-	const cpus = 4
-	m := vmtest.Machine{
-		QEMU: host.QEMU, Kernel: host.Kernel, Initramfs: initramfs,
-		CPUs: cpus, MemoryMiB: 1024, Cmdline: []string{"fitgo.suite=bench"},
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
-	defer cancel()
-	var out bytes.Buffer
-	start := time.Now()
-	err = m.Run(ctx, &out)
-	t.Logf("qemu ran %v", time.Since(start).Round(time.Second))
-	console := out.String()
-	require.NoError(t, err, console)
-	c, err := vmtest.ParseConsole(out.Bytes())
-	require.NoError(t, err, console)
-	require.True(t, c.Done, "the guest did not finish:\n%s", console)
-	require.Empty(t, c.Errors, console)
+	}, cpus, 1024)
 
 	lines := map[string]string{}
 	for _, l := range strings.Split(console, "\n") {

@@ -107,20 +107,27 @@ type MaxProcs struct {
 	Limit         float64
 	Source        string
 	NumCPU        int
-	Policy        string
+	Policy        maxprocs.Policy
 	Env           string
-	Runtime       maxprocs.Runtime
+	Runtime       GoRuntime
 	Reason        string
 	Err           string
 	Refresh       time.Duration
+}
+
+// GoRuntime is what the Go runtime does about GOMAXPROCS by itself.
+type GoRuntime struct {
+	ContainerAware, Updates bool
+	Why                     string
 }
 
 // NewMaxProcs converts a maxprocs.Result.
 func NewMaxProcs(r maxprocs.Result) MaxProcs {
 	return MaxProcs{
 		Before: r.Before, After: r.After, Changed: r.Changed, Limit: r.Limit, Source: r.Source,
-		NumCPU: r.NumCPU, Policy: r.Policy.String(), Env: r.Env, Runtime: r.Runtime,
-		Reason: r.Reason, Err: errText(r.Err), Refresh: r.Refresh,
+		NumCPU: r.NumCPU, Policy: r.Policy, Env: r.Env,
+		Runtime: GoRuntime{ContainerAware: r.RuntimeAware, Updates: r.RuntimeUpdates, Why: r.Runtime},
+		Reason:  r.Reason, Err: errText(r.Err), Refresh: r.Refresh,
 	}
 }
 
@@ -152,7 +159,7 @@ type MemLimit struct {
 	Limit         int64
 	Source        string
 	From          string
-	Policy        string
+	Policy        memlimit.Policy
 	Env           string
 	Reason        string
 	Err           string
@@ -163,7 +170,7 @@ type MemLimit struct {
 func NewMemLimit(r memlimit.Result) MemLimit {
 	return MemLimit{
 		Before: r.Before, After: r.After, Changed: r.Changed, Limit: r.Limit, Source: r.Source,
-		From: r.From, Policy: r.Policy.String(), Env: r.Env, Reason: r.Reason, Err: errText(r.Err),
+		From: r.From, Policy: r.Policy, Env: r.Env, Reason: r.Reason, Err: errText(r.Err),
 		Refresh: r.Refresh,
 	}
 }

@@ -1,0 +1,72 @@
+package vmtest
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// Require returns the host's pieces for a test of another package that boots
+// a guest. It follows the rig's switches: FITGO_VMTEST=skip skips the test,
+// -short skips it unless FITGO_VMTEST=require, and a missing piece skips it,
+// or fails it under FITGO_VMTEST=require.
+func Require(t *testing.T) Host {
+	t.Helper()
+	mode := os.Getenv("FITGO_VMTEST")
+	switch {
+	case mode == "skip":
+		t.Skip("FITGO_VMTEST=skip")
+	case testing.Short() && mode != "require":
+		t.Skip("boots qemu; skipped with -short (FITGO_VMTEST=require runs it anyway)")
+	}
+	host, missing := LookupHost(CacheDir())
+	if len(missing) > 0 {
+		msg := "the vm test needs:\n\t" + strings.Join(missing, "\n\t")
+		if mode == "require" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return host
+}
+
+// RunSuite boots a guest with cpus CPUs and memMiB MiB whose /init runs
+// script as the suite name, with progs (name in /bin → host path, linked
+// statically), and returns its console once the guest has finished with no
+// failed step. It fails the test otherwise.
+func RunSuite(t *testing.T, h Host, name, script string, progs map[string]string, cpus, memMiB int) string {
+	t.Helper()
+	r, err := NewInitramfs(h.Busybox, progs)
+	require.NoError(t, err)
+	r.AddFile("scenarios/"+name+".sh", 0o644, []byte(script))
+	initramfs := filepath.Join(t.TempDir(), "initramfs.cpio")
+	f, err := os.Create(initramfs)
+	require.NoError(t, err)
+	_, err = r.WriteTo(f)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+
+	m := Machine{
+		QEMU: h.QEMU, Kernel: h.Kernel, Initramfs: initramfs,
+		CPUs: cpus, MemoryMiB: memMiB, Cmdline: []string{"fitgo.suite=" + name},
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var out bytes.Buffer
+	start := time.Now()
+	err = m.Run(ctx, &out)
+	t.Logf("qemu ran %v", time.Since(start).Round(time.Second))
+	console := out.String()
+	require.NoError(t, err, console)
+	c, err := ParseConsole(out.Bytes())
+	require.NoError(t, err, console)
+	require.True(t, c.Done, "the guest did not finish:\n%s", console)
+	require.Empty(t, c.Errors, console)
+	return console
+}
