@@ -10,10 +10,9 @@
 // memory the smallest memory.max (v1 memory.limit_in_bytes, and
 // hierarchical_memory_limit, which also covers ancestors above the mount
 // root), and memory.high separately. Each value comes with the directory that
-// imposed it. For each controller a cgroup v1 hierarchy that carries it wins,
-// else cgroup v2, as in the kernel. Of the mounts that show the cgroup, a
-// mount covered by another on the same mount point is hidden; the one with the
-// longest root wins.
+// imposed it. For each controller a v1 hierarchy that carries it wins, else
+// v2, as in the kernel. Of the mounts that show the cgroup, one covered by
+// another on the same mount point is hidden, and the shortest root wins.
 //
 // What a process cannot see, no reader can: limits above the root of its
 // mount (a private cgroup namespace, or a v1 container's own-cgroup mount,
@@ -22,9 +21,10 @@
 // limit at that level, and a value that means "none" ("max", -1, 2^62 bytes
 // or more) is no limit; 0 is a limit of 0 bytes.
 //
-// Errors are per controller: CPU.Err and Memory.Err, a [*ParseError] naming
-// the file and line for a malformed file; a controller with an error has no
-// limit, and ReadFS returns their errors.Join. [ErrNoCgroup] means there is no
-// /proc/self/cgroup. Only regular files are read, each up to a size that fits
-// it. A [Watcher] keeps the files open and re-reads them without allocating.
+// Errors are per controller, in CPU.Err and Memory.Err; a malformed file is
+// an error naming the file and line. A controller with an error has no
+// limit, and ReadFS returns the errors.Join of both. [ErrNoCgroup] means
+// there is no /proc/self/cgroup. Only regular files are read, each up to a
+// size that fits it. A [Watcher] keeps the files open and re-reads them
+// without allocating.
 package cgroup

@@ -121,7 +121,7 @@ func TestWatcherFollowsChanges(t *testing.T) {
 			// A bad value is an error naming the file, then it recovers.
 			setFile(m, "sys/fs/cgroup/app/memory.max", "garbage\n")
 			l, err = w.Read()
-			var pe *ParseError
+			var pe *parseError
 			require.ErrorAs(t, err, &pe)
 			assert.Equal(t, "/sys/fs/cgroup/app/memory.max", pe.File)
 			assert.NoError(t, l.CPU.Err)

@@ -1,0 +1,132 @@
+package cgroup
+
+import (
+	"io/fs"
+	"math/bits"
+	"time"
+)
+
+// parseCPUMax parses cgroup v2 cpu.max, "$MAX $PERIOD" in microseconds with
+// $MAX "max" for no limit (limited false); a lone "max" is accepted too.
+func parseCPUMax(data []byte) (quota, period int64, limited bool, err error) {
+	line, err := singleLine(data)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	q, rest := nextField(line)
+	p, rest := nextField(rest)
+	switch {
+	case len(rest) > 0 || len(p) == 0 && string(q) != "max":
+		return 0, 0, false, invalid(1, "cpu.max", line)
+	case len(p) == 0:
+		return 0, 0, false, nil
+	}
+	period, ok := parseMicros(p)
+	if !ok {
+		return 0, 0, false, invalid(1, "cpu.max period", p)
+	}
+	if string(q) == "max" {
+		return 0, period, false, nil
+	}
+	if quota, ok = parseMicros(q); !ok {
+		return 0, 0, false, invalid(1, "cpu.max quota", q)
+	}
+	return quota, period, true, nil
+}
+
+// parseCFSQuota parses cgroup v1 cpu.cfs_quota_us: microseconds per period,
+// or -1 for no limit (limited false).
+func parseCFSQuota(data []byte) (quota int64, limited bool, err error) {
+	line, err := singleLine(data)
+	if err != nil || string(line) == "-1" {
+		return 0, false, err
+	}
+	quota, ok := parseMicros(line)
+	if !ok {
+		return 0, false, invalid(1, "cpu.cfs_quota_us", line)
+	}
+	return quota, true, nil
+}
+
+// parseCFSPeriod parses cgroup v1 cpu.cfs_period_us, in microseconds.
+func parseCFSPeriod(data []byte) (period int64, err error) {
+	line, err := singleLine(data)
+	if err != nil {
+		return 0, err
+	}
+	period, ok := parseMicros(line)
+	if !ok {
+		return 0, invalid(1, "cpu.cfs_period_us", line)
+	}
+	return period, nil
+}
+
+// parseMicros parses a positive count of microseconds that fits a
+// time.Duration.
+func parseMicros(b []byte) (int64, bool) {
+	v, ok := parseUint(b)
+	if !ok || v == 0 || v > maxMicros {
+		return 0, false
+	}
+	return int64(v), true
+}
+
+// evalCPU sets c's Quota, Period and Source to the tightest quota/period
+// between c.Dir and c.Mount, or sets c.Err and no limit: a level that cannot
+// be read might have been the tightest.
+func evalCPU(src fileSource, c *CPU) {
+	c.Quota, c.Period, c.Source = 0, 0, ""
+	if c.Err != nil || c.Version == 0 {
+		return
+	}
+	var bestQ, bestP int64
+	var bestDir string
+	for dir := range c.dirs {
+		q, p, limited, err := readCPULevel(src, c.Version, dir)
+		if c.Err = err; err != nil {
+			return
+		}
+		if limited && (bestDir == "" || lessRatio(q, p, bestQ, bestP)) {
+			bestQ, bestP, bestDir = q, p, dir
+		}
+	}
+	if bestDir != "" {
+		c.Quota, c.Period = time.Duration(bestQ)*time.Microsecond, time.Duration(bestP)*time.Microsecond
+		c.Source = bestDir
+	}
+}
+
+// readCPULevel reads the CPU bandwidth limit of one cgroup directory.
+func readCPULevel(src fileSource, v Version, dir string) (quota, period int64, limited bool, err error) {
+	if v == V2 {
+		data, found, err := src.file(dir, "cpu.max")
+		if err != nil || !found {
+			return 0, 0, false, err
+		}
+		quota, period, limited, err = parseCPUMax(data)
+		return quota, period, limited, withFile(err, dir, "cpu.max")
+	}
+	data, found, err := src.file(dir, "cpu.cfs_quota_us")
+	if err != nil || !found {
+		return 0, 0, false, err
+	}
+	if quota, limited, err = parseCFSQuota(data); err != nil || !limited {
+		return 0, 0, false, withFile(err, dir, "cpu.cfs_quota_us")
+	}
+	data, found, err = src.file(dir, "cpu.cfs_period_us")
+	if err == nil && !found {
+		err = &fs.PathError{Op: "open", Path: joinPath(dir, "cpu.cfs_period_us"), Err: fs.ErrNotExist}
+	}
+	if err != nil {
+		return 0, 0, false, err
+	}
+	period, err = parseCFSPeriod(data)
+	return quota, period, err == nil, withFile(err, dir, "cpu.cfs_period_us")
+}
+
+// lessRatio reports whether q1/p1 < q2/p2 for positive values, exactly.
+func lessRatio(q1, p1, q2, p2 int64) bool {
+	hi1, lo1 := bits.Mul64(uint64(q1), uint64(p2))
+	hi2, lo2 := bits.Mul64(uint64(q2), uint64(p1))
+	return hi1 < hi2 || (hi1 == hi2 && lo1 < lo2)
+}
