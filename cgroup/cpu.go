@@ -37,38 +37,33 @@ func parseCPUMax(data []byte) (quota, period int64, limited bool, err error) {
 // parseCFSQuota parses cgroup v1 cpu.cfs_quota_us: microseconds per period,
 // or -1 for no limit (limited false).
 func parseCFSQuota(data []byte) (quota int64, limited bool, err error) {
-	line, err := singleLine(data)
-	if err != nil || string(line) == "-1" {
-		return 0, false, err
+	if line, err := singleLine(data); err == nil && string(line) == "-1" {
+		return 0, false, nil
 	}
-	quota, ok := parseMicros(line)
-	if !ok {
-		return 0, false, invalid(1, "cpu.cfs_quota_us", line)
-	}
-	return quota, true, nil
+	quota, err = parseMicrosFile(data, "cpu.cfs_quota_us")
+	return quota, err == nil, err
 }
 
 // parseCFSPeriod parses cgroup v1 cpu.cfs_period_us, in microseconds.
-func parseCFSPeriod(data []byte) (period int64, err error) {
+func parseCFSPeriod(data []byte) (int64, error) { return parseMicrosFile(data, "cpu.cfs_period_us") }
+
+func parseMicrosFile(data []byte, what string) (int64, error) {
 	line, err := singleLine(data)
 	if err != nil {
 		return 0, err
 	}
-	period, ok := parseMicros(line)
+	v, ok := parseMicros(line)
 	if !ok {
-		return 0, invalid(1, "cpu.cfs_period_us", line)
+		return 0, invalid(1, what, line)
 	}
-	return period, nil
+	return v, nil
 }
 
 // parseMicros parses a positive count of microseconds that fits a
 // time.Duration.
 func parseMicros(b []byte) (int64, bool) {
 	v, ok := parseUint(b)
-	if !ok || v == 0 || v > maxMicros {
-		return 0, false
-	}
-	return int64(v), true
+	return int64(v), ok && v > 0 && v <= maxMicros
 }
 
 // evalCPU sets c's Quota, Period and Source to the tightest quota/period
@@ -79,21 +74,39 @@ func evalCPU(src fileSource, c *CPU) {
 	if c.Err != nil || c.Version == 0 {
 		return
 	}
-	var bestQ, bestP int64
-	var bestDir string
+	var best tightest
 	for dir := range c.dirs {
 		q, p, limited, err := readCPULevel(src, c.Version, dir)
 		if c.Err = err; err != nil {
 			return
 		}
-		if limited && (bestDir == "" || lessRatio(q, p, bestQ, bestP)) {
-			bestQ, bestP, bestDir = q, p, dir
-		}
+		best.add(q, p, limited, dir)
 	}
-	if bestDir != "" {
-		c.Quota, c.Period = time.Duration(bestQ)*time.Microsecond, time.Duration(bestP)*time.Microsecond
-		c.Source = bestDir
+	c.Quota, c.Period, c.Source = time.Duration(best.q)*time.Microsecond, time.Duration(best.p)*time.Microsecond, best.dir
+}
+
+// tightest is the lowest limit q/p so far (memory: bytes/1), and the
+// directory that imposed it, empty while there is none.
+type tightest struct {
+	q, p int64
+	dir  string
+}
+
+func (t *tightest) add(q, p int64, limited bool, dir string) {
+	if limited && (t.dir == "" || lessRatio(q, p, t.q, t.p)) {
+		*t = tightest{q, p, dir}
 	}
+}
+
+// read adds the memory limit in dir/name; a missing file is none.
+func (t *tightest) read(src fileSource, dir, name string, parse func([]byte) (int64, bool, error)) error {
+	data, found, err := src.file(dir, name)
+	if err != nil || !found {
+		return err
+	}
+	v, limited, err := parse(data)
+	t.add(v, 1, limited && err == nil, dir)
+	return withFile(err, dir, name)
 }
 
 // readCPULevel reads the CPU bandwidth limit of one cgroup directory.

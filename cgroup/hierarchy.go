@@ -63,21 +63,15 @@ func hasController(list []byte, ctrl string) bool {
 // r. self may share r's buffer: it is parsed before r reads again.
 func discover(r *fsReader, self []byte, lim *Limits) {
 	qs := [2]mountQuery{parseProcCgroup(self, "cpu"), parseProcCgroup(self, "memory")}
-	need := false
-	for i := range qs {
-		if qs[i].err = withFile(qs[i].err, "/proc/self", "cgroup"); qs[i].err == nil && qs[i].version != 0 {
-			need = true
-		}
-	}
-	if need {
+	if qs[0].version != 0 || qs[1].version != 0 {
 		mountinfo, err := r.read("/proc/self/mountinfo", maxProcFile)
-		if err == nil {
-			findMounts(mountinfo, qs[:])
-		}
 		for i := range qs {
-			if qs[i].err == nil && qs[i].version != 0 && err != nil {
+			if qs[i].err = withFile(qs[i].err, "/proc/self", "cgroup"); qs[i].err == nil && qs[i].version != 0 {
 				qs[i].err = err // one value for both, reported once
 			}
+		}
+		if err == nil {
+			findMounts(mountinfo, qs[:])
 		}
 	}
 	lim.CPU.hierarchy, lim.CPU.Err = qs[0].locate()

@@ -8,7 +8,7 @@ import (
 // Version is the version of a cgroup hierarchy; 0 means none was found.
 type Version int
 
-// Cgroup versions.
+// The cgroup versions.
 const (
 	V1 Version = 1
 	V2 Version = 2
@@ -25,54 +25,48 @@ func (v Version) String() string {
 	return "none"
 }
 
-// hierarchy locates the process's cgroup for one controller; CPU and Memory
-// promote its fields. Paths are absolute, in the file system given to ReadFS.
+// hierarchy locates the process's cgroup for one controller, with absolute
+// paths in the file system given to ReadFS; CPU and Memory promote its fields.
 type hierarchy struct {
-	// Version is V1 when a cgroup v1 hierarchy carries the controller, V2 when
-	// the unified one does, and 0 when there is none or no mount shows the
+	// Version is 0 when no hierarchy has the controller or no mount shows the
 	// process's cgroup: then there is no limit and only Path may be set.
 	Version Version
-	// Path is the cgroup path from /proc/self/cgroup, relative to the cgroup
+	// Path is the cgroup path in /proc/self/cgroup, relative to the cgroup
 	// namespace: "/kubepods/pod1/c1", "/", or "/../x" outside it.
 	Path string
-	// Mount is the hierarchy's mount point, such as "/sys/fs/cgroup/cpu", and
-	// MountRoot the mount's root in the hierarchy: "/", or a v1 container's
-	// own cgroup path.
+	// Mount is the mount point ("/sys/fs/cgroup/cpu") and MountRoot the
+	// mount's root in the hierarchy: "/", or a v1 container's own cgroup.
 	Mount, MountRoot string
 	// Dir is the process's cgroup directory; limits count from Dir up to Mount.
 	Dir string
 }
 
-// CPU is the effective CPU bandwidth limit. Its hierarchy fields are
+// CPU is the effective CPU bandwidth limit, with the hierarchy fields
 // Version, Path, Mount, MountRoot and Dir.
 type CPU struct {
 	hierarchy
-	// Quota is the CPU time allowed per Period in the cgroup with the tightest
-	// Quota/Period, as that cgroup sets them; both are zero without a limit.
+	// Quota per Period is the tightest limit, as its cgroup sets them, and
+	// Source that cgroup's directory (the nearest Dir of equal ones); all
+	// are zero without a limit. Err is why it could not be read, if so.
 	Quota, Period time.Duration
-	// Source is the directory that imposed them (the one nearest Dir of
-	// equal limits); empty without a limit.
-	Source string
-	// Err is why the limit could not be read; there is no limit then.
-	Err error
+	Source        string
+	Err           error
 }
 
-// Memory is the effective memory limit. Its hierarchy fields are Version,
+// Memory is the effective memory limit, with the hierarchy fields Version,
 // Path, Mount, MountRoot and Dir.
 type Memory struct {
 	hierarchy
-	// Max is the tightest hard limit in bytes (v2 memory.max; v1
-	// memory.limit_in_bytes, and hierarchical_memory_limit when MountRoot is
-	// not "/"), and MaxSource the directory that imposed it: Dir when only
-	// hierarchical_memory_limit shows it. MaxSource is empty without a limit.
-	Max       int64
-	MaxSource string
-	// High is the tightest memory.high (v2) in bytes, and HighSource the
-	// directory that imposed it, empty without one.
+	// Max is the tightest hard limit in bytes and MaxSource the directory
+	// that imposed it: Dir when only v1 hierarchical_memory_limit (read when
+	// MountRoot is not "/") shows it; High and HighSource, the same for
+	// memory.high (v2). A source is empty without a limit. Err is why the
+	// limits could not be read, if so.
+	Max        int64
+	MaxSource  string
 	High       int64
 	HighSource string
-	// Err is why the limits could not be read; there is none then.
-	Err error
+	Err        error
 }
 
 // Limits are the effective CPU and memory limits of a process.

@@ -52,7 +52,7 @@ func evalMemory(src fileSource, m *Memory) {
 	if m.Err != nil || m.Version == 0 {
 		return
 	}
-	var max, high memLimit
+	var max, high tightest
 	for dir := range m.dirs {
 		if m.Version == V1 {
 			m.Err = max.read(src, dir, "memory.limit_in_bytes", parseMemoryValue)
@@ -70,25 +70,5 @@ func evalMemory(src fileSource, m *Memory) {
 			return
 		}
 	}
-	m.Max, m.MaxSource, m.High, m.HighSource = max.bytes, max.dir, high.bytes, high.dir
-}
-
-// memLimit is the tightest memory limit so far and the directory that
-// imposed it (empty while there is none).
-type memLimit struct {
-	bytes int64
-	dir   string
-}
-
-// read takes the limit in dir/name into account; a missing file is none.
-func (l *memLimit) read(src fileSource, dir, name string, parse func([]byte) (int64, bool, error)) error {
-	data, found, err := src.file(dir, name)
-	if err != nil || !found {
-		return err
-	}
-	v, limited, err := parse(data)
-	if limited && err == nil && (l.dir == "" || v < l.bytes) {
-		l.bytes, l.dir = v, dir
-	}
-	return withFile(err, dir, name)
+	m.Max, m.MaxSource, m.High, m.HighSource = max.q, max.dir, high.q, high.dir
 }

@@ -43,8 +43,8 @@ func parseMountInfoLine(line []byte) (m mountInfo, ok bool) {
 	return m, true
 }
 
-// unescape decodes the kernel's octal escapes ("\040"); a backslash that
-// starts none is kept.
+// unescape decodes the kernel's octal escapes ("\040"), keeping other
+// backslashes.
 func unescape(s []byte) string {
 	b := make([]byte, 0, len(s))
 	for i := 0; i < len(s); i++ {
@@ -61,7 +61,8 @@ func unescape(s []byte) string {
 func isOctal(c byte) bool { return '0' <= c && c <= '7' }
 
 // isAncestorOrSelf reports whether the cgroup path root is cgPath or one of
-// its ancestors, comparing the raw paths, "/.." elements included.
+// its ancestors, and relPath returns cgPath relative to it ("" or "/...").
+// Both compare the raw paths, "/.." elements included.
 func isAncestorOrSelf(root, cgPath string) bool {
 	if root == "/" {
 		return strings.HasPrefix(cgPath, "/")
@@ -69,8 +70,6 @@ func isAncestorOrSelf(root, cgPath string) bool {
 	return strings.HasPrefix(cgPath, root) && (len(cgPath) == len(root) || cgPath[len(root)] == '/')
 }
 
-// relPath returns cgPath, a descendant of root or root itself, relative to
-// root: "" or a path that starts with "/".
 func relPath(root, cgPath string) string {
 	if root == "/" {
 		return cgPath
@@ -82,8 +81,9 @@ func relPath(root, cgPath string) string {
 // cgroup outside the process's cgroup namespace is shown with leading "/.."
 // elements, and a mount whose root lies below it cannot show it.
 func climbsOut(rel string) bool {
-	depth := 0
-	for _, elem := range strings.Split(rel, "/") {
+	for depth := 0; rel != ""; {
+		var elem string
+		elem, rel, _ = strings.Cut(rel, "/")
 		switch elem {
 		case "", ".":
 		case "..":
@@ -98,18 +98,17 @@ func climbsOut(rel string) bool {
 }
 
 // cgroupDir returns the directory of cgroup cgPath under a mount at point
-// with root root.
+// whose root is root.
 func cgroupDir(point, root, cgPath string) string {
 	return path.Join(point, relPath(root, cgPath))
 }
 
-// findMounts finds the mount for each query with no error: a "cgroup" mount
-// whose super options name the controller (V1) or a "cgroup2" mount (V2),
-// whose root is the cgroup path or an ancestor of it and below which the
-// path does not climb out. A mount covered by another on the same mount
-// point (its child) is hidden. Of the others, the shortest root wins (the
-// most ancestors shown, so the tightest limit that can be seen); of equal
-// ones, the last listed. Malformed lines are skipped.
+// findMounts finds the mount of each query without an error: a "cgroup"
+// mount naming the controller (V1) or a "cgroup2" mount (V2), whose root is
+// the cgroup path or an ancestor and below which the path does not climb
+// out. A mount covered by its child on the same mount point is hidden. Of
+// the others the shortest root wins (the most ancestors shown), of equal
+// ones the last listed. Malformed lines are skipped.
 func findMounts(mountinfo []byte, qs []mountQuery) {
 	type candidate struct {
 		q       int
@@ -160,8 +159,7 @@ func findMounts(mountinfo []byte, qs []mountQuery) {
 	}
 }
 
-// forEachMount calls fn for every well-formed line of mountinfo whose mount
-// point is absolute.
+// forEachMount calls fn for each well-formed line with an absolute point.
 func forEachMount(mountinfo []byte, fn func(mountInfo)) {
 	for data := mountinfo; len(data) > 0; {
 		var line []byte
@@ -170,11 +168,4 @@ func forEachMount(mountinfo []byte, fn func(mountInfo)) {
 			fn(m)
 		}
 	}
-}
-
-// findMount is findMounts for one hierarchy.
-func findMount(mountinfo []byte, version Version, ctrl, cgPath string) (point, root string, ok bool) {
-	qs := [1]mountQuery{{version: version, ctrl: ctrl, path: cgPath}}
-	findMounts(mountinfo, qs[:])
-	return qs[0].point, qs[0].root, qs[0].found
 }

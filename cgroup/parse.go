@@ -7,8 +7,6 @@ import (
 	"math"
 )
 
-// The byte-level helpers of the parsers. None allocates except for an error.
-
 var (
 	errEmpty      = errors.New("empty file")
 	errExtraLines = errors.New("unexpected data after the first line")
@@ -24,14 +22,10 @@ type parseError struct {
 
 // Error returns "cgroup: FILE:LINE: what is wrong", without ":LINE" for 0.
 func (e *parseError) Error() string {
-	file := e.File
-	if file == "" {
-		file = "(unknown file)"
-	}
 	if e.Line > 0 {
-		return fmt.Sprintf("cgroup: %s:%d: %v", file, e.Line, e.Err)
+		return fmt.Sprintf("cgroup: %s:%d: %v", e.File, e.Line, e.Err)
 	}
-	return fmt.Sprintf("cgroup: %s: %v", file, e.Err)
+	return fmt.Sprintf("cgroup: %s: %v", e.File, e.Err)
 }
 
 func (e *parseError) Unwrap() error { return e.Err }
@@ -67,6 +61,8 @@ func joinPath(dir, name string) string {
 
 // maxMicros is the largest microsecond count that fits a time.Duration.
 const maxMicros = math.MaxInt64 / 1000
+
+// The byte-level helpers below allocate nothing.
 
 // nextLine splits data after the first '\n', which line excludes.
 func nextLine(data []byte) (line, rest []byte) {

@@ -1,6 +1,7 @@
 package cgroup
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -11,41 +12,41 @@ import (
 )
 
 // Read returns the effective limits of the calling process: ReadFS of the
-// real root, opening each file without blocking. Outside Linux the error
+// real root, whose files it opens without blocking. Outside Linux the error
 // wraps ErrNoCgroup.
 func Read() (Limits, error) { return ReadFS(dirFS("")) }
 
-// ReadFS returns the effective limits of the calling process, reading
-// proc/self/cgroup, proc/self/mountinfo and the cgroup files they lead to
-// from fsys, which is rooted at "/", such as an fstest.MapFS or a copied
-// tree. Each file is opened with fsys.Open, then read only if it is a
-// regular file: an os.DirFS blocks in Open on a FIFO (Read does not).
-//
-// The error wraps ErrNoCgroup when proc/self/cgroup cannot be read; the
-// Limits are then zero. Otherwise it is the errors.Join of CPU.Err and
-// Memory.Err: a controller whose files are bad does not hide the other.
-// ReadFS may be called from several goroutines at once.
+// ReadFS returns the effective limits of the calling process from fsys,
+// rooted at "/", such as an fstest.MapFS or a copied tree. A file is read
+// only if it is a regular file once open (an os.DirFS blocks in Open on a
+// FIFO; Read does not). The error wraps ErrNoCgroup when proc/self/cgroup
+// cannot be read, with zero Limits; else it joins CPU.Err and Memory.Err.
 func ReadFS(fsys fs.FS) (Limits, error) {
 	r := fsReader{fsys: fsys}
 	self, err := r.read("/proc/self/cgroup", maxProcFile)
 	if err != nil {
-		return Limits{}, noCgroup(err)
+		return Limits{}, fmt.Errorf("%w: %w", ErrNoCgroup, err)
 	}
 	var lim Limits
 	discover(&r, self, &lim)
-	evalCPU(&r, &lim.CPU)
-	evalMemory(&r, &lim.Memory)
-	return lim, joinErrs(lim.CPU.Err, lim.Memory.Err)
+	return lim, eval(&r, &lim)
 }
 
-// dirFS is the tree at a directory (no trailing slash), like os.DirFS, but
-// opened with O_NONBLOCK so that a FIFO cannot block the open.
+// eval reads the limits of the hierarchies in lim from src.
+func eval(src fileSource, lim *Limits) error {
+	evalCPU(src, &lim.CPU)
+	evalMemory(src, &lim.Memory)
+	a, b := lim.CPU.Err, lim.Memory.Err
+	if a == nil || b == nil || errors.Is(a, b) {
+		return cmp.Or(a, b)
+	}
+	return errors.Join(a, b)
+}
+
+// dirFS is os.DirFS opening with O_NONBLOCK: a FIFO cannot block the open.
 type dirFS string
 
 func (d dirFS) Open(name string) (fs.File, error) {
-	if !fs.ValidPath(name) {
-		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrInvalid}
-	}
 	f, err := os.OpenFile(string(d)+"/"+name, os.O_RDONLY|oNonblock, 0)
 	if err != nil {
 		return nil, err
@@ -53,21 +54,19 @@ func (d dirFS) Open(name string) (fs.File, error) {
 	return f, nil
 }
 
-// fileSource gives the content of the limit file dir/name. found is false
-// when it does not exist: no limit at that level. The bytes are valid until
-// the next call.
+// fileSource gives the content of dir/name, valid until the next call.
+// found is false when it does not exist: no limit at that level.
 type fileSource interface {
 	file(dir, name string) (data []byte, found bool, err error)
 }
 
-// What is read of one file at most, far above what the kernel writes there.
+// What is read of a file at most: far more than the kernel writes there.
 const (
 	maxLimitFile = 4 << 10  // one-line limit files
 	maxStatFile  = 64 << 10 // cpu.stat, memory.stat
 	maxProcFile  = 4 << 20  // /proc/self/cgroup and /proc/self/mountinfo
 )
 
-// sizeLimit returns the bound for a cgroup file of that name.
 func sizeLimit(name string) int {
 	if strings.HasSuffix(name, ".stat") {
 		return maxStatFile
@@ -87,8 +86,7 @@ type fsReader struct {
 	buf  []byte
 }
 
-// read returns the content of the file at abs, at most limit bytes, valid
-// until the next read.
+// read returns the content of the file at abs, at most limit bytes.
 func (r *fsReader) read(abs string, limit int) ([]byte, error) {
 	f, err := openFile(r.fsys, abs)
 	if err != nil {
@@ -113,8 +111,8 @@ func (r *fsReader) file(dir, name string) ([]byte, bool, error) {
 	return data, err == nil, err
 }
 
-// openFile opens the file at the absolute path abs in fsys and checks that
-// it is a regular file: a device such as /dev/zero would never end.
+// openFile opens the file at abs and checks that it is a regular file: a
+// device such as /dev/zero would never end.
 func openFile(fsys fs.FS, abs string) (fs.File, error) {
 	f, err := fsys.Open(strings.TrimPrefix(abs, "/"))
 	if err != nil {
@@ -131,9 +129,9 @@ func openFile(fsys fs.FS, abs string) (fs.File, error) {
 	return f, nil
 }
 
-// readFile reads f from its start into b, growing it as needed, with
-// ReadAt when f has it; more than limit bytes is errTooLarge. Reads that
-// return nothing 100 times in a row are io.ErrNoProgress, as in bufio.
+// readFile reads f from its start into b, growing it, with ReadAt when f
+// has it; more than limit bytes is errTooLarge, and 100 empty reads in a
+// row are io.ErrNoProgress, as in bufio.
 func readFile(f fs.File, b []byte, limit int) ([]byte, error) {
 	ra, _ := f.(io.ReaderAt)
 	for b, zeros := b[:0], 0; ; {
@@ -143,13 +141,10 @@ func readFile(f fs.File, b []byte, limit int) ([]byte, error) {
 		p := b[len(b):cap(b)]
 		var n int
 		var err error
-		if ra != nil {
-			// n < len(p) means the end, whatever the error says.
-			if n, err = ra.ReadAt(p, int64(len(b))); err == nil && n < len(p) {
-				err = io.EOF
-			}
-		} else {
+		if ra == nil {
 			n, err = f.Read(p)
+		} else if n, err = ra.ReadAt(p, int64(len(b))); err == nil && n < len(p) {
+			err = io.EOF // n < len(p) is the end, whatever the error says
 		}
 		if n < 0 || n > len(p) {
 			return b, errBadCount
@@ -157,41 +152,24 @@ func readFile(f fs.File, b []byte, limit int) ([]byte, error) {
 		if b = b[:len(b)+n]; len(b) > limit {
 			return b, errTooLarge
 		}
-		switch {
-		case err == io.EOF:
-			return b, nil
-		case err != nil:
-			return b, err
-		case n > 0:
+		if n > 0 {
 			zeros = 0
-		case zeros >= 99:
-			return b, io.ErrNoProgress
-		default:
-			zeros++
+		} else if zeros++; zeros >= 100 && err == nil {
+			err = io.ErrNoProgress
+		}
+		if err == io.EOF {
+			return b, nil
+		} else if err != nil {
+			return b, err
 		}
 	}
 }
 
-// pathError reports err about the absolute path abs instead of the name
-// in fsys.
+// pathError reports err about abs instead of the name in fsys.
 func pathError(op, abs string, err error) error {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
 		op, err = pe.Op, pe.Err
 	}
 	return &fs.PathError{Op: op, Path: abs, Err: err}
-}
-
-// noCgroup is the error of a /proc/self/cgroup that cannot be read.
-func noCgroup(err error) error { return fmt.Errorf("%w: %w", ErrNoCgroup, err) }
-
-// joinErrs combines two errors, keeping one when both are the same.
-func joinErrs(a, b error) error {
-	switch {
-	case a == nil:
-		return b
-	case b == nil || errors.Is(a, b):
-		return a
-	}
-	return errors.Join(a, b)
 }

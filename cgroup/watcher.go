@@ -11,16 +11,11 @@ import (
 // Watcher follows limit changes (a Kubernetes in-place resize rewrites
 // cpu.max and memory.max of a running container) by polling: it keeps open
 // each file it has read and re-reads it from the start without allocating.
-//
-// Each Read re-reads proc/self/cgroup first; when the process has moved to
-// another cgroup, the Watcher finds the new hierarchy and closes the old
-// files. A file that does not exist is no limit until the process moves. A
+// Each Read re-reads proc/self/cgroup first, to follow the process to
+// another cgroup. A missing file is no limit until the process moves; a
 // file that could not be opened for another reason (too many open files),
-// and a hierarchy that could not be found, are tried again after 1, 2, 4
-// and so on up to 32 Reads; until then the error is the controller's Err.
-//
-// A Watcher must be used by one goroutine at a time; Close releases its
-// files.
+// and a hierarchy that could not be found, are tried again after 1, 2, 4 and
+// so on up to 32 Reads. A Watcher must be used by one goroutine at a time.
 type Watcher struct {
 	fsys   fs.FS
 	self   watchFile   // /proc/self/cgroup
@@ -33,8 +28,8 @@ type Watcher struct {
 	closed bool
 }
 
-// watchFile is one file to re-read. f is nil when the file is missing, and
-// while opening it fails (err says why).
+// watchFile is one file to re-read; f is nil while it is missing or cannot
+// be opened (err says why).
 type watchFile struct {
 	dir, name string
 	limit     int // the most that is read of it
@@ -44,8 +39,7 @@ type watchFile struct {
 	retry     retry
 }
 
-// retry schedules the next attempt after a failure: 1, 2, 4, ... 32 Reads
-// later.
+// retry schedules the next attempt after a failure, 1, 2, 4 ... 32 Reads on.
 type retry struct{ at, backoff int }
 
 func (r *retry) failed(now int) {
@@ -56,9 +50,8 @@ func (r *retry) failed(now int) {
 var errWatcherClosed = fmt.Errorf("cgroup: Watcher.Read after Close: %w", fs.ErrClosed)
 
 // NewWatcher finds the process's cgroups in fsys (rooted at "/") like
-// ReadFS and reads their limit files once. It fails only when there is no
-// cgroup information at all (the error wraps ErrNoCgroup); any other problem
-// shows in every Read, as it would in ReadFS.
+// ReadFS and reads their limit files. It fails only when the error wraps
+// ErrNoCgroup; any other problem shows in every Read, as in ReadFS.
 func NewWatcher(fsys fs.FS) (*Watcher, error) {
 	w := &Watcher{fsys: fsys, self: watchFile{dir: "/proc/self", name: "cgroup", limit: maxProcFile}}
 	data, found, err := w.contents(&w.self)
@@ -67,15 +60,15 @@ func NewWatcher(fsys fs.FS) (*Watcher, error) {
 			err = w.self.err // does not exist
 		}
 		w.Close()
-		return nil, noCgroup(err)
+		return nil, fmt.Errorf("%w: %w", ErrNoCgroup, err)
 	}
 	w.discover(data)
-	_, _ = w.eval() // opens the files and sizes the buffer
+	_, _ = w.eval() // opens the files, sizes the buffer
 	return w, nil
 }
 
-// discover finds the hierarchy described by self, the content of
-// proc/self/cgroup, and closes the files of the last one.
+// discover finds the hierarchy of self, the content of proc/self/cgroup,
+// and closes the files of the last one.
 func (w *Watcher) discover(self []byte) {
 	w.closeFiles()
 	w.seen = append(w.seen[:0], self...)
@@ -88,10 +81,9 @@ func (w *Watcher) discover(self []byte) {
 	}
 }
 
-// Read re-reads the files and returns what ReadFS would for them. It does
-// not allocate unless it returns an error, the process has moved, a file is
-// read for the first time or has grown beyond every earlier size. After
-// Close, Read returns an error wrapping fs.ErrClosed.
+// Read re-reads the files and returns what ReadFS would. It allocates only
+// for an error, a move, a file read for the first time or grown beyond
+// every earlier size. After Close, the error wraps fs.ErrClosed.
 func (w *Watcher) Read() (Limits, error) {
 	if w.closed {
 		return Limits{}, errWatcherClosed
@@ -107,11 +99,9 @@ func (w *Watcher) Read() (Limits, error) {
 	return w.eval()
 }
 
-func (w *Watcher) eval() (Limits, error) {
-	lim := w.lim
-	evalCPU(w, &lim.CPU)
-	evalMemory(w, &lim.Memory)
-	return lim, joinErrs(lim.CPU.Err, lim.Memory.Err)
+func (w *Watcher) eval() (lim Limits, err error) {
+	lim = w.lim
+	return lim, eval(w, &lim)
 }
 
 // file implements fileSource: dir/name, opened on first use.
@@ -126,7 +116,7 @@ func (w *Watcher) file(dir, name string) ([]byte, bool, error) {
 }
 
 // contents reads wf from its start: with ReadAt, or else by opening it
-// again. A file whose open failed is opened again when its retry is due.
+// again; a failed open is tried again when its retry is due.
 func (w *Watcher) contents(wf *watchFile) ([]byte, bool, error) {
 	if _, ok := wf.f.(io.ReaderAt); wf.f != nil && !ok {
 		wf.f.Close()
@@ -158,23 +148,17 @@ func (w *Watcher) contents(wf *watchFile) ([]byte, bool, error) {
 	return data, true, nil
 }
 
-// Close closes the files. It returns the first error from closing them;
-// calling it again does nothing.
+// Close closes the files and returns the first error; again, it does nothing.
 func (w *Watcher) Close() error {
 	if w.closed {
 		return nil
 	}
 	w.closed = true
-	err := w.closeFiles()
-	if w.self.f != nil {
-		if cerr := w.self.f.Close(); err == nil {
-			err = cerr
-		}
-	}
-	return err
+	w.files = append(w.files, w.self)
+	return w.closeFiles()
 }
 
-// closeFiles closes the files of the hierarchy and forgets them.
+// closeFiles closes the files and forgets them.
 func (w *Watcher) closeFiles() error {
 	var first error
 	for _, wf := range w.files {
