@@ -16,13 +16,10 @@ const (
 
 // String returns "v1", "v2" or "none".
 func (v Version) String() string {
-	switch v {
-	case V1:
-		return "v1"
-	case V2:
-		return "v2"
+	if v != V1 && v != V2 {
+		return "none"
 	}
-	return "none"
+	return [...]string{V1: "v1", V2: "v2"}[v]
 }
 
 // hierarchy locates the process's cgroup for one controller, with absolute

@@ -67,8 +67,11 @@ const (
 	maxProcFile  = 4 << 20  // /proc/self/cgroup and /proc/self/mountinfo
 )
 
-func sizeLimit(name string) int {
-	if strings.HasSuffix(name, ".stat") {
+func sizeLimit(dir, name string) int {
+	switch {
+	case dir == "/proc/self":
+		return maxProcFile
+	case strings.HasSuffix(name, ".stat"):
 		return maxStatFile
 	}
 	return maxLimitFile
@@ -104,7 +107,7 @@ func (r *fsReader) read(abs string, limit int) ([]byte, error) {
 }
 
 func (r *fsReader) file(dir, name string) ([]byte, bool, error) {
-	data, err := r.read(joinPath(dir, name), sizeLimit(name))
+	data, err := r.read(joinPath(dir, name), sizeLimit(dir, name))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, false, nil
 	}

@@ -2,6 +2,7 @@ package cgroup
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -18,10 +19,9 @@ import (
 // so on up to 32 Reads. A Watcher must be used by one goroutine at a time.
 type Watcher struct {
 	fsys   fs.FS
-	self   watchFile   // /proc/self/cgroup
+	files  []watchFile // /proc/self/cgroup, then each file read since it was
 	seen   []byte      // its content when the hierarchy was found
 	lim    Limits      // the hierarchy, with the errors of finding it
-	files  []watchFile // the files read since, kept open
 	buf    []byte
 	reads  int   // counts Reads: the clock of every retry
 	find   retry // of finding the hierarchy, while that fails
@@ -32,7 +32,6 @@ type Watcher struct {
 // be opened (err says why).
 type watchFile struct {
 	dir, name string
-	limit     int // the most that is read of it
 	f         fs.File
 	missing   bool
 	err       error
@@ -53,12 +52,10 @@ var errWatcherClosed = fmt.Errorf("cgroup: Watcher.Read after Close: %w", fs.Err
 // ReadFS and reads their limit files. It fails only when the error wraps
 // ErrNoCgroup; any other problem shows in every Read, as in ReadFS.
 func NewWatcher(fsys fs.FS) (*Watcher, error) {
-	w := &Watcher{fsys: fsys, self: watchFile{dir: "/proc/self", name: "cgroup", limit: maxProcFile}}
-	data, found, err := w.contents(&w.self)
+	w := &Watcher{fsys: fsys}
+	data, found, err := w.file("/proc/self", "cgroup")
 	if !found {
-		if err == nil {
-			err = w.self.err // does not exist
-		}
+		err = cmp.Or(err, w.files[0].err) // or it does not exist
 		w.Close()
 		return nil, fmt.Errorf("%w: %w", ErrNoCgroup, err)
 	}
@@ -70,7 +67,8 @@ func NewWatcher(fsys fs.FS) (*Watcher, error) {
 // discover finds the hierarchy of self, the content of proc/self/cgroup,
 // and closes the files of the last one.
 func (w *Watcher) discover(self []byte) {
-	w.closeFiles()
+	closeFiles(w.files[1:])
+	w.files = w.files[:1]
 	w.seen = append(w.seen[:0], self...)
 	w.lim = Limits{}
 	discover(&fsReader{fsys: w.fsys}, w.seen, &w.lim)
@@ -90,7 +88,7 @@ func (w *Watcher) Read() (Limits, error) {
 	}
 	w.reads++
 	// proc/self/cgroup that cannot be read now does not hide the limits.
-	if self, found, err := w.contents(&w.self); err == nil && found {
+	if self, found, err := w.file("/proc/self", "cgroup"); err == nil && found {
 		failed := w.lim.CPU.Err != nil || w.lim.Memory.Err != nil
 		if !bytes.Equal(self, w.seen) || (failed && w.reads >= w.find.at) {
 			w.discover(self)
@@ -104,31 +102,28 @@ func (w *Watcher) eval() (lim Limits, err error) {
 	return lim, eval(w, &lim)
 }
 
-// file implements fileSource: dir/name, opened on first use.
+// file implements fileSource: it reads dir/name from its start, with ReadAt
+// or else by opening it again, and opens it on first use, and again when
+// the retry of a failed open is due.
 func (w *Watcher) file(dir, name string) ([]byte, bool, error) {
-	for i := range w.files {
-		if w.files[i].dir == dir && w.files[i].name == name {
-			return w.contents(&w.files[i])
-		}
+	i := 0
+	for i < len(w.files) && (w.files[i].dir != dir || w.files[i].name != name) {
+		i++
 	}
-	w.files = append(w.files, watchFile{dir: dir, name: name, limit: sizeLimit(name)})
-	return w.contents(&w.files[len(w.files)-1])
-}
-
-// contents reads wf from its start: with ReadAt, or else by opening it
-// again; a failed open is tried again when its retry is due.
-func (w *Watcher) contents(wf *watchFile) ([]byte, bool, error) {
+	if i == len(w.files) {
+		w.files = append(w.files, watchFile{dir: dir, name: name})
+	}
+	wf := &w.files[i]
 	if _, ok := wf.f.(io.ReaderAt); wf.f != nil && !ok {
 		wf.f.Close()
 		wf.f, wf.retry = nil, retry{}
 	}
 	if wf.f == nil && !wf.missing && w.reads >= wf.retry.at {
-		f, err := openFile(w.fsys, joinPath(wf.dir, wf.name))
-		wf.f, wf.err = f, err
+		wf.f, wf.err = openFile(w.fsys, joinPath(dir, name))
 		switch {
-		case err == nil:
+		case wf.err == nil:
 			wf.retry = retry{}
-		case errors.Is(err, fs.ErrNotExist):
+		case errors.Is(wf.err, fs.ErrNotExist):
 			wf.missing = true
 		default:
 			wf.retry.failed(w.reads)
@@ -140,10 +135,10 @@ func (w *Watcher) contents(wf *watchFile) ([]byte, bool, error) {
 	case wf.f == nil:
 		return nil, false, wf.err
 	}
-	data, err := readFile(wf.f, w.buf, wf.limit)
+	data, err := readFile(wf.f, w.buf, sizeLimit(dir, name))
 	w.buf = data[:cap(data)]
 	if err != nil {
-		return nil, false, pathError("read", joinPath(wf.dir, wf.name), err)
+		return nil, false, pathError("read", joinPath(dir, name), err)
 	}
 	return data, true, nil
 }
@@ -154,20 +149,18 @@ func (w *Watcher) Close() error {
 		return nil
 	}
 	w.closed = true
-	w.files = append(w.files, w.self)
-	return w.closeFiles()
+	return closeFiles(w.files)
 }
 
-// closeFiles closes the files and forgets them.
-func (w *Watcher) closeFiles() error {
+// closeFiles closes the files and returns the first error.
+func closeFiles(files []watchFile) error {
 	var first error
-	for _, wf := range w.files {
+	for _, wf := range files {
 		if wf.f != nil {
 			if err := wf.f.Close(); first == nil {
 				first = err
 			}
 		}
 	}
-	w.files = w.files[:0]
 	return first
 }
