@@ -48,10 +48,14 @@ func (r *retry) failed(now int) {
 
 var errWatcherClosed = fmt.Errorf("cgroup: Watcher.Read after Close: %w", fs.ErrClosed)
 
-// NewWatcher finds the process's cgroups in fsys (rooted at "/") like
-// ReadFS and reads their limit files. It fails only when the error wraps
-// ErrNoCgroup; any other problem shows in every Read, as in ReadFS.
+// NewWatcher finds the process's cgroups in fsys (rooted at "/"; nil is the
+// real root, opened as Read opens it) like ReadFS and reads their limit
+// files. It fails only when the error wraps ErrNoCgroup; any other problem
+// shows in every Read, as in ReadFS.
 func NewWatcher(fsys fs.FS) (*Watcher, error) {
+	if fsys == nil {
+		fsys = dirFS("")
+	}
 	w := &Watcher{fsys: fsys}
 	data, found, err := w.file("/proc/self", "cgroup")
 	if !found {
