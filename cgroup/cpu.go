@@ -34,8 +34,7 @@ func parseCPUMax(data []byte) (quota, period int64, limited bool, err error) {
 	return quota, period, true, nil
 }
 
-// parseCFSQuota parses cgroup v1 cpu.cfs_quota_us: microseconds per period,
-// or -1 for no limit (limited false).
+// parseCFSQuota parses v1 cpu.cfs_quota_us: microseconds, or -1 for none.
 func parseCFSQuota(data []byte) (quota int64, limited bool, err error) {
 	if line, err := singleLine(data); err == nil && string(line) == "-1" {
 		return 0, false, nil
@@ -59,16 +58,14 @@ func parseMicrosFile(data []byte, what string) (int64, error) {
 	return v, nil
 }
 
-// parseMicros parses a positive count of microseconds that fits a
-// time.Duration.
+// parseMicros parses a positive microsecond count that fits a time.Duration.
 func parseMicros(b []byte) (int64, bool) {
 	v, ok := parseUint(b)
 	return int64(v), ok && v > 0 && v <= maxMicros
 }
 
-// evalCPU sets c's Quota, Period and Source to the tightest quota/period
-// between c.Dir and c.Mount, or sets c.Err and no limit: a level that cannot
-// be read might have been the tightest.
+// evalCPU sets c's Quota, Period and Source, or c.Err and no limit: a level
+// that cannot be read might have been the tightest.
 func evalCPU(src fileSource, c *CPU) {
 	c.Quota, c.Period, c.Source = 0, 0, ""
 	if c.Err != nil || c.Version == 0 {

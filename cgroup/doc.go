@@ -3,16 +3,15 @@
 // throttling statistics of its cgroup.
 //
 // [ReadFS] finds the process's cgroup of each controller through
-// /proc/self/cgroup and /proc/self/mountinfo, then walks from it up to the
-// mount point and takes the tightest limit at any level: a pod or slice
-// limit on a parent counts, where the Go runtime reads only the leaf. CPU is
-// the smallest quota/period (cpu.max; v1 cpu.cfs_quota_us/cpu.cfs_period_us),
-// memory the smallest memory.max (v1 memory.limit_in_bytes, and
-// hierarchical_memory_limit, which also covers ancestors above the mount
-// root), and memory.high; each with the directory that imposed it. A v1
-// hierarchy that carries a controller wins over v2, as in the kernel. Of the
-// mounts that show the cgroup, one covered by another on the same mount
-// point is hidden, and the shortest root wins.
+// /proc/self/cgroup and /proc/self/mountinfo, walks from it up to the mount
+// point and takes the tightest limit at any level, with the directory that
+// imposed it: a pod or slice limit on a parent counts, where the Go runtime
+// reads only the leaf. CPU is the smallest quota/period, memory the smallest
+// memory.max (on v1 also hierarchical_memory_limit, which covers ancestors
+// above the mount root), and memory.high. A v1 hierarchy that carries a
+// controller wins over v2, as in the kernel; of the mounts that show the
+// cgroup, one covered by another on the same mount point is hidden, and the
+// shortest root wins.
 //
 // What the process cannot see, no reader can: limits above the root of its
 // mount (a private cgroup namespace, a v1 container's own-cgroup mount), and

@@ -5,23 +5,19 @@ import (
 	"strings"
 )
 
-// mountQuery is the cgroup of one controller: what /proc/self/cgroup says of
-// it, then the mount that findMounts finds for it.
+// mountQuery is the cgroup of one controller in /proc/self/cgroup (version
+// 0: none), then the mount that findMounts finds for it.
 type mountQuery struct {
-	version Version // V1, V2, or 0 when no listed hierarchy has the controller
-	ctrl    string
-	path    string // relative to the cgroup namespace, e.g. "/kubepods/pod1/c1"
-	err     error  // an unusable line for the controller
-
+	version     Version
+	ctrl, path  string
+	err         error // an unusable line for the controller
 	found       bool
 	point, root string // the mount point (cleaned) and root, unescaped
 }
 
-// parseProcCgroup finds the cgroup of the v1 controller ctrl ("cpu",
-// "memory") in /proc/self/cgroup, whose lines are "ID:controllers:path": a
-// v1 line naming ctrl wins, else the v2 line "0::path". Lines without the
-// three fields are skipped; a path that is not absolute on the chosen line
-// is an error on that line.
+// parseProcCgroup finds the cgroup of controller ctrl in /proc/self/cgroup,
+// lines "ID:controllers:path": a v1 line naming ctrl wins, else the v2 line
+// "0::path". Other lines are skipped; a relative path there is an error.
 func parseProcCgroup(data []byte, ctrl string) mountQuery {
 	var v2 mountQuery
 	for n := 1; len(data) > 0; n++ {
@@ -59,8 +55,7 @@ func hasController(list []byte, ctrl string) bool {
 }
 
 // discover sets the hierarchy and Err of lim.CPU and lim.Memory from self,
-// the content of /proc/self/cgroup, and /proc/self/mountinfo read through
-// r. self may share r's buffer: it is parsed before r reads again.
+// /proc/self/cgroup (parsed before r reads mountinfo into the same buffer).
 func discover(r *fsReader, self []byte, lim *Limits) {
 	qs := [2]mountQuery{parseProcCgroup(self, "cpu"), parseProcCgroup(self, "memory")}
 	if qs[0].version != 0 || qs[1].version != 0 {

@@ -72,8 +72,7 @@ type Limits struct {
 	Memory Memory
 }
 
-// CPUQuota returns the CPU limit in cores (Quota/Period); ok is false
-// without one.
+// CPUQuota returns the CPU limit in cores, Quota/Period; ok is false if none.
 func (l Limits) CPUQuota() (cores float64, ok bool) {
 	if l.CPU.Source == "" || l.CPU.Period <= 0 {
 		return 0, false
@@ -81,7 +80,7 @@ func (l Limits) CPUQuota() (cores float64, ok bool) {
 	return float64(l.CPU.Quota) / float64(l.CPU.Period), true
 }
 
-// MemoryMax returns the hard memory limit in bytes; ok is false without one.
+// MemoryMax returns the hard memory limit in bytes; ok is false if none.
 func (l Limits) MemoryMax() (bytes int64, ok bool) {
 	if l.Memory.MaxSource == "" {
 		return 0, false
@@ -89,8 +88,7 @@ func (l Limits) MemoryMax() (bytes int64, ok bool) {
 	return l.Memory.Max, true
 }
 
-// MemoryHigh returns memory.high in bytes; ok is false without one, and
-// always on cgroup v1.
+// MemoryHigh returns memory.high in bytes; ok is false if none, as on v1.
 func (l Limits) MemoryHigh() (bytes int64, ok bool) {
 	if l.Memory.HighSource == "" {
 		return 0, false

@@ -4,9 +4,8 @@ package cgroup
 // none as the largest page-aligned int64, and no machine has 4 EiB.
 const unlimitedMemory = 1 << 62
 
-// parseMemoryValue parses memory.max or memory.high (v2: bytes or "max") or
-// memory.limit_in_bytes (v1: bytes). limited is false for "max" and from
-// unlimitedMemory up.
+// parseMemoryValue parses v2 memory.max or memory.high, or v1
+// memory.limit_in_bytes: bytes, or "max" for none (limited false).
 func parseMemoryValue(data []byte) (bytes int64, limited bool, err error) {
 	line, err := singleLine(data)
 	if err != nil || string(line) == "max" {
@@ -35,7 +34,7 @@ func parseMemoryStatLimit(data []byte) (bytes int64, limited bool, err error) {
 		var line []byte
 		line, data = nextLine(data)
 		if k, v := nextField(line); string(k) == key {
-			u, ok := parseUint(trimSpace(v))
+			u, ok := parseUint(v)
 			if !ok {
 				return 0, false, invalid(n, key, line)
 			}
@@ -45,8 +44,7 @@ func parseMemoryStatLimit(data []byte) (bytes int64, limited bool, err error) {
 	return 0, false, nil
 }
 
-// evalMemory sets m's Max, High and their sources to the tightest limits
-// between m.Dir and m.Mount, or sets m.Err and no limit.
+// evalMemory sets m's Max, High and sources, or m.Err and no limit.
 func evalMemory(src fileSource, m *Memory) {
 	m.Max, m.MaxSource, m.High, m.HighSource = 0, "", 0, ""
 	if m.Err != nil || m.Version == 0 {

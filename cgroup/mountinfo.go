@@ -11,9 +11,8 @@ import (
 //	36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw,errors=continue
 //	(1)(2) (3)   (4)   (5)      (6)      (7)   (8) (9)    (10)         (11)
 //
-// with zero or more optional fields (7) ended by a lone "-". Fields before it
-// never hold a raw space; the super options (11) may (WSL's 9p mounts show
-// Windows paths raw). root and point are still escaped ("\040" is a space).
+// with optional fields (7) ended by a lone "-". Only the super options (11)
+// may hold raw spaces (WSL's 9p mounts); root and point are still escaped.
 type mountInfo struct {
 	id, parent                uint64 // (1), (2)
 	root, point               []byte // (4), (5)
@@ -70,12 +69,7 @@ func isAncestorOrSelf(root, cgPath string) bool {
 	return strings.HasPrefix(cgPath, root) && (len(cgPath) == len(root) || cgPath[len(root)] == '/')
 }
 
-func relPath(root, cgPath string) string {
-	if root == "/" {
-		return cgPath
-	}
-	return cgPath[len(root):]
-}
+func relPath(root, cgPath string) string { return cgPath[len(strings.TrimSuffix(root, "/")):] }
 
 // climbsOut reports whether the relative path rel leads above its start: a
 // cgroup outside the process's cgroup namespace is shown with leading "/.."

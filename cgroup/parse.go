@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 )
 
 var (
@@ -32,32 +33,23 @@ func (e *parseError) Unwrap() error { return e.Err }
 
 // invalid returns a parseError for line n showing the offending text.
 func invalid(n int, what string, text []byte) error {
-	const maxShown = 64
-	if len(text) > maxShown {
-		return &parseError{Line: n, Err: fmt.Errorf("invalid %s %q...", what, text[:maxShown])}
+	format := "invalid %s %q"
+	if len(text) > 64 {
+		text, format = text[:64], format+"..."
 	}
-	return &parseError{Line: n, Err: fmt.Errorf("invalid %s %q", what, text)}
+	return &parseError{Line: n, Err: fmt.Errorf(format, what, text)}
 }
 
-// withFile names the file dir/name in a parser's *parseError.
+// withFile names the file dir/name in the *parseError of a parser.
 func withFile(err error, dir, name string) error {
-	if err == nil {
-		return nil // before errors.As, whose target allocates
-	}
-	var pe *parseError
-	if errors.As(err, &pe) && pe.File == "" {
+	if pe, ok := err.(*parseError); ok && pe.File == "" {
 		pe.File = joinPath(dir, name)
 	}
 	return err
 }
 
 // joinPath joins an absolute clean directory and a name.
-func joinPath(dir, name string) string {
-	if dir == "/" {
-		return "/" + name
-	}
-	return dir + "/" + name
-}
+func joinPath(dir, name string) string { return strings.TrimSuffix(dir, "/") + "/" + name }
 
 // maxMicros is the largest microsecond count that fits a time.Duration.
 const maxMicros = math.MaxInt64 / 1000
@@ -72,28 +64,19 @@ func nextLine(data []byte) (line, rest []byte) {
 	return data, nil
 }
 
-func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f' }
+// spaces is the white space around fields, newlines aside.
+const spaces = " \t\r\v\f"
 
-// trimSpace removes white space other than newlines at both ends of b.
-func trimSpace(b []byte) []byte {
-	for len(b) > 0 && isSpace(b[0]) {
-		b = b[1:]
-	}
-	for len(b) > 0 && isSpace(b[len(b)-1]) {
-		b = b[:len(b)-1]
-	}
-	return b
-}
+func trimSpace(b []byte) []byte { return bytes.Trim(b, spaces) }
 
 // nextField returns the first white-space separated field of b and the rest
 // from the next field on.
 func nextField(b []byte) (field, rest []byte) {
 	b = trimSpace(b)
-	i := 0
-	for i < len(b) && !isSpace(b[i]) {
-		i++
+	if i := bytes.IndexAny(b, spaces); i >= 0 {
+		return b[:i], trimSpace(b[i:])
 	}
-	return b[:i], trimSpace(b[i:])
+	return b, nil
 }
 
 // parseUint parses a non-empty string of decimal digits that fits a uint64.
@@ -112,7 +95,7 @@ func parseUint(b []byte) (v uint64, ok bool) {
 // white space after the first line is an error on line 2.
 func singleLine(data []byte) ([]byte, error) {
 	line, rest := nextLine(data)
-	if len(bytes.Trim(rest, " \t\r\v\f\n")) > 0 {
+	if len(bytes.Trim(rest, spaces+"\n")) > 0 {
 		return nil, &parseError{Line: 2, Err: errExtraLines}
 	}
 	if line = trimSpace(line); len(line) == 0 {

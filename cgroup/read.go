@@ -17,10 +17,12 @@ import (
 func Read() (Limits, error) { return ReadFS(dirFS("")) }
 
 // ReadFS returns the effective limits of the calling process from fsys,
-// rooted at "/", such as an fstest.MapFS or a copied tree. A file is read
-// only if it is a regular file once open (an os.DirFS blocks in Open on a
-// FIFO; Read does not). The error wraps ErrNoCgroup when proc/self/cgroup
-// cannot be read, with zero Limits; else it joins CPU.Err and Memory.Err.
+// rooted at "/", such as an fstest.MapFS or a copied tree; it may be called
+// from several goroutines at once. A file is read only if it is a regular
+// file once open (an os.DirFS blocks in Open on a FIFO; Read does not). The
+// error wraps ErrNoCgroup when proc/self/cgroup cannot be read, with zero
+// Limits; else it joins CPU.Err and Memory.Err: bad files of one controller
+// do not hide the other's limit.
 func ReadFS(fsys fs.FS) (Limits, error) {
 	r := fsReader{fsys: fsys}
 	self, err := r.read("/proc/self/cgroup", maxProcFile)
@@ -29,18 +31,18 @@ func ReadFS(fsys fs.FS) (Limits, error) {
 	}
 	var lim Limits
 	discover(&r, self, &lim)
-	return lim, eval(&r, &lim)
+	return eval(&r, lim)
 }
 
 // eval reads the limits of the hierarchies in lim from src.
-func eval(src fileSource, lim *Limits) error {
+func eval(src fileSource, lim Limits) (Limits, error) {
 	evalCPU(src, &lim.CPU)
 	evalMemory(src, &lim.Memory)
 	a, b := lim.CPU.Err, lim.Memory.Err
 	if a == nil || b == nil || errors.Is(a, b) {
-		return cmp.Or(a, b)
+		return lim, cmp.Or(a, b)
 	}
-	return errors.Join(a, b)
+	return lim, errors.Join(a, b)
 }
 
 // dirFS is os.DirFS opening with O_NONBLOCK: a FIFO cannot block the open.
@@ -54,8 +56,8 @@ func (d dirFS) Open(name string) (fs.File, error) {
 	return f, nil
 }
 
-// fileSource gives the content of dir/name, valid until the next call.
-// found is false when it does not exist: no limit at that level.
+// fileSource gives the content of dir/name until the next call; found is
+// false when it does not exist: no limit at that level.
 type fileSource interface {
 	file(dir, name string) (data []byte, found bool, err error)
 }
@@ -95,12 +97,9 @@ func (r *fsReader) read(abs string, limit int) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer f.Close()
 	data, err := readFile(f, r.buf, limit)
-	r.buf = data[:0]
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if r.buf = data[:0]; err != nil {
 		return nil, pathError("read", abs, err)
 	}
 	return data, nil
@@ -132,14 +131,13 @@ func openFile(fsys fs.FS, abs string) (fs.File, error) {
 	return f, nil
 }
 
-// readFile reads f from its start into b, growing it, with ReadAt when f
-// has it; more than limit bytes is errTooLarge, and 100 empty reads in a
-// row are io.ErrNoProgress, as in bufio.
+// readFile reads f from its start into b, growing it, with ReadAt if f has
+// it; more than limit bytes is errTooLarge, 100 empty reads io.ErrNoProgress.
 func readFile(f fs.File, b []byte, limit int) ([]byte, error) {
 	ra, _ := f.(io.ReaderAt)
 	for b, zeros := b[:0], 0; ; {
 		if len(b) == cap(b) {
-			b = slices.Grow(b, min(max(512, cap(b)), limit+1-len(b)))
+			b = slices.Grow(b, min(max(4<<10, cap(b)), limit+1-len(b)))
 		}
 		p := b[len(b):cap(b)]
 		var n int
@@ -150,12 +148,10 @@ func readFile(f fs.File, b []byte, limit int) ([]byte, error) {
 			err = io.EOF // n < len(p) is the end, whatever the error says
 		}
 		if n < 0 || n > len(p) {
-			return b, errBadCount
-		}
-		if b = b[:len(b)+n]; len(b) > limit {
-			return b, errTooLarge
-		}
-		if n > 0 {
+			err = errBadCount
+		} else if b = b[:len(b)+n]; len(b) > limit {
+			err = errTooLarge
+		} else if n > 0 {
 			zeros = 0
 		} else if zeros++; zeros >= 100 && err == nil {
 			err = io.ErrNoProgress

@@ -29,11 +29,10 @@ type Watcher struct {
 }
 
 // watchFile is one file to re-read; f is nil while it is missing or cannot
-// be opened (err says why).
+// be opened, as err says.
 type watchFile struct {
 	dir, name string
 	f         fs.File
-	missing   bool
 	err       error
 	retry     retry
 }
@@ -64,7 +63,7 @@ func NewWatcher(fsys fs.FS) (*Watcher, error) {
 		return nil, fmt.Errorf("%w: %w", ErrNoCgroup, err)
 	}
 	w.discover(data)
-	_, _ = w.eval() // opens the files, sizes the buffer
+	_, _ = eval(w, w.lim) // opens the files, sizes the buffer
 	return w, nil
 }
 
@@ -98,12 +97,7 @@ func (w *Watcher) Read() (Limits, error) {
 			w.discover(self)
 		}
 	}
-	return w.eval()
-}
-
-func (w *Watcher) eval() (lim Limits, err error) {
-	lim = w.lim
-	return lim, eval(w, &lim)
+	return eval(w, w.lim)
 }
 
 // file implements fileSource: it reads dir/name from its start, with ReadAt
@@ -122,26 +116,22 @@ func (w *Watcher) file(dir, name string) ([]byte, bool, error) {
 		wf.f.Close()
 		wf.f, wf.retry = nil, retry{}
 	}
-	if wf.f == nil && !wf.missing && w.reads >= wf.retry.at {
-		wf.f, wf.err = openFile(w.fsys, joinPath(dir, name))
-		switch {
-		case wf.err == nil:
+	if wf.f == nil && !errors.Is(wf.err, fs.ErrNotExist) && w.reads >= wf.retry.at {
+		if wf.f, wf.err = openFile(w.fsys, joinPath(dir, name)); wf.err == nil {
 			wf.retry = retry{}
-		case errors.Is(wf.err, fs.ErrNotExist):
-			wf.missing = true
-		default:
+		} else {
 			wf.retry.failed(w.reads)
 		}
 	}
 	switch {
-	case wf.missing:
+	case wf.f != nil:
+	case errors.Is(wf.err, fs.ErrNotExist): // no limit until the process moves
 		return nil, false, nil
-	case wf.f == nil:
+	default:
 		return nil, false, wf.err
 	}
 	data, err := readFile(wf.f, w.buf, sizeLimit(dir, name))
-	w.buf = data[:cap(data)]
-	if err != nil {
+	if w.buf = data[:cap(data)]; err != nil {
 		return nil, false, pathError("read", joinPath(dir, name), err)
 	}
 	return data, true, nil
