@@ -22,24 +22,17 @@ func (v Version) String() string {
 	return [...]string{V1: "v1", V2: "v2"}[v]
 }
 
-// hierarchy locates the process's cgroup for one controller, with absolute
-// paths in the file system given to ReadFS; CPU and Memory promote its fields.
+// hierarchy locates the process's cgroup for one controller, as the doc of
+// Limits says; CPU and Memory promote its fields.
 type hierarchy struct {
-	// Version is 0 when no hierarchy has the controller or no mount shows the
-	// process's cgroup: then there is no limit and only Path may be set.
-	Version Version
-	// Path is the cgroup path in /proc/self/cgroup, relative to the cgroup
-	// namespace: "/kubepods/pod1/c1", "/", or "/../x" outside it.
-	Path string
-	// Mount is the mount point ("/sys/fs/cgroup/cpu") and MountRoot the
-	// mount's root in the hierarchy: "/", or a v1 container's own cgroup.
+	Version          Version
+	Path             string
 	Mount, MountRoot string
-	// Dir is the process's cgroup directory; limits count from Dir up to Mount.
-	Dir string
+	Dir              string
 }
 
-// CPU is the effective CPU bandwidth limit, with the hierarchy fields
-// Version, Path, Mount, MountRoot and Dir.
+// CPU is the effective CPU bandwidth limit, with the fields of a hierarchy
+// (see Limits).
 type CPU struct {
 	hierarchy
 	// Quota per Period is the tightest limit, as its cgroup sets them, and
@@ -50,8 +43,8 @@ type CPU struct {
 	Err           error
 }
 
-// Memory is the effective memory limit, with the hierarchy fields Version,
-// Path, Mount, MountRoot and Dir.
+// Memory is the effective memory limit, with the fields of a hierarchy (see
+// Limits).
 type Memory struct {
 	hierarchy
 	// Max is the tightest hard limit in bytes and MaxSource the directory
@@ -66,7 +59,16 @@ type Memory struct {
 	Err        error
 }
 
-// Limits are the effective CPU and memory limits of a process.
+// Limits are the effective CPU and memory limits of a process. CPU and
+// Memory also locate the process's cgroup for their controller, in absolute
+// paths in the file system given to ReadFS:
+//   - Version: V1 or V2; 0 when no hierarchy has the controller or no
+//     mount shows the process's cgroup (no limit; only Path may be set).
+//   - Path: the cgroup path in /proc/self/cgroup, relative to the cgroup
+//     namespace: "/kubepods/pod1/c1", "/", or "/../x" outside it.
+//   - Mount: the mount point, such as "/sys/fs/cgroup/cpu"; MountRoot: the
+//     mount's root in the hierarchy, "/" or a v1 container's own cgroup.
+//   - Dir: the process's cgroup directory; limits count from Dir up to Mount.
 type Limits struct {
 	CPU    CPU
 	Memory Memory
