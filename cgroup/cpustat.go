@@ -115,7 +115,7 @@ func parseCPUStat(data []byte) (CPUStat, error) {
 		case count != nil:
 			*count = u
 		case u > uint64(1<<63-1)/unit:
-			return CPUStat{}, &ParseError{Line: n, Err: fmt.Errorf("%s: %w", k, errRange)}
+			return CPUStat{}, &parseError{Line: n, Err: fmt.Errorf("%s: %w", k, errRange)}
 		default:
 			*dur = time.Duration(u * unit)
 		}

@@ -56,20 +56,20 @@ func TestReadCPUStatErrors(t *testing.T) {
 	})
 	t.Run("bad cpu.max", func(t *testing.T) {
 		_, err := readCPUStatFS(mapFS(with(v2Base, map[string]string{"sys/fs/cgroup/app/cpu.max": "x\n"})))
-		var pe *ParseError
+		var pe *parseError
 		require.ErrorAs(t, err, &pe)
 		assert.Equal(t, "/sys/fs/cgroup/app/cpu.max", pe.File)
 	})
 	t.Run("bad cpu.stat", func(t *testing.T) {
 		_, err := readCPUStatFS(mapFS(with(v2Base, map[string]string{"sys/fs/cgroup/app/cpu.stat": "usage_usec 1\nnr_periods x\n"})))
-		var pe *ParseError
+		var pe *parseError
 		require.ErrorAs(t, err, &pe)
 		assert.Equal(t, "/sys/fs/cgroup/app/cpu.stat", pe.File)
 		assert.Equal(t, 2, pe.Line)
 	})
 	t.Run("bad cpuacct.usage", func(t *testing.T) {
 		_, err := readCPUStatFS(mapFS(with(v1Base, map[string]string{"sys/fs/cgroup/cpu,cpuacct/app/cpuacct.usage": "-\n"})))
-		var pe *ParseError
+		var pe *parseError
 		require.ErrorAs(t, err, &pe)
 		assert.Equal(t, "/sys/fs/cgroup/cpu,cpuacct/app/cpuacct.usage", pe.File)
 	})

@@ -80,7 +80,7 @@ func ExampleReadFS_v1() {
 
 // A malformed file is an error naming the file and line, and it only takes
 // away the limit of its own controller.
-func ExampleParseError() {
+func Example_malformedFile() {
 	file := func(s string) *fstest.MapFile { return &fstest.MapFile{Data: []byte(s)} }
 	fsys := fstest.MapFS{
 		"proc/self/cgroup":         file("0::/\n"),

@@ -12,21 +12,21 @@ import (
 )
 
 // The fuzz targets check that every parser, on any input, neither panics nor
-// makes up a number: it returns either a valid value or a *ParseError. They
+// makes up a number: it returns either a valid value or a *parseError. They
 // are seeded from the tables of the unit tests.
 
-// requireParseError fails unless err is nil or a *ParseError with a sane line.
+// requireParseError fails unless err is nil or a *parseError with a sane line.
 func requireParseError(t *testing.T, err error) {
 	t.Helper()
 	if err == nil {
 		return
 	}
-	var pe *ParseError
+	var pe *parseError
 	if !errors.As(err, &pe) {
-		t.Fatalf("error %v (%T) is not a *ParseError", err, err)
+		t.Fatalf("error %v (%T) is not a *parseError", err, err)
 	}
 	if pe.Line < 0 || pe.Err == nil {
-		t.Fatalf("bad ParseError %#v", pe)
+		t.Fatalf("bad parseError %#v", pe)
 	}
 }
 
@@ -108,7 +108,7 @@ func FuzzMemoryStat(f *testing.F) {
 		v, limited, err := parseMemoryStatLimit([]byte(in))
 		requireParseError(t, err)
 		if err != nil {
-			var pe *ParseError
+			var pe *parseError
 			errors.As(err, &pe)
 			if pe.Line < 1 || pe.Line > strings.Count(in, "\n")+1 {
 				t.Fatalf("%q: line %d", in, pe.Line)
@@ -293,7 +293,7 @@ func readAndWatchAgree(t *testing.T, fsys fs.FS) {
 // checkLimits checks what must hold of any Limits.
 func checkLimits(t *testing.T, l Limits) {
 	t.Helper()
-	for _, h := range []Hierarchy{l.CPU.Hierarchy, l.Memory.Hierarchy} {
+	for _, h := range []hierarchy{l.CPU.hierarchy, l.Memory.hierarchy} {
 		if h.Version == 0 && (h.Dir != "" || h.Mount != "") {
 			t.Fatalf("no version but a directory: %+v", h)
 		}

@@ -1,68 +1,93 @@
 package cgroup
 
 import (
-	"fmt"
+	"bytes"
 	"strings"
 )
 
-// discover fills the Hierarchy of lim.CPU and lim.Memory from selfCgroup,
-// the content of /proc/self/cgroup, and from /proc/self/mountinfo, read
-// through r; and their Err when that fails for a controller. selfCgroup may
-// share r's buffer: it is parsed before r reads again.
-func discover(r *fsReader, selfCgroup []byte, lim *Limits) {
-	cpu := parseProcCgroup(selfCgroup, "cpu")
-	mem := parseProcCgroup(selfCgroup, "memory")
-	cpu.err = withFile(cpu.err, "/proc/self", "cgroup")
-	mem.err = withFile(mem.err, "/proc/self", "cgroup")
+// mountQuery is the cgroup of one controller in /proc/self/cgroup (version
+// 0: none), then the mount that findMounts finds for it.
+type mountQuery struct {
+	version     Version
+	ctrl, path  string
+	err         error // an unusable line for the controller
+	found       bool
+	point, root string // the mount point (cleaned) and root, unescaped
+}
 
-	qs := [2]mountQuery{query(cpu, "cpu"), query(mem, "memory")}
+// parseProcCgroup finds the cgroup of controller ctrl in /proc/self/cgroup,
+// lines "ID:controllers:path": a v1 line naming ctrl wins, else the v2 line
+// "0::path". Other lines are skipped; a relative path there is an error.
+func parseProcCgroup(data []byte, ctrl string) mountQuery {
+	var v2 mountQuery
+	for n := 1; len(data) > 0; n++ {
+		var line []byte
+		line, data = nextLine(data)
+		id, rest, ok1 := bytes.Cut(line, []byte{':'})
+		ctrls, p, ok2 := bytes.Cut(rest, []byte{':'})
+		if _, ok := parseUint(id); !ok || !ok1 || !ok2 {
+			continue
+		}
+		var err error
+		if len(p) == 0 || p[0] != '/' {
+			err = invalid(n, "cgroup path", p)
+		}
+		switch {
+		case hasController(ctrls, ctrl):
+			return mountQuery{version: V1, ctrl: ctrl, path: string(p), err: err}
+		case len(ctrls) == 0 && string(id) == "0" && v2.version == 0:
+			v2 = mountQuery{version: V2, ctrl: ctrl, path: string(p), err: err}
+		}
+	}
+	return v2
+}
+
+// hasController reports whether the comma-separated list names ctrl.
+func hasController(list []byte, ctrl string) bool {
+	for len(list) > 0 {
+		var c []byte
+		c, list, _ = bytes.Cut(list, []byte{','})
+		if string(c) == ctrl {
+			return true
+		}
+	}
+	return false
+}
+
+// discover sets the hierarchy and Err of lim.CPU and lim.Memory from self,
+// /proc/self/cgroup (parsed before r reads mountinfo into the same buffer).
+func discover(r *fsReader, self []byte, lim *Limits) {
+	qs := [2]mountQuery{parseProcCgroup(self, "cpu"), parseProcCgroup(self, "memory")}
 	if qs[0].version != 0 || qs[1].version != 0 {
-		mountinfo, err := r.read(procSelfMountInfo, maxProcFile)
-		if err != nil {
-			// One error value for both, so that ReadFS reports it once.
-			for i, e := range []*procEntry{&cpu, &mem} {
-				if qs[i].version != 0 {
-					e.err = err
-				}
+		mountinfo, err := r.read("/proc/self/mountinfo", maxProcFile)
+		for i := range qs {
+			if qs[i].err = withFile(qs[i].err, "/proc/self", "cgroup"); qs[i].err == nil && qs[i].version != 0 {
+				qs[i].err = err // one value for both, reported once
 			}
-		} else {
+		}
+		if err == nil {
 			findMounts(mountinfo, qs[:])
 		}
 	}
-	lim.CPU.Hierarchy, lim.CPU.Err = locate(cpu, &qs[0])
-	lim.Memory.Hierarchy, lim.Memory.Err = locate(mem, &qs[1])
+	lim.CPU.hierarchy, lim.CPU.Err = qs[0].locate()
+	lim.Memory.hierarchy, lim.Memory.Err = qs[1].locate()
 }
 
-// noCgroup is the error of a /proc/self/cgroup that cannot be read.
-func noCgroup(err error) error { return fmt.Errorf("%w: %w", ErrNoCgroup, err) }
-
-// query returns the mount query for the process's cgroup e of controller
-// ctrl, or one that is skipped (version 0).
-func query(e procEntry, ctrl string) mountQuery {
-	if e.err != nil || e.version == 0 {
-		return mountQuery{}
-	}
-	return mountQuery{version: e.version, ctrl: ctrl, path: e.path}
-}
-
-// locate returns the Hierarchy of the process's cgroup e from the result of
-// its mount query. A cgroup that no mount shows gives a Hierarchy with
-// Version 0 and only Path set: there is no limit that the process could read.
-func locate(e procEntry, q *mountQuery) (Hierarchy, error) {
-	h := Hierarchy{Path: e.path}
-	if e.err != nil || !q.found {
-		return h, e.err
+// locate returns the hierarchy found by q; one that no mount shows has
+// Version 0 and only Path set.
+func (q *mountQuery) locate() (hierarchy, error) {
+	h := hierarchy{Path: q.path}
+	if q.err != nil || !q.found {
+		return h, q.err
 	}
 	h.Version, h.Mount, h.MountRoot, h.Dir = q.version, q.point, q.root, cgroupDir(q.point, q.root, q.path)
 	return h, nil
 }
 
-// parentDir returns the parent of the clean absolute directory dir; the
-// parent of "/" is "/".
-func parentDir(dir string) string {
-	i := strings.LastIndexByte(dir, '/')
-	if i <= 0 {
-		return "/"
+// dirs yields Dir and each parent up to Mount: the levels whose limits count.
+func (h *hierarchy) dirs(yield func(string) bool) {
+	for dir := h.Dir; yield(dir) && dir != h.Mount && dir != "/"; {
+		i := strings.LastIndexByte(dir, '/')
+		dir = dir[:max(i, 1)]
 	}
-	return dir[:i]
 }

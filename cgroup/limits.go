@@ -2,14 +2,13 @@ package cgroup
 
 import (
 	"errors"
-	"fmt"
 	"time"
 )
 
-// Version is the version of a cgroup hierarchy.
+// Version is the version of a cgroup hierarchy; 0 means none was found.
 type Version int
 
-// Cgroup versions. The zero Version means that the controller was not found.
+// The cgroup versions.
 const (
 	V1 Version = 1
 	V2 Version = 2
@@ -17,96 +16,65 @@ const (
 
 // String returns "v1", "v2" or "none".
 func (v Version) String() string {
-	switch v {
-	case V1:
-		return "v1"
-	case V2:
-		return "v2"
+	if v != V1 && v != V2 {
+		return "none"
 	}
-	return "none"
+	return [...]string{V1: "v1", V2: "v2"}[v]
 }
 
-// Hierarchy locates the process's cgroup for one controller.
-//
-// All paths are absolute slash-separated paths in the file system given to
-// ReadFS (for Read, the real root), such as "/sys/fs/cgroup/cpu/kubepods/pod1/c1".
-type Hierarchy struct {
-	// Version is V1 when a cgroup v1 hierarchy carries the controller, V2 when the
-	// unified hierarchy does, and 0 when the controller was not found or no
-	// mount shows the process's cgroup. With Version 0 there is no limit,
-	// Mount, MountRoot and Dir are empty, and Path still shows what
-	// /proc/self/cgroup said, if anything.
-	Version Version
-	// Path is the process's cgroup path as /proc/self/cgroup shows it, relative to
-	// the process's cgroup namespace, e.g. "/kubepods/pod1/c1" or "/" (or
-	// "/../x" outside the namespace).
-	Path string
-	// Mount is the mount point of the hierarchy, e.g. "/sys/fs/cgroup/cpu". Of
-	// several visible mounts that show Path, the one with the longest MountRoot
-	// is used.
-	Mount string
-	// MountRoot is the root of the mount within the hierarchy (field 4 of
-	// mountinfo): "/" when the whole hierarchy (or cgroup namespace) is mounted,
-	// the container's own cgroup path for a v1 Docker container.
-	MountRoot string
-	// Dir is the process's cgroup directory: Mount joined with Path less
-	// MountRoot. Limits are read from Dir up to Mount.
-	Dir string
+// hierarchy locates the process's cgroup for one controller, as the doc of
+// Limits says; CPU and Memory promote its fields.
+type hierarchy struct {
+	Version          Version
+	Path             string
+	Mount, MountRoot string
+	Dir              string
 }
 
-// CPU is the effective CPU bandwidth limit of the process.
+// CPU is the effective CPU bandwidth limit, with the fields of a hierarchy
+// (see Limits).
 type CPU struct {
-	Hierarchy
-	// Quota is the CPU time allowed per Period in the cgroup with the tightest
-	// Quota/Period ratio between Dir and Mount, as that cgroup sets them (a
-	// non-default period is kept). Both are zero when there is no limit.
-	// Kubernetes sets Period to 100ms and Quota to 100µs per millicore.
-	Quota  time.Duration
-	Period time.Duration
-	// Source is the directory whose cpu.max (v2) or cpu.cfs_quota_us (v1) imposed
-	// Quota and Period; empty when there is no limit. Of equal limits, the one
-	// nearest Dir is named.
-	Source string
-	// Err is why the CPU limit could not be read, or nil: a *ParseError for a
-	// malformed file, or an I/O error. There is no limit when Err is set. It is
-	// also part of the error returned by ReadFS.
-	Err error
+	hierarchy
+	// Quota per Period is the tightest limit, as its cgroup sets them, and
+	// Source that cgroup's directory (the nearest Dir of equal ones); all
+	// are zero without a limit. Err is why it could not be read, if so.
+	Quota, Period time.Duration
+	Source        string
+	Err           error
 }
 
-// Memory is the effective memory limit of the process.
+// Memory is the effective memory limit, with the fields of a hierarchy (see
+// Limits).
 type Memory struct {
-	Hierarchy
-	// Max is the tightest hard limit in bytes between Dir and Mount: memory.max on
-	// v2; on v1 the lower of memory.limit_in_bytes over the levels and
-	// hierarchical_memory_limit in Dir's memory.stat (read when MountRoot is not
-	// "/", that is when ancestors are hidden). Zero with MaxSource empty when
-	// there is no limit.
-	Max int64
-	// MaxSource is the directory that imposed Max; empty when there is no limit.
-	// When only hierarchical_memory_limit shows the limit (it was set on an
-	// ancestor above the mount root, which cannot be seen), MaxSource is Dir,
-	// whose memory.stat reported it.
-	MaxSource string
-	// High is the tightest memory.high (v2 only) in bytes; zero with HighSource empty
-	// when there is none.
-	High int64
-	// HighSource is the directory that imposed High; empty when there is none.
+	hierarchy
+	// Max is the tightest hard limit in bytes and MaxSource the directory
+	// that imposed it: Dir when only v1 hierarchical_memory_limit (read when
+	// MountRoot is not "/") shows it; High and HighSource, the same for
+	// memory.high (v2). A source is empty without a limit. Err is why the
+	// limits could not be read, if so.
+	Max        int64
+	MaxSource  string
+	High       int64
 	HighSource string
-	// Err is why the memory limit could not be read, or nil: a *ParseError for
-	// a malformed file, or an I/O error. There is no limit when Err is set. It
-	// is also part of the error returned by ReadFS.
-	Err error
+	Err        error
 }
 
-// Limits are the effective CPU and memory limits of a process: the tightest
-// limit over its cgroup and every ancestor visible under the mount.
+// Limits are the effective CPU and memory limits of a process. CPU and
+// Memory also locate the process's cgroup for their controller, in absolute
+// paths in the file system given to ReadFS:
+//   - Version: V1 or V2; 0 when no hierarchy has the controller or no
+//     mount shows the process's cgroup (no limit; only Path may be set).
+//   - Path: the cgroup path in /proc/self/cgroup, relative to the cgroup
+//     namespace: "/kubepods/pod1/c1", "/", or "/../x" outside it.
+//   - Mount: the mount point, such as "/sys/fs/cgroup/cpu"; MountRoot: the
+//     mount's root in the hierarchy, "/" or a v1 container's own cgroup.
+//   - Dir: the process's cgroup directory; limits count from Dir up to Mount.
 type Limits struct {
 	CPU    CPU
 	Memory Memory
 }
 
-// CPUQuota returns the effective CPU limit in cores (Quota/Period). ok is false
-// when there is no CPU limit.
+// CPUQuota returns the CPU limit in cores, Quota/Period; ok is false if none.
 func (l Limits) CPUQuota() (cores float64, ok bool) {
 	if l.CPU.Source == "" || l.CPU.Period <= 0 {
 		return 0, false
@@ -114,8 +82,7 @@ func (l Limits) CPUQuota() (cores float64, ok bool) {
 	return float64(l.CPU.Quota) / float64(l.CPU.Period), true
 }
 
-// MemoryMax returns the effective hard memory limit in bytes. ok is false when
-// there is no memory limit.
+// MemoryMax returns the hard memory limit in bytes; ok is false if none.
 func (l Limits) MemoryMax() (bytes int64, ok bool) {
 	if l.Memory.MaxSource == "" {
 		return 0, false
@@ -123,8 +90,7 @@ func (l Limits) MemoryMax() (bytes int64, ok bool) {
 	return l.Memory.Max, true
 }
 
-// MemoryHigh returns the effective memory.high in bytes. ok is false when there
-// is none, and always on cgroup v1.
+// MemoryHigh returns memory.high in bytes; ok is false if none, as on v1.
 func (l Limits) MemoryHigh() (bytes int64, ok bool) {
 	if l.Memory.HighSource == "" {
 		return 0, false
@@ -132,31 +98,6 @@ func (l Limits) MemoryHigh() (bytes int64, ok bool) {
 	return l.Memory.High, true
 }
 
-// ErrNoCgroup reports that the process has no cgroup information at all: the
-// operating system is not Linux, or /proc/self/cgroup cannot be read. Errors
-// from ReadFS wrap it (test with errors.Is); it is not a failure, only the
-// absence of limits.
+// ErrNoCgroup reports that there is no cgroup information at all: not Linux,
+// or no /proc/self/cgroup. It is the absence of limits, not a failure.
 var ErrNoCgroup = errors.New("cgroup: no cgroup information (not Linux or no /proc)")
-
-// ParseError is a malformed cgroup or proc file. Test for it with errors.As.
-type ParseError struct {
-	File string // absolute path of the file
-	Line int    // 1-based line number; 0 when the whole file is at fault
-	Err  error  // what is wrong
-}
-
-// Error returns "cgroup: FILE:LINE: what is wrong", without ":LINE" when
-// Line is 0.
-func (e *ParseError) Error() string {
-	file := e.File
-	if file == "" {
-		file = "(unknown file)"
-	}
-	if e.Line > 0 {
-		return fmt.Sprintf("cgroup: %s:%d: %v", file, e.Line, e.Err)
-	}
-	return fmt.Sprintf("cgroup: %s: %v", file, e.Err)
-}
-
-// Unwrap returns Err.
-func (e *ParseError) Unwrap() error { return e.Err }

@@ -1,58 +1,72 @@
 package cgroup
 
-// The memory limit files.
-const (
-	fileMemoryMax   = "memory.max"            // v2 hard limit
-	fileMemoryHigh  = "memory.high"           // v2 throttling limit
-	fileMemoryLimit = "memory.limit_in_bytes" // v1 hard limit
-	fileMemoryStat  = "memory.stat"           // v1: hierarchical_memory_limit
-)
+// unlimitedMemory is the smallest memory value that means no limit: v1 shows
+// none as the largest page-aligned int64, and no machine has 4 EiB.
+const unlimitedMemory = 1 << 62
 
-// parseMemoryValue parses a one-line memory limit file: memory.max or
-// memory.high (v2: a number of bytes or "max") or memory.limit_in_bytes (v1: a
-// number of bytes). limited is false for "max" and for values of 2^62 bytes or
-// more, which is how v1 shows "no limit" (the page-aligned MaxInt64,
-// 9223372036854771712 with 4 KiB pages).
+// parseMemoryValue parses v2 memory.max or memory.high, or v1
+// memory.limit_in_bytes: bytes, or "max" for none (limited false).
 func parseMemoryValue(data []byte) (bytes int64, limited bool, err error) {
 	line, err := singleLine(data)
-	if err != nil {
+	if err != nil || string(line) == "max" {
 		return 0, false, err
-	}
-	if string(line) == "max" {
-		return 0, false, nil
 	}
 	v, ok := parseUint(line)
 	if !ok {
 		return 0, false, invalid(1, "memory limit", line)
 	}
+	return memBytes(v)
+}
+
+func memBytes(v uint64) (int64, bool, error) {
 	if v >= unlimitedMemory {
 		return 0, false, nil
 	}
 	return int64(v), true, nil
 }
 
-// parseMemoryStatLimit finds hierarchical_memory_limit in a cgroup v1
-// memory.stat ("key value" lines): the tightest memory.limit_in_bytes of the
-// cgroup and all its ancestors, including those above the mount root that the
-// process cannot see. limited is false when the key is missing or the value
-// means no limit. Other lines are not looked at.
+// parseMemoryStatLimit finds hierarchical_memory_limit in a v1 memory.stat:
+// the tightest limit of the cgroup and all its ancestors, seen or not.
+// limited is false when the key is missing or means no limit.
 func parseMemoryStatLimit(data []byte) (bytes int64, limited bool, err error) {
 	const key = "hierarchical_memory_limit"
 	for n := 1; len(data) > 0; n++ {
 		var line []byte
 		line, data = nextLine(data)
-		k, v := nextField(line)
-		if string(k) != key {
-			continue
+		if k, v := nextField(line); string(k) == key {
+			u, ok := parseUint(v)
+			if !ok {
+				return 0, false, invalid(n, key, line)
+			}
+			return memBytes(u)
 		}
-		u, ok := parseUint(trimSpace(v))
-		if !ok {
-			return 0, false, invalid(n, key, line)
-		}
-		if u >= unlimitedMemory {
-			return 0, false, nil
-		}
-		return int64(u), true, nil
 	}
 	return 0, false, nil
+}
+
+// evalMemory sets m's Max, High and sources, or m.Err and no limit.
+func evalMemory(src fileSource, m *Memory) {
+	m.Max, m.MaxSource, m.High, m.HighSource = 0, "", 0, ""
+	if m.Err != nil || m.Version == 0 {
+		return
+	}
+	var max, high tightest
+	for dir := range m.dirs {
+		if m.Version == V1 {
+			m.Err = max.read(src, dir, "memory.limit_in_bytes", parseMemoryValue)
+		} else if m.Err = max.read(src, dir, "memory.max", parseMemoryValue); m.Err == nil {
+			m.Err = high.read(src, dir, "memory.high", parseMemoryValue)
+		}
+		if m.Err != nil {
+			return
+		}
+	}
+	// hierarchical_memory_limit covers the ancestors above a mount root that
+	// is not "/"; a limit found only there is named after Dir.
+	if m.Version == V1 && m.MountRoot != "/" {
+		if m.Err = max.read(src, m.Dir, "memory.stat", parseMemoryStatLimit); m.Err != nil {
+			return
+		}
+	}
+	m.Max, m.MaxSource, m.High, m.HighSource = max.q, max.dir, high.q, high.dir
 }

@@ -12,9 +12,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestRealFIFOAndDevZero: on a real directory tree, a FIFO at cpu.max (whose
-// open would wait for a writer for ever) and a link to /dev/zero at
-// memory.max (which never ends) are errors, returned at once.
+// TestRealFIFOAndDevZero: on a real directory tree opened as Read opens the
+// root, a FIFO at cpu.max (whose blocking open would wait for a writer for
+// ever) and a link to /dev/zero at memory.max (which never ends) are errors,
+// returned at once.
 func TestRealFIFOAndDevZero(t *testing.T) {
 	root := t.TempDir()
 	for name, data := range v2Base {
@@ -29,7 +30,7 @@ func TestRealFIFOAndDevZero(t *testing.T) {
 	require.NoError(t, os.Remove(memMax))
 	require.NoError(t, os.Symlink("/dev/zero", memMax))
 
-	fsys := os.DirFS(root)
+	fsys := dirFS(root)
 	lim, readErr := ReadFS(fsys)
 	require.ErrorIs(t, readErr, errNotRegular)
 	assert.ErrorIs(t, lim.CPU.Err, errNotRegular)

@@ -51,14 +51,14 @@ func TestParseCPUMax(t *testing.T) {
 	}
 }
 
-// checkErrLine asserts no error for line -1, else a *ParseError on that line.
+// checkErrLine asserts no error for line -1, else a *parseError on that line.
 func checkErrLine(t *testing.T, err error, line int) {
 	t.Helper()
 	if line < 0 {
 		require.NoError(t, err)
 		return
 	}
-	var pe *ParseError
+	var pe *parseError
 	require.ErrorAs(t, err, &pe)
 	assert.Equal(t, line, pe.Line)
 	assert.Empty(t, pe.File, "parsers leave File to the caller")
@@ -246,7 +246,7 @@ func TestParseCPUAcctUsage(t *testing.T) {
 	}
 	for _, in := range []string{"", "-5\n", "x\n", "1 2\n", "9223372036854775808\n", "--1\n"} {
 		_, err := parseCPUAcctUsage([]byte(in))
-		var pe *ParseError
+		var pe *parseError
 		assert.ErrorAs(t, err, &pe, "%q", in)
 	}
 }
@@ -447,4 +447,11 @@ func TestParseUint(t *testing.T) {
 		_, ok := parseUint([]byte(in))
 		assert.False(t, ok, in)
 	}
+}
+
+// findMount is findMounts for one hierarchy.
+func findMount(mountinfo []byte, version Version, ctrl, cgPath string) (point, root string, ok bool) {
+	qs := [1]mountQuery{{version: version, ctrl: ctrl, path: cgPath}}
+	findMounts(mountinfo, qs[:])
+	return qs[0].point, qs[0].root, qs[0].found
 }

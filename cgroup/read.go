@@ -1,35 +1,174 @@
 package cgroup
 
 import (
+	"cmp"
+	"errors"
+	"fmt"
+	"io"
 	"io/fs"
 	"os"
+	"slices"
+	"strings"
 )
 
 // Read returns the effective limits of the calling process: ReadFS of the
-// real root, os.DirFS("/"). Outside Linux the error wraps ErrNoCgroup.
-func Read() (Limits, error) { return ReadFS(os.DirFS("/")) }
+// real root, whose files it opens without blocking. Outside Linux the error
+// wraps ErrNoCgroup.
+func Read() (Limits, error) { return ReadFS(dirFS("")) }
 
-// ReadFS returns the effective limits of the calling process, reading
-// proc/self/cgroup, proc/self/mountinfo and the cgroup files they lead to
-// from fsys, which is rooted at "/". Tests and tools can pass an
-// fstest.MapFS or a directory tree holding a copy of those files.
-//
-// The error wraps ErrNoCgroup when proc/self/cgroup cannot be read; the
-// Limits are then zero. Otherwise it is the errors.Join of CPU.Err and
-// Memory.Err: a controller whose files are bad does not hide the other, so a
-// caller may use Limits.CPUQuota even when the memory files are malformed.
-//
-// Each call reads the files again; ReadFS may be called from several
-// goroutines at once. To poll for changes, a Watcher is cheaper.
+// ReadFS returns the effective limits of the calling process from fsys,
+// rooted at "/", such as an fstest.MapFS or a copied tree; it may be called
+// from several goroutines at once. A file is read only if it is a regular
+// file once open (an os.DirFS blocks in Open on a FIFO; Read does not). The
+// error wraps ErrNoCgroup when proc/self/cgroup cannot be read, with zero
+// Limits; else it joins CPU.Err and Memory.Err: bad files of one controller
+// do not hide the other's limit.
 func ReadFS(fsys fs.FS) (Limits, error) {
 	r := fsReader{fsys: fsys}
-	self, err := r.read(procSelfCgroup, maxProcFile)
+	self, err := r.read("/proc/self/cgroup", maxProcFile)
 	if err != nil {
-		return Limits{}, noCgroup(err)
+		return Limits{}, fmt.Errorf("%w: %w", ErrNoCgroup, err)
 	}
 	var lim Limits
 	discover(&r, self, &lim)
-	evalCPU(&r, &lim.CPU)
-	evalMemory(&r, &lim.Memory)
-	return lim, joinErrs(lim.CPU.Err, lim.Memory.Err)
+	return eval(&r, lim)
+}
+
+// eval reads the limits of the hierarchies in lim from src.
+func eval(src fileSource, lim Limits) (Limits, error) {
+	evalCPU(src, &lim.CPU)
+	evalMemory(src, &lim.Memory)
+	a, b := lim.CPU.Err, lim.Memory.Err
+	if a == nil || b == nil || errors.Is(a, b) {
+		return lim, cmp.Or(a, b)
+	}
+	return lim, errors.Join(a, b)
+}
+
+// dirFS is os.DirFS opening with O_NONBLOCK: a FIFO cannot block the open.
+type dirFS string
+
+func (d dirFS) Open(name string) (fs.File, error) {
+	f, err := os.OpenFile(string(d)+"/"+name, os.O_RDONLY|oNonblock, 0)
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// fileSource gives the content of dir/name until the next call; found is
+// false when it does not exist: no limit at that level.
+type fileSource interface {
+	file(dir, name string) (data []byte, found bool, err error)
+}
+
+// What is read of a file at most: far more than the kernel writes there.
+const (
+	maxLimitFile = 4 << 10  // one-line limit files
+	maxStatFile  = 64 << 10 // cpu.stat, memory.stat
+	maxProcFile  = 4 << 20  // /proc/self/cgroup and /proc/self/mountinfo
+)
+
+func sizeLimit(dir, name string) int {
+	switch {
+	case dir == "/proc/self":
+		return maxProcFile
+	case strings.HasSuffix(name, ".stat"):
+		return maxStatFile
+	}
+	return maxLimitFile
+}
+
+var (
+	errNotRegular = errors.New("not a regular file")
+	errTooLarge   = errors.New("file too large")
+	errBadCount   = errors.New("read returned an invalid byte count")
+)
+
+// fsReader reads whole files of fsys into one buffer.
+type fsReader struct {
+	fsys fs.FS
+	buf  []byte
+}
+
+// read returns the content of the file at abs, at most limit bytes.
+func (r *fsReader) read(abs string, limit int) ([]byte, error) {
+	f, err := openFile(r.fsys, abs)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := readFile(f, r.buf, limit)
+	if r.buf = data[:0]; err != nil {
+		return nil, pathError("read", abs, err)
+	}
+	return data, nil
+}
+
+func (r *fsReader) file(dir, name string) ([]byte, bool, error) {
+	data, err := r.read(joinPath(dir, name), sizeLimit(dir, name))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, nil
+	}
+	return data, err == nil, err
+}
+
+// openFile opens the file at abs and checks that it is a regular file: a
+// device such as /dev/zero would never end.
+func openFile(fsys fs.FS, abs string) (fs.File, error) {
+	f, err := fsys.Open(strings.TrimPrefix(abs, "/"))
+	if err != nil {
+		return nil, pathError("open", abs, err)
+	}
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = errNotRegular
+	}
+	if err != nil {
+		f.Close()
+		return nil, pathError("open", abs, err)
+	}
+	return f, nil
+}
+
+// readFile reads f from its start into b, growing it, with ReadAt if f has
+// it; more than limit bytes is errTooLarge, 100 empty reads io.ErrNoProgress.
+func readFile(f fs.File, b []byte, limit int) ([]byte, error) {
+	ra, _ := f.(io.ReaderAt)
+	for b, zeros := b[:0], 0; ; {
+		if len(b) == cap(b) {
+			b = slices.Grow(b, min(max(4<<10, cap(b)), limit+1-len(b)))
+		}
+		p := b[len(b):cap(b)]
+		var n int
+		var err error
+		if ra == nil {
+			n, err = f.Read(p)
+		} else if n, err = ra.ReadAt(p, int64(len(b))); err == nil && n < len(p) {
+			err = io.EOF // n < len(p) is the end, whatever the error says
+		}
+		if n < 0 || n > len(p) {
+			err = errBadCount
+		} else if b = b[:len(b)+n]; len(b) > limit {
+			err = errTooLarge
+		} else if n > 0 {
+			zeros = 0
+		} else if zeros++; zeros >= 100 && err == nil {
+			err = io.ErrNoProgress
+		}
+		if err == io.EOF {
+			return b, nil
+		} else if err != nil {
+			return b, err
+		}
+	}
+}
+
+// pathError reports err about abs instead of the name in fsys.
+func pathError(op, abs string, err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		op, err = pe.Op, pe.Err
+	}
+	return &fs.PathError{Op: op, Path: abs, Err: err}
 }

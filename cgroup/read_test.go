@@ -29,11 +29,11 @@ var fixtureTests = []struct {
 		name: "v2-private-ns",
 		want: Limits{
 			CPU: CPU{
-				Hierarchy: Hierarchy{Version: V2, Path: "/", Mount: "/sys/fs/cgroup", MountRoot: "/", Dir: "/sys/fs/cgroup"},
+				hierarchy: hierarchy{Version: V2, Path: "/", Mount: "/sys/fs/cgroup", MountRoot: "/", Dir: "/sys/fs/cgroup"},
 				Quota:     150 * time.Millisecond, Period: 100 * time.Millisecond, Source: "/sys/fs/cgroup",
 			},
 			Memory: Memory{
-				Hierarchy: Hierarchy{Version: V2, Path: "/", Mount: "/sys/fs/cgroup", MountRoot: "/", Dir: "/sys/fs/cgroup"},
+				hierarchy: hierarchy{Version: V2, Path: "/", Mount: "/sys/fs/cgroup", MountRoot: "/", Dir: "/sys/fs/cgroup"},
 				Max:       512 * mib, MaxSource: "/sys/fs/cgroup",
 			},
 		},
@@ -42,32 +42,32 @@ var fixtureTests = []struct {
 		name: "v2-kubepods-host",
 		want: func() Limits {
 			pod := "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod6f1d0ba2_5e4c_4c1b_9a53_3c3b1f0c6d7e.slice"
-			h := Hierarchy{Version: V2, Path: pod + "/cri-containerd-4b1c9d2e7f0a.scope", Mount: "/sys/fs/cgroup", MountRoot: "/",
+			h := hierarchy{Version: V2, Path: pod + "/cri-containerd-4b1c9d2e7f0a.scope", Mount: "/sys/fs/cgroup", MountRoot: "/",
 				Dir: "/sys/fs/cgroup" + pod + "/cri-containerd-4b1c9d2e7f0a.scope"}
 			return Limits{
-				CPU:    CPU{Hierarchy: h, Quota: 250 * time.Millisecond, Period: 100 * time.Millisecond, Source: "/sys/fs/cgroup" + pod},
-				Memory: Memory{Hierarchy: h, Max: 1 * gib, MaxSource: "/sys/fs/cgroup" + pod},
+				CPU:    CPU{hierarchy: h, Quota: 250 * time.Millisecond, Period: 100 * time.Millisecond, Source: "/sys/fs/cgroup" + pod},
+				Memory: Memory{hierarchy: h, Max: 1 * gib, MaxSource: "/sys/fs/cgroup" + pod},
 			}
 		}(),
 	},
 	{
 		name: "v2-parent-tighter",
 		want: func() Limits {
-			h := Hierarchy{Version: V2, Path: "/app/worker", Mount: "/sys/fs/cgroup", MountRoot: "/", Dir: "/sys/fs/cgroup/app/worker"}
+			h := hierarchy{Version: V2, Path: "/app/worker", Mount: "/sys/fs/cgroup", MountRoot: "/", Dir: "/sys/fs/cgroup/app/worker"}
 			return Limits{
-				CPU:    CPU{Hierarchy: h, Quota: 50 * time.Millisecond, Period: 100 * time.Millisecond, Source: "/sys/fs/cgroup/app"},
-				Memory: Memory{Hierarchy: h, Max: 256 * mib, MaxSource: "/sys/fs/cgroup/app"},
+				CPU:    CPU{hierarchy: h, Quota: 50 * time.Millisecond, Period: 100 * time.Millisecond, Source: "/sys/fs/cgroup/app"},
+				Memory: Memory{hierarchy: h, Max: 256 * mib, MaxSource: "/sys/fs/cgroup/app"},
 			}
 		}(),
 	},
 	{
 		name: "v2-memory-high",
 		want: func() Limits {
-			h := Hierarchy{Version: V2, Path: "/system.slice/svc.service", Mount: "/sys/fs/cgroup", MountRoot: "/",
+			h := hierarchy{Version: V2, Path: "/system.slice/svc.service", Mount: "/sys/fs/cgroup", MountRoot: "/",
 				Dir: "/sys/fs/cgroup/system.slice/svc.service"}
 			return Limits{
-				CPU: CPU{Hierarchy: h},
-				Memory: Memory{Hierarchy: h, Max: 1 * gib, MaxSource: "/sys/fs/cgroup/system.slice/svc.service",
+				CPU: CPU{hierarchy: h},
+				Memory: Memory{hierarchy: h, Max: 1 * gib, MaxSource: "/sys/fs/cgroup/system.slice/svc.service",
 					High: 768 * mib, HighSource: "/sys/fs/cgroup/system.slice/svc.service"},
 			}
 		}(),
@@ -76,11 +76,11 @@ var fixtureTests = []struct {
 		name: "v1-cfs-period",
 		want: Limits{
 			CPU: CPU{
-				Hierarchy: Hierarchy{Version: V1, Path: "/batch/job", Mount: "/sys/fs/cgroup/cpu,cpuacct", MountRoot: "/",
+				hierarchy: hierarchy{Version: V1, Path: "/batch/job", Mount: "/sys/fs/cgroup/cpu,cpuacct", MountRoot: "/",
 					Dir: "/sys/fs/cgroup/cpu,cpuacct/batch/job"},
 				Quota: 75 * time.Millisecond, Period: 50 * time.Millisecond, Source: "/sys/fs/cgroup/cpu,cpuacct/batch/job",
 			},
-			Memory: Memory{Hierarchy: Hierarchy{Version: V1, Path: "/batch/job", Mount: "/sys/fs/cgroup/memory", MountRoot: "/",
+			Memory: Memory{hierarchy: hierarchy{Version: V1, Path: "/batch/job", Mount: "/sys/fs/cgroup/memory", MountRoot: "/",
 				Dir: "/sys/fs/cgroup/memory/batch/job"}},
 		},
 	},
@@ -90,11 +90,11 @@ var fixtureTests = []struct {
 			id := "/docker/3f6a2c9b8e1d4f7a0b5c6d7e8f9a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a"
 			return Limits{
 				CPU: CPU{
-					Hierarchy: Hierarchy{Version: V1, Path: id, Mount: "/sys/fs/cgroup/cpu,cpuacct", MountRoot: id, Dir: "/sys/fs/cgroup/cpu,cpuacct"},
+					hierarchy: hierarchy{Version: V1, Path: id, Mount: "/sys/fs/cgroup/cpu,cpuacct", MountRoot: id, Dir: "/sys/fs/cgroup/cpu,cpuacct"},
 					Quota:     150 * time.Millisecond, Period: 100 * time.Millisecond, Source: "/sys/fs/cgroup/cpu,cpuacct",
 				},
 				Memory: Memory{
-					Hierarchy: Hierarchy{Version: V1, Path: id, Mount: "/sys/fs/cgroup/memory", MountRoot: id, Dir: "/sys/fs/cgroup/memory"},
+					hierarchy: hierarchy{Version: V1, Path: id, Mount: "/sys/fs/cgroup/memory", MountRoot: id, Dir: "/sys/fs/cgroup/memory"},
 					Max:       512 * mib, MaxSource: "/sys/fs/cgroup/memory",
 				},
 			}
@@ -105,9 +105,9 @@ var fixtureTests = []struct {
 		want: func() Limits {
 			p := "/kubepods/burstable/pod0d4e5f6a-7b8c-9d0e-1f2a-3b4c5d6e7f80/9a8b7c6d5e4f"
 			return Limits{
-				CPU: CPU{Hierarchy: Hierarchy{Version: V1, Path: p, Mount: "/sys/fs/cgroup/cpu,cpuacct", MountRoot: p, Dir: "/sys/fs/cgroup/cpu,cpuacct"}},
+				CPU: CPU{hierarchy: hierarchy{Version: V1, Path: p, Mount: "/sys/fs/cgroup/cpu,cpuacct", MountRoot: p, Dir: "/sys/fs/cgroup/cpu,cpuacct"}},
 				Memory: Memory{
-					Hierarchy: Hierarchy{Version: V1, Path: p, Mount: "/sys/fs/cgroup/memory", MountRoot: p, Dir: "/sys/fs/cgroup/memory"},
+					hierarchy: hierarchy{Version: V1, Path: p, Mount: "/sys/fs/cgroup/memory", MountRoot: p, Dir: "/sys/fs/cgroup/memory"},
 					Max:       256 * mib, MaxSource: "/sys/fs/cgroup/memory",
 				},
 			}
@@ -120,11 +120,11 @@ var fixtureTests = []struct {
 			p := pod + "/9a8b7c6d5e4f"
 			return Limits{
 				CPU: CPU{
-					Hierarchy: Hierarchy{Version: V1, Path: p, Mount: "/sys/fs/cgroup/cpu,cpuacct", MountRoot: "/", Dir: "/sys/fs/cgroup/cpu,cpuacct" + p},
+					hierarchy: hierarchy{Version: V1, Path: p, Mount: "/sys/fs/cgroup/cpu,cpuacct", MountRoot: "/", Dir: "/sys/fs/cgroup/cpu,cpuacct" + p},
 					Quota:     50 * time.Millisecond, Period: 100 * time.Millisecond, Source: "/sys/fs/cgroup/cpu,cpuacct" + pod,
 				},
 				Memory: Memory{
-					Hierarchy: Hierarchy{Version: V1, Path: p, Mount: "/sys/fs/cgroup/memory", MountRoot: "/", Dir: "/sys/fs/cgroup/memory" + p},
+					hierarchy: hierarchy{Version: V1, Path: p, Mount: "/sys/fs/cgroup/memory", MountRoot: "/", Dir: "/sys/fs/cgroup/memory" + p},
 					Max:       300 * mib, MaxSource: "/sys/fs/cgroup/memory" + pod,
 				},
 			}
@@ -136,11 +136,11 @@ var fixtureTests = []struct {
 			p := "/user.slice/app.service"
 			return Limits{
 				CPU: CPU{
-					Hierarchy: Hierarchy{Version: V1, Path: p, Mount: "/sys/fs/cgroup/cpu", MountRoot: "/", Dir: "/sys/fs/cgroup/cpu" + p},
+					hierarchy: hierarchy{Version: V1, Path: p, Mount: "/sys/fs/cgroup/cpu", MountRoot: "/", Dir: "/sys/fs/cgroup/cpu" + p},
 					Quota:     100 * time.Millisecond, Period: 100 * time.Millisecond, Source: "/sys/fs/cgroup/cpu" + p,
 				},
 				Memory: Memory{
-					Hierarchy: Hierarchy{Version: V1, Path: p, Mount: "/sys/fs/cgroup/memory", MountRoot: "/", Dir: "/sys/fs/cgroup/memory" + p},
+					hierarchy: hierarchy{Version: V1, Path: p, Mount: "/sys/fs/cgroup/memory", MountRoot: "/", Dir: "/sys/fs/cgroup/memory" + p},
 					Max:       2 * gib, MaxSource: "/sys/fs/cgroup/memory/user.slice",
 				},
 			}
@@ -150,20 +150,20 @@ var fixtureTests = []struct {
 		name: "wsl",
 		want: func() Limits {
 			p := "/user.slice/user-1000.slice/session-2.scope"
-			h := Hierarchy{Version: V2, Path: p, Mount: "/sys/fs/cgroup", MountRoot: "/", Dir: "/sys/fs/cgroup" + p}
+			h := hierarchy{Version: V2, Path: p, Mount: "/sys/fs/cgroup", MountRoot: "/", Dir: "/sys/fs/cgroup" + p}
 			return Limits{
-				CPU:    CPU{Hierarchy: h},
-				Memory: Memory{Hierarchy: h, Max: 4 * gib, MaxSource: "/sys/fs/cgroup/user.slice"},
+				CPU:    CPU{hierarchy: h},
+				Memory: Memory{hierarchy: h, Max: 4 * gib, MaxSource: "/sys/fs/cgroup/user.slice"},
 			}
 		}(),
 	},
 	{
 		name: "escaped-space",
 		want: func() Limits {
-			h := Hierarchy{Version: V2, Path: "/my app/worker", Mount: "/run/my cgroup", MountRoot: "/my app", Dir: "/run/my cgroup/worker"}
+			h := hierarchy{Version: V2, Path: "/my app/worker", Mount: "/run/my cgroup", MountRoot: "/my app", Dir: "/run/my cgroup/worker"}
 			return Limits{
-				CPU:    CPU{Hierarchy: h, Quota: 100 * time.Millisecond, Period: 100 * time.Millisecond, Source: "/run/my cgroup"},
-				Memory: Memory{Hierarchy: h, Max: 1 * gib, MaxSource: "/run/my cgroup/worker"},
+				CPU:    CPU{hierarchy: h, Quota: 100 * time.Millisecond, Period: 100 * time.Millisecond, Source: "/run/my cgroup"},
+				Memory: Memory{hierarchy: h, Max: 1 * gib, MaxSource: "/run/my cgroup/worker"},
 			}
 		}(),
 	},
@@ -174,12 +174,12 @@ var fixtureTests = []struct {
 		name: "v1-stacked-bind",
 		want: Limits{
 			CPU: CPU{
-				Hierarchy: Hierarchy{Version: V1, Path: "/fitgo/x", Mount: "/sys/fs/cgroup/cpu,cpuacct", MountRoot: "/",
+				hierarchy: hierarchy{Version: V1, Path: "/fitgo/x", Mount: "/sys/fs/cgroup/cpu,cpuacct", MountRoot: "/",
 					Dir: "/sys/fs/cgroup/cpu,cpuacct/fitgo/x"},
 				Quota: 50 * time.Millisecond, Period: 100 * time.Millisecond, Source: "/sys/fs/cgroup/cpu,cpuacct/fitgo/x",
 			},
 			Memory: Memory{
-				Hierarchy: Hierarchy{Version: V1, Path: "/fitgo/x", Mount: "/sys/fs/cgroup/memory", MountRoot: "/fitgo/x", Dir: "/sys/fs/cgroup/memory"},
+				hierarchy: hierarchy{Version: V1, Path: "/fitgo/x", Mount: "/sys/fs/cgroup/memory", MountRoot: "/fitgo/x", Dir: "/sys/fs/cgroup/memory"},
 				Max:       256 * mib, MaxSource: "/sys/fs/cgroup/memory",
 			},
 		},
@@ -191,26 +191,26 @@ var fixtureTests = []struct {
 		name: "v2-nsenter",
 		want: func() Limits {
 			p := "/../../../user.slice/user-0.slice/session-1.scope"
-			h := Hierarchy{Version: V2, Path: p, Mount: "/sys/fs/cgroup", MountRoot: "/../../..",
+			h := hierarchy{Version: V2, Path: p, Mount: "/sys/fs/cgroup", MountRoot: "/../../..",
 				Dir: "/sys/fs/cgroup/user.slice/user-0.slice/session-1.scope"}
 			return Limits{
-				CPU:    CPU{Hierarchy: h, Quota: 150 * time.Millisecond, Period: 100 * time.Millisecond, Source: h.Dir},
-				Memory: Memory{Hierarchy: h, Max: 2 * gib, MaxSource: "/sys/fs/cgroup/user.slice"},
+				CPU:    CPU{hierarchy: h, Quota: 150 * time.Millisecond, Period: 100 * time.Millisecond, Source: h.Dir},
+				Memory: Memory{hierarchy: h, Max: 2 * gib, MaxSource: "/sys/fs/cgroup/user.slice"},
 			}
 		}(),
 	},
 	{
 		name: "host-root",
 		want: func() Limits {
-			h := Hierarchy{Version: V2, Path: "/", Mount: "/sys/fs/cgroup", MountRoot: "/", Dir: "/sys/fs/cgroup"}
-			return Limits{CPU: CPU{Hierarchy: h}, Memory: Memory{Hierarchy: h}}
+			h := hierarchy{Version: V2, Path: "/", Mount: "/sys/fs/cgroup", MountRoot: "/", Dir: "/sys/fs/cgroup"}
+			return Limits{CPU: CPU{hierarchy: h}, Memory: Memory{hierarchy: h}}
 		}(),
 	},
 	{
 		name: "outside-ns",
 		want: Limits{
-			CPU:    CPU{Hierarchy: Hierarchy{Path: "/../../kubepods.slice/other.scope"}},
-			Memory: Memory{Hierarchy: Hierarchy{Path: "/../../kubepods.slice/other.scope"}},
+			CPU:    CPU{hierarchy: hierarchy{Path: "/../../kubepods.slice/other.scope"}},
+			Memory: Memory{hierarchy: hierarchy{Path: "/../../kubepods.slice/other.scope"}},
 		},
 	},
 }
@@ -236,7 +236,7 @@ func TestReadFSMalformedMemoryKeepsCPU(t *testing.T) {
 
 	_, ok = got.MemoryMax()
 	assert.False(t, ok)
-	var pe *ParseError
+	var pe *parseError
 	require.ErrorAs(t, err, &pe)
 	assert.Equal(t, "/sys/fs/cgroup/memory.max", pe.File)
 	assert.Equal(t, 1, pe.Line)
@@ -335,7 +335,7 @@ func TestReadFSMalformed(t *testing.T) {
 	tests := []struct {
 		name     string
 		files    map[string]string
-		file     string // the file the ParseError names
+		file     string // the file the parseError names
 		line     int
 		cpuBad   bool // CPU.Err set (else Memory.Err)
 		otherOK  bool // the other controller still has its limit
@@ -360,7 +360,7 @@ func TestReadFSMalformed(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := ReadFS(mapFS(tc.files))
 			require.Error(t, err)
-			var pe *ParseError
+			var pe *parseError
 			require.ErrorAs(t, err, &pe)
 			assert.Equal(t, tc.file, pe.File)
 			assert.Equal(t, tc.line, pe.Line)
@@ -729,10 +729,10 @@ func countSubstr(s, sub string) int {
 
 func TestParseErrorUnwraps(t *testing.T) {
 	inner := errors.New("bad")
-	err := error(&ParseError{File: "/x", Line: 3, Err: inner})
+	err := error(&parseError{File: "/x", Line: 3, Err: inner})
 	assert.ErrorIs(t, err, inner)
 	assert.Equal(t, "cgroup: /x:3: bad", err.Error())
-	assert.Equal(t, "cgroup: /x: bad", (&ParseError{File: "/x", Err: inner}).Error())
+	assert.Equal(t, "cgroup: /x: bad", (&parseError{File: "/x", Err: inner}).Error())
 }
 
 func TestVersionString(t *testing.T) {

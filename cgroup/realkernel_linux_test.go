@@ -204,7 +204,7 @@ func TestRealKernelV1StackedBind(t *testing.T) {
 	}
 	self, err := Read()
 	if err != nil || self.Memory.Version != V1 || self.Memory.MountRoot != "/" {
-		t.Skipf("skipped: needs a v1 memory hierarchy mounted whole; this system has %+v (%v)", self.Memory.Hierarchy, err)
+		t.Skipf("skipped: needs a v1 memory hierarchy mounted whole; this system has %+v (%v)", self.Memory.hierarchy, err)
 	}
 	name := fmt.Sprintf("fitgo-cgroup-stack-%d-%d", os.Getpid(), time.Now().UnixNano())
 	dir := filepath.Join(self.Memory.Mount, name)
@@ -235,8 +235,8 @@ func TestRealKernelV1StackedBind(t *testing.T) {
 	require.Empty(t, r.ReadErr)
 	require.Empty(t, r.WatchErr)
 	for _, lim := range []Limits{r.Read, r.Watch} {
-		assert.Equal(t, Hierarchy{Version: V1, Path: "/" + name, Mount: self.Memory.Mount, MountRoot: "/" + name, Dir: self.Memory.Mount},
-			lim.Memory.Hierarchy)
+		assert.Equal(t, hierarchy{Version: V1, Path: "/" + name, Mount: self.Memory.Mount, MountRoot: "/" + name, Dir: self.Memory.Mount},
+			lim.Memory.hierarchy)
 		max, ok := lim.MemoryMax()
 		assert.True(t, ok, "the limit of the mount on top")
 		assert.Equal(t, int64(256*mib), max)

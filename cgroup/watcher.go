@@ -2,107 +2,76 @@ package cgroup
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
-	"path"
 )
 
-// Watcher keeps the limit files of the process's cgroup hierarchy open and
-// re-reads them without allocating, for callers that follow limit changes
-// (Kubernetes in-place pod resize rewrites cpu.max and memory.max of a running
-// container) by polling.
-//
-// NewWatcher finds the process's cgroups like ReadFS and opens the limit files
-// of every level that ReadFS reads, and proc/self/cgroup. Each Read re-reads
-// proc/self/cgroup first: when the process has moved to another cgroup, the
-// Watcher finds the new hierarchy and opens its files. A limit file that does
-// not exist is no limit at that level until the process moves. A file that
-// could not be opened for another reason (too many open files, permission
-// denied), and a hierarchy that could not be found, are tried again after 1,
-// 2, 4 and so on up to 32 Reads; until then the error is the controller's Err.
-//
-// A Watcher must be used by one goroutine at a time; Close releases its
-// files.
+// Watcher follows limit changes (a Kubernetes in-place resize rewrites
+// cpu.max and memory.max of a running container) by polling: it keeps open
+// each file it has read and re-reads it from the start without allocating.
+// Each Read re-reads proc/self/cgroup first, to follow the process to
+// another cgroup. A missing file is no limit until the process moves; a
+// file that could not be opened for another reason (too many open files),
+// and a hierarchy that could not be found, are tried again after 1, 2, 4 and
+// so on up to 32 Reads. A Watcher must be used by one goroutine at a time.
 type Watcher struct {
-	fsys    fs.FS
-	self    watchFile // proc/self/cgroup
-	seen    []byte    // its content when the hierarchy was found
-	lim     Limits    // the hierarchy, with the errors of finding it
-	cpu     []watchLevel
-	mem     []watchLevel
-	memStat watchFile // v1: memory.stat of Memory.Dir
-	buf     []byte
-	reads   int   // counts Reads: the clock of every retry
-	find    retry // of finding the hierarchy, while that fails
-	closed  bool
+	fsys   fs.FS
+	files  []watchFile // /proc/self/cgroup, then each file read since it was
+	seen   []byte      // its content when the hierarchy was found
+	lim    Limits      // the hierarchy, with the errors of finding it
+	buf    []byte
+	reads  int   // counts Reads: the clock of every retry
+	find   retry // of finding the hierarchy, while that fails
+	closed bool
+}
+
+// watchFile is one file to re-read; f is nil while it is missing or cannot
+// be opened, as err says.
+type watchFile struct {
+	dir, name string
+	f         fs.File
+	err       error
+	retry     retry
+}
+
+// retry schedules the next attempt after a failure, 1, 2, 4 ... 32 Reads on.
+type retry struct{ at, backoff int }
+
+func (r *retry) failed(now int) {
+	r.backoff = min(max(1, 2*r.backoff), 32)
+	r.at = now + r.backoff
 }
 
 var errWatcherClosed = fmt.Errorf("cgroup: Watcher.Read after Close: %w", fs.ErrClosed)
 
-// maxBackoff is the longest wait, in Reads, before a failed open is tried
-// again.
-const maxBackoff = 32
-
-// retry schedules the next attempt after a failure: 1, 2, 4, ... maxBackoff
-// Reads later.
-type retry struct {
-	at, backoff int
-}
-
-func (r *retry) failed(now int) {
-	r.backoff = min(max(1, 2*r.backoff), maxBackoff)
-	r.at = now + r.backoff
-}
-
-// watchLevel holds the limit files of one directory: for CPU, cpu.max (v2) or
-// cpu.cfs_quota_us and cpu.cfs_period_us (v1); for memory, memory.max and
-// memory.high (v2) or memory.limit_in_bytes (v1).
-type watchLevel struct {
-	files [2]watchFile
-}
-
-// watchFile is one file to re-read. f is nil when the file is missing, and
-// while opening it fails (err says why).
-type watchFile struct {
-	abs     string
-	limit   int // the most that is read of it
-	f       fs.File
-	ra      io.ReaderAt // f, when it has ReadAt (*os.File, fstest.MapFS)
-	missing bool
-	err     error
-	retry   retry
-}
-
-// NewWatcher finds the process's cgroups in fsys (rooted at "/") like
-// ReadFS, opens their limit files and reads them once. It fails only when
-// there is no cgroup information at all (the error wraps ErrNoCgroup); any
-// other problem shows in the Limits and error of every Read, as it would in
-// ReadFS.
+// NewWatcher finds the process's cgroups in fsys (rooted at "/"; nil is the
+// real root, opened as Read opens it) like ReadFS and reads their limit
+// files. It fails only when the error wraps ErrNoCgroup; any other problem
+// shows in every Read, as in ReadFS.
 func NewWatcher(fsys fs.FS) (*Watcher, error) {
-	w := &Watcher{fsys: fsys, buf: make([]byte, 512)}
-	w.self = watchFile{abs: procSelfCgroup, limit: maxProcFile}
-	w.open(&w.self)
-	data, found, err := w.contents(&w.self)
+	if fsys == nil {
+		fsys = dirFS("")
+	}
+	w := &Watcher{fsys: fsys}
+	data, found, err := w.file("/proc/self", "cgroup")
 	if !found {
-		if err == nil {
-			err = w.self.err // does not exist
-		}
+		err = cmp.Or(err, w.files[0].err) // or it does not exist
 		w.Close()
-		return nil, noCgroup(err)
+		return nil, fmt.Errorf("%w: %w", ErrNoCgroup, err)
 	}
 	w.discover(data)
-	// Read once, so that the buffer has the size of the largest file and
-	// later Reads do not allocate.
-	_, _ = w.eval()
+	_, _ = eval(w, w.lim) // opens the files, sizes the buffer
 	return w, nil
 }
 
-// discover finds the hierarchy described by self, the content of
-// proc/self/cgroup, and opens its limit files, closing those of the last one.
+// discover finds the hierarchy of self, the content of proc/self/cgroup,
+// and closes the files of the last one.
 func (w *Watcher) discover(self []byte) {
-	w.closeLimitFiles()
+	closeFiles(w.files[1:])
+	w.files = w.files[:1]
 	w.seen = append(w.seen[:0], self...)
 	w.lim = Limits{}
 	discover(&fsReader{fsys: w.fsys}, w.seen, &w.lim)
@@ -111,198 +80,81 @@ func (w *Watcher) discover(self []byte) {
 	} else {
 		w.find = retry{}
 	}
-	if c := &w.lim.CPU; c.Err == nil && c.Version != 0 {
-		names := [2]string{fileCPUMax}
-		if c.Version == V1 {
-			names = [2]string{fileCFSQuota, fileCFSPeriod}
-		}
-		w.cpu = w.openLevels(c.Dir, c.Mount, names)
-	}
-	if m := &w.lim.Memory; m.Err == nil && m.Version != 0 {
-		names := [2]string{fileMemoryMax, fileMemoryHigh}
-		if m.Version == V1 {
-			names = [2]string{fileMemoryLimit}
-		}
-		w.mem = w.openLevels(m.Dir, m.Mount, names)
-		if m.Version == V1 && m.MountRoot != "/" {
-			w.memStat = w.newFile(joinPath(m.Dir, fileMemoryStat))
-		}
-	}
 }
 
-// openLevels opens the files of every level that evalCPU or evalMemory reads.
-func (w *Watcher) openLevels(dir, mount string, names [2]string) []watchLevel {
-	var levels []watchLevel
-	for {
-		var l watchLevel
-		for i, name := range names {
-			if name != "" {
-				l.files[i] = w.newFile(joinPath(dir, name))
-			}
-		}
-		levels = append(levels, l)
-		if isTop(dir, mount) {
-			return levels
-		}
-		dir = parentDir(dir)
-	}
-}
-
-func (w *Watcher) newFile(abs string) watchFile {
-	wf := watchFile{abs: abs, limit: sizeLimit(path.Base(abs))}
-	w.open(&wf)
-	return wf
-}
-
-// open opens wf. A missing file stays missing; any other failure is tried
-// again later (see contents).
-func (w *Watcher) open(wf *watchFile) {
-	f, err := openFile(w.fsys, wf.abs)
-	switch {
-	case err == nil:
-		wf.f, wf.err, wf.retry = f, nil, retry{}
-		wf.ra, _ = f.(io.ReaderAt)
-	case errors.Is(err, fs.ErrNotExist):
-		wf.missing, wf.err = true, err
-	default:
-		wf.err = err
-		wf.retry.failed(w.reads)
-	}
-}
-
-// Read re-reads the open files and returns the same Limits and error as
-// ReadFS would for the same files. It does not allocate unless it returns an
-// error, the process has moved, or a file has grown beyond every earlier
-// size. After Close, Read returns an error wrapping fs.ErrClosed.
+// Read re-reads the files and returns what ReadFS would. It allocates only
+// for an error, a move, a file read for the first time or grown beyond
+// every earlier size. After Close, the error wraps fs.ErrClosed.
 func (w *Watcher) Read() (Limits, error) {
 	if w.closed {
 		return Limits{}, errWatcherClosed
 	}
 	w.reads++
-	// proc/self/cgroup that cannot be read now does not hide the limits:
-	// the check waits for the next Read.
-	if self, found, err := w.contents(&w.self); err == nil && found {
+	// proc/self/cgroup that cannot be read now does not hide the limits.
+	if self, found, err := w.file("/proc/self", "cgroup"); err == nil && found {
 		failed := w.lim.CPU.Err != nil || w.lim.Memory.Err != nil
 		if !bytes.Equal(self, w.seen) || (failed && w.reads >= w.find.at) {
 			w.discover(self)
 		}
 	}
-	return w.eval()
+	return eval(w, w.lim)
 }
 
-func (w *Watcher) eval() (Limits, error) {
-	lim := w.lim
-	evalCPU(w, &lim.CPU)
-	evalMemory(w, &lim.Memory)
-	return lim, joinErrs(lim.CPU.Err, lim.Memory.Err)
-}
-
-// file implements fileSource over the open files.
-func (w *Watcher) file(level int, _, name string) ([]byte, bool, error) {
-	var wf *watchFile
-	switch name {
-	case fileCPUMax, fileCFSQuota:
-		wf = &w.cpu[level].files[0]
-	case fileCFSPeriod:
-		wf = &w.cpu[level].files[1]
-	case fileMemoryMax, fileMemoryLimit:
-		wf = &w.mem[level].files[0]
-	case fileMemoryHigh:
-		wf = &w.mem[level].files[1]
-	case fileMemoryStat:
-		wf = &w.memStat
-	default:
-		return nil, false, nil
+// file implements fileSource: it reads dir/name from its start, with ReadAt
+// or else by opening it again, and opens it on first use, and again when
+// the retry of a failed open is due.
+func (w *Watcher) file(dir, name string) ([]byte, bool, error) {
+	i := 0
+	for i < len(w.files) && (w.files[i].dir != dir || w.files[i].name != name) {
+		i++
 	}
-	return w.contents(wf)
-}
-
-// contents reads wf from its start. A file whose open failed is opened again
-// when its retry is due.
-func (w *Watcher) contents(wf *watchFile) ([]byte, bool, error) {
-	switch {
-	case wf.f != nil && wf.ra == nil:
-		// No ReadAt: open the file again, to read it from the start (this
-		// allocates).
+	if i == len(w.files) {
+		w.files = append(w.files, watchFile{dir: dir, name: name})
+	}
+	wf := &w.files[i]
+	if _, ok := wf.f.(io.ReaderAt); wf.f != nil && !ok {
 		wf.f.Close()
-		wf.f = nil
-		w.open(wf)
-	case wf.f == nil && !wf.missing && w.reads >= wf.retry.at:
-		w.open(wf)
+		wf.f, wf.retry = nil, retry{}
+	}
+	if wf.f == nil && !errors.Is(wf.err, fs.ErrNotExist) && w.reads >= wf.retry.at {
+		if wf.f, wf.err = openFile(w.fsys, joinPath(dir, name)); wf.err == nil {
+			wf.retry = retry{}
+		} else {
+			wf.retry.failed(w.reads)
+		}
 	}
 	switch {
-	case wf.missing:
+	case wf.f != nil:
+	case errors.Is(wf.err, fs.ErrNotExist): // no limit until the process moves
 		return nil, false, nil
-	case wf.f == nil:
+	default:
 		return nil, false, wf.err
-	case wf.ra == nil:
-		data, err := readAll(wf.f, w.buf[:0], wf.limit)
-		w.buf = data[:cap(data)]
-		if err != nil {
-			return nil, false, pathError("read", wf.abs, err)
-		}
-		return data, true, nil
 	}
-	for {
-		n, err := wf.ra.ReadAt(w.buf, 0)
-		switch {
-		case n < 0 || n > len(w.buf):
-			err = errBadCount
-		case err == io.EOF || err == nil:
-			err = nil
-			if n > wf.limit {
-				err = errTooLarge
-			}
-		}
-		if err != nil {
-			return nil, false, pathError("read", wf.abs, err)
-		}
-		if n < len(w.buf) {
-			return w.buf[:n], true, nil
-		}
-		// A full buffer: the file may be longer. Grow and read again.
-		w.buf = make([]byte, min(2*len(w.buf), wf.limit+1))
+	data, err := readFile(wf.f, w.buf, sizeLimit(dir, name))
+	if w.buf = data[:cap(data)]; err != nil {
+		return nil, false, pathError("read", joinPath(dir, name), err)
 	}
+	return data, true, nil
 }
 
-// Close closes the files. It returns the first error from closing them;
-// calling it again does nothing.
+// Close closes the files and returns the first error; again, it does nothing.
 func (w *Watcher) Close() error {
 	if w.closed {
 		return nil
 	}
 	w.closed = true
-	first := w.closeLimitFiles()
-	if err := closeFile(&w.self); first == nil {
-		first = err
-	}
-	return first
+	return closeFiles(w.files)
 }
 
-// closeLimitFiles closes the limit files and forgets them.
-func (w *Watcher) closeLimitFiles() error {
+// closeFiles closes the files and returns the first error.
+func closeFiles(files []watchFile) error {
 	var first error
-	for _, levels := range [][]watchLevel{w.cpu, w.mem} {
-		for i := range levels {
-			for j := range levels[i].files {
-				if err := closeFile(&levels[i].files[j]); first == nil {
-					first = err
-				}
+	for _, wf := range files {
+		if wf.f != nil {
+			if err := wf.f.Close(); first == nil {
+				first = err
 			}
 		}
 	}
-	if err := closeFile(&w.memStat); first == nil {
-		first = err
-	}
-	w.cpu, w.mem = nil, nil
 	return first
-}
-
-func closeFile(wf *watchFile) error {
-	var err error
-	if wf.f != nil {
-		err = wf.f.Close()
-	}
-	*wf = watchFile{}
-	return err
 }

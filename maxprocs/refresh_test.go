@@ -60,7 +60,7 @@ func TestTickPinned(t *testing.T) {
 
 	// A bad reading keeps the value and is reported.
 	bad := cpuLimits(3, "/sys/fs/cgroup/app")
-	bad.CPU.Err = &cgroup.ParseError{File: "/sys/fs/cgroup/app/cpu.max", Line: 1}
+	bad.CPU.Err = &fs.PathError{Op: "read", Path: "/sys/fs/cgroup/app/cpu.max", Err: fs.ErrInvalid}
 	assert.True(t, s.tick(now, bad, bad.CPU.Err))
 	value, _, _ = fk.get()
 	assert.Equal(t, 3, value)

@@ -57,7 +57,7 @@ func TestTick(t *testing.T) {
 
 	// A bad reading keeps the value.
 	bad := memLimits(0, 0)
-	bad.Memory.Err = &cgroup.ParseError{File: "/sys/fs/cgroup/app/memory.max", Line: 1}
+	bad.Memory.Err = &fs.PathError{Op: "read", Path: "/sys/fs/cgroup/app/memory.max", Err: fs.ErrInvalid}
 	assert.True(t, s.tick(now, bad, bad.Memory.Err))
 	value, _ = fk.get()
 	assert.Equal(t, int64(241591910), value)

@@ -123,8 +123,8 @@ func inspect() report {
 		r.Error = err.Error()
 	}
 	c := &cgroupReport{
-		CPU:    describe(lim.CPU.Hierarchy, lim.CPU.Err),
-		Memory: describe(lim.Memory.Hierarchy, lim.Memory.Err),
+		CPU:    describe(lim.CPU.Version, lim.CPU.Path, lim.CPU.Dir, lim.CPU.Err),
+		Memory: describe(lim.Memory.Version, lim.Memory.Path, lim.Memory.Dir, lim.Memory.Err),
 	}
 	if cores, ok := lim.CPUQuota(); ok {
 		c.CPUQuotaCores = &cores
@@ -159,8 +159,8 @@ func inspect() report {
 	return r
 }
 
-func describe(h cgroup.Hierarchy, err error) controller {
-	c := controller{Version: h.Version.String(), Path: h.Path, Dir: h.Dir}
+func describe(v cgroup.Version, path, dir string, err error) controller {
+	c := controller{Version: v.String(), Path: path, Dir: dir}
 	if err != nil {
 		c.Error = err.Error()
 	}

@@ -2,7 +2,6 @@ package knob
 
 import (
 	"context"
-	"os"
 	"sync"
 	"time"
 
@@ -22,7 +21,7 @@ type Source interface {
 }
 
 // OpenProcess opens a Source over the process's own cgroup files.
-func OpenProcess() (Source, error) { return cgroup.NewWatcher(os.DirFS("/")) }
+func OpenProcess() (Source, error) { return cgroup.NewWatcher(nil) }
 
 // Loop is a refresh goroutine: it reads its Source at every tick and gives
 // the reading to its members, one Fit each (the blank import has two). The

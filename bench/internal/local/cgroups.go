@@ -132,7 +132,7 @@ func HostFromLimits(root string, lim cgroup.Limits, parent string) (*Host, error
 }
 
 func hostFromLimits(sfs sysfs, lim cgroup.Limits, parent string) (*Host, error) {
-	c, m := lim.CPU.Hierarchy, lim.Memory.Hierarchy
+	c, m := lim.CPU, lim.Memory
 	h := &Host{fs: sfs}
 	switch {
 	case c.Version == cgroup.V2 || (c.Version == 0 && m.Version == cgroup.V2):

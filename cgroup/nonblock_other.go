@@ -1,0 +1,5 @@
+//go:build !unix
+
+package cgroup
+
+const oNonblock = 0
