@@ -41,7 +41,7 @@ func FITGO(s string) (f Fitgo, err error) {
 		field = strings.TrimSpace(field)
 		key, value, ok := strings.Cut(field, "=")
 		key, value = strings.TrimSpace(key), strings.TrimSpace(value)
-		var bad string
+		var bad, unknown string
 		switch on := value == "on"; {
 		case field == "":
 		case field == "off":
@@ -61,7 +61,7 @@ func FITGO(s string) (f Fitgo, err error) {
 				f.InsistMaxProcs, f.InsistMemLimit = on || value == "maxprocs", on || value == "memlimit"
 			}
 		case key != "maxprocs" && key != "memlimit" && key != "refresh":
-			bad = fmt.Sprintf("unknown setting %q (want maxprocs, memlimit, refresh, rounding or insist)", short(key))
+			unknown = key
 		case on || value == "off":
 			switch key {
 			case "maxprocs":
@@ -80,7 +80,10 @@ func FITGO(s string) (f Fitgo, err error) {
 				bad = "want off, on or a positive duration such as 500ms"
 			}
 		}
-		if bad != "" {
+		switch {
+		case unknown != "": // the key says it all: quote it alone, keeping the error short
+			errs = append(errs, fmt.Errorf("FITGO: unknown setting %q (want maxprocs, memlimit, refresh, rounding or insist)", short(unknown)))
+		case bad != "":
 			errs = append(errs, fmt.Errorf("FITGO: %q: %s", short(field), bad))
 		}
 	}
