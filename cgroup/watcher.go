@@ -2,6 +2,7 @@ package cgroup
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -33,6 +34,7 @@ type Watcher struct {
 	cpu     []watchLevel
 	mem     []watchLevel
 	memStat watchFile // v1: memory.stat of Memory.Dir
+	stats   statFiles // opened by Stats
 	buf     []byte
 	reads   int   // counts Reads: the clock of every retry
 	find    retry // of finding the hierarchy, while that fails
@@ -194,6 +196,7 @@ func (w *Watcher) eval() (Limits, error) {
 	lim := w.lim
 	evalCPU(w, &lim.CPU)
 	evalMemory(w, &lim.Memory)
+	w.stats.want = statDirsOf(&lim)
 	return lim, joinErrs(lim.CPU.Err, lim.Memory.Err)
 }
 
@@ -272,7 +275,7 @@ func (w *Watcher) Close() error {
 		return nil
 	}
 	w.closed = true
-	first := w.closeLimitFiles()
+	first := cmp.Or(w.closeLimitFiles(), w.stats.close())
 	if err := closeFile(&w.self); first == nil {
 		first = err
 	}

@@ -141,14 +141,14 @@ func inspect() report {
 	}
 	if lim.CPU.Version != 0 {
 		t := &throttling{}
-		if st, err := cgroup.ReadCPUStat(); err != nil {
+		if st, err := readStats(); err != nil {
 			t.Error = err.Error()
 		} else {
-			t.Periods = st.Periods
-			t.ThrottledPeriods = st.ThrottledPeriods
-			t.ThrottledSeconds = st.ThrottledTime.Seconds()
-			if st.HasUsage {
-				t.UsageSeconds = st.Usage.Seconds()
+			t.Periods = st.CPU.Periods
+			t.ThrottledPeriods = st.CPU.ThrottledPeriods
+			t.ThrottledSeconds = st.CPU.ThrottledTime.Seconds()
+			if st.CPU.HasUsage {
+				t.UsageSeconds = st.CPU.Usage.Seconds()
 			}
 		}
 		c.Throttling = t
@@ -157,6 +157,16 @@ func inspect() report {
 	r.Summary = summary(c, err)
 	r.Policies = policies()
 	return r
+}
+
+// readStats reads the statistics of the process's cgroups once.
+func readStats() (cgroup.Stats, error) {
+	w, err := cgroup.NewWatcher(os.DirFS("/"))
+	if err != nil {
+		return cgroup.Stats{}, err
+	}
+	defer w.Close()
+	return w.Stats()
 }
 
 func describe(h cgroup.Hierarchy, err error) controller {

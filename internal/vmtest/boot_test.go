@@ -350,7 +350,7 @@ func checkThrottle(t *testing.T, b report.Burn, quotaCores float64, timeKey stri
 
 // parseRaw reads the counters of the kernel's cpu.stat (and cpuacct.usage on
 // v1, where cpu and cpuacct are mounted together) as the test sees them.
-func parseRaw(t *testing.T, raw map[string]string, timeKey string, unit time.Duration) cgroup.CPUStat {
+func parseRaw(t *testing.T, raw map[string]string, timeKey string, unit time.Duration) report.CPU {
 	t.Helper()
 	kv := map[string]int64{}
 	for _, line := range strings.Split(strings.TrimSpace(raw["cpu.stat"]), "\n") {
@@ -359,7 +359,7 @@ func parseRaw(t *testing.T, raw map[string]string, timeKey string, unit time.Dur
 		require.NoError(t, err, "cpu.stat line %q", line)
 		kv[k] = n
 	}
-	s := cgroup.CPUStat{
+	s := report.CPU{
 		Periods:          uint64(kv["nr_periods"]),
 		ThrottledPeriods: uint64(kv["nr_throttled"]),
 		ThrottledTime:    time.Duration(kv[timeKey]) * unit,

@@ -205,5 +205,17 @@ func TestCgroupV2(t *testing.T) {
 		one(t, c, "v2/throttle", "burn", &b)
 		checkLimits(t, b.Limits, wantLimits{version: cgroup.V2, dir: cg + "/throttle", cores: 0.5, cpuSource: cg + "/throttle"})
 		checkThrottle(t, b, 0.5, "throttled_usec", time.Microsecond)
+		// Pressure of the process's cgroup: the threads waited for the quota.
+		p := b.Stats.Pressure
+		assert.Equal(t, cg+"/throttle", p.Dir)
+		assert.True(t, p.CPU.HasSome, "cpu.pressure")
+		assert.Positive(t, p.CPU.Some.Total, "cpu pressure total")
+		assert.Positive(t, p.CPU.Some.Avg10, "cpu pressure avg10")
+		assert.True(t, p.Memory.HasSome && p.IO.HasSome, "memory.pressure and io.pressure")
+		m := b.Stats.Memory
+		assert.Equal(t, cg+"/throttle", m.Dir)
+		assert.Positive(t, m.Usage)
+		assert.LessOrEqual(t, m.WorkingSet, m.Usage)
+		assert.True(t, m.HasEvents)
 	})
 }
