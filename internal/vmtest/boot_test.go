@@ -34,11 +34,13 @@ const (
 	bootTimeout = 3 * time.Minute
 )
 
-// probes are the programs put in the guest's /bin, built from these packages.
+// probes are the programs put in the guest's /bin, built from these packages;
+// "DIR:PKG" builds PKG in the module in DIR.
 var probes = map[string]string{
 	"plain":    "./probe/plain",
 	"explicit": "./probe/explicit",
 	"blank":    "./probe/blank",
+	"prom":     "../../fitgoprom:./internal/promprobe",
 }
 
 var (
@@ -103,7 +105,11 @@ func buildInitramfs(busybox string) (string, error) {
 	progs := map[string]string{}
 	for name, pkg := range probes {
 		out := filepath.Join(bin, name)
-		cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, pkg)
+		dir, pkg, inModule := strings.Cut(pkg, ":")
+		if !inModule {
+			dir, pkg = ".", dir
+		}
+		cmd := exec.Command("go", "build", "-C", dir, "-trimpath", "-ldflags=-s -w", "-o", out, pkg)
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
 		if b, err := cmd.CombinedOutput(); err != nil {
 			return "", fmt.Errorf("go build %s: %v\n%s", pkg, err, b)

@@ -218,4 +218,30 @@ func TestCgroupV2(t *testing.T) {
 		assert.LessOrEqual(t, m.WorkingSet, m.Usage)
 		assert.True(t, m.HasEvents)
 	})
+
+	// 7. fitgoprom.NewCollector in a pedantic registry after two goroutines
+	// spun for 1.5 s under 0.5 CPU and 256 MiB.
+	t.Run("7-prom", func(t *testing.T) {
+		var p report.Prom
+		one(t, c, "v2/prom", "prom", &p)
+		require.Empty(t, p.GatherErr)
+		s := p.Samples
+		assert.Equal(t, 0.5, s["fitgo_cpu_limit_cores"])
+		assert.Equal(t, float64(256*mib), s["fitgo_memory_limit_bytes"])
+		for _, name := range []string{"fitgo_cpu_cfs_periods_total", "fitgo_cpu_cfs_throttled_periods_total",
+			"fitgo_cpu_cfs_throttled_seconds_total", "fitgo_cpu_usage_seconds_total", "fitgo_memory_usage_bytes",
+			`fitgo_pressure_stalled_seconds_total{kind="some",resource="cpu"}`,
+			`fitgo_pressure_stalled_seconds_total{kind="full",resource="cpu"}`} {
+			assert.Positive(t, s[name], name)
+		}
+		for _, r := range []string{"memory", "io"} {
+			for _, k := range []string{"some", "full"} {
+				assert.Contains(t, s, `fitgo_pressure_stalled_seconds_total{kind="`+k+`",resource="`+r+`"}`)
+			}
+		}
+		for _, e := range []string{"low", "high", "max", "oom", "oom_kill", "oom_group_kill"} {
+			assert.Contains(t, s, `fitgo_memory_events_total{event="`+e+`"}`)
+		}
+		assert.Zero(t, s["fitgo_read_errors_total"])
+	})
 }

@@ -120,6 +120,18 @@ func (c CPU) Sub(prev CPU) CPU {
 		c.ThrottledTime - prev.ThrottledTime, c.Usage - prev.Usage, c.HasUsage && prev.HasUsage}
 }
 
+// Prom is what the fitgoprom probe prints: the samples a pedantic registry
+// with fitgoprom.NewCollector gathered after Threads goroutines spun for
+// Wall, keyed by name and labels in the text format's order, e.g.
+// `fitgo_pressure_stalled_seconds_total{kind="some",resource="cpu"}`.
+type Prom struct {
+	Header
+	Threads   int                `json:"threads"`
+	Wall      time.Duration      `json:"wall_ns"`
+	Samples   map[string]float64 `json:"samples"`
+	GatherErr string             `json:"gather_err,omitempty"`
+}
+
 // MaxProcs is maxprocs.Result, with its error and policy as text.
 type MaxProcs struct {
 	Before, After int
