@@ -505,6 +505,7 @@ func Run(ctx context.Context, cfg Config) (*results.Workload, error) {
 	case cpu0.CPU.Dir == "" || cpu1.CPU.Dir == "":
 		res.CPUStatError = "no cpu.stat in the process's CPU cgroup"
 	default:
+		res.Pressure = results.NewPressure(cpu1, cpu0, end.Sub(start))
 		res.CPUStat = &results.CPUStat{
 			Periods:          cpu1.CPU.Periods - cpu0.CPU.Periods,
 			ThrottledPeriods: cpu1.CPU.ThrottledPeriods - cpu0.CPU.ThrottledPeriods,

@@ -127,6 +127,7 @@ func (r *runner) runOne(ctx context.Context, st setting, v variant.Variant, roun
 		}
 		if statErr == nil {
 			run.CPUStat = toResults(stat1, stat0)
+			run.Pressure = results.NewPressure(stat1, stat0, time.Duration(run.WallSeconds*float64(time.Second)))
 		}
 	}
 

@@ -264,6 +264,27 @@ var columns = []column{
 	}},
 }
 
+// pressureColumns are shown after the others when some summary has
+// pressure figures: the kernel has them only for cgroup v2.
+var pressureColumns = []column{
+	{"CPU pressure", func(s results.Summary, _ *results.Summary) string {
+		return withRange(s, "cpu_pressure", s.CPUPressure, pct)
+	}},
+	{"memory pressure", func(s results.Summary, _ *results.Summary) string {
+		return withRange(s, "memory_pressure", s.MemoryPressure, pct)
+	}},
+}
+
+// columnsFor returns the columns of a report of sums.
+func columnsFor(sums []results.Summary) []column {
+	for _, s := range sums {
+		if !math.IsNaN(float64(s.CPUPressure)) || !math.IsNaN(float64(s.MemoryPressure)) {
+			return append(columns[:len(columns):len(columns)], pressureColumns...)
+		}
+	}
+	return columns
+}
+
 // SettingTitle describes a scenario setting, e.g. "cpu: quota 1 CPU, no memory limit".
 func SettingTitle(st results.Setting) string {
 	q := "no CPU quota"
@@ -286,6 +307,7 @@ func SettingTitle(st results.Setting) string {
 // rows returns the table rows of one setting; base is the runtime variant's
 // summary, if present, for the ratio column.
 func rows(sums []results.Summary, st results.Setting) (out [][]string) {
+	cols := columnsFor(sums)
 	var base *results.Summary
 	for i := range sums {
 		if sums[i].Setting() == st && sums[i].Variant == "runtime" {
@@ -296,8 +318,8 @@ func rows(sums []results.Summary, st results.Setting) (out [][]string) {
 		if s.Setting() != st {
 			continue
 		}
-		row := make([]string, len(columns))
-		for i, c := range columns {
+		row := make([]string, len(cols))
+		for i, c := range cols {
 			row[i] = c.cell(s, base)
 		}
 		out = append(out, row)
@@ -330,8 +352,9 @@ func Table(w io.Writer, sums []results.Summary) error {
 		}
 		fmt.Fprintf(bw, "%s (%s)\n", SettingTitle(st), runsLine(sums, st))
 		tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
-		heads := make([]string, len(columns))
-		for i, c := range columns {
+		cols := columnsFor(sums)
+		heads := make([]string, len(cols))
+		for i, c := range cols {
 			heads[i] = c.head
 		}
 		fmt.Fprintln(tw, strings.Join(heads, "\t"))
@@ -374,9 +397,10 @@ func Markdown(w io.Writer, meta Meta, sums []results.Summary) error {
 	}
 	for _, st := range results.SortSettings(sums) {
 		fmt.Fprintf(bw, "\n## %s\n\n%s.\n\n", SettingTitle(st), strings.ToUpper(runsLine(sums, st)[:1])+runsLine(sums, st)[1:])
-		heads := make([]string, len(columns))
-		seps := make([]string, len(columns))
-		for i, c := range columns {
+		cols := columnsFor(sums)
+		heads := make([]string, len(cols))
+		seps := make([]string, len(cols))
+		for i, c := range cols {
 			heads[i] = c.head
 			seps[i] = "---"
 			if i > 0 {
@@ -398,7 +422,8 @@ GC CPU is ` + "`/cpu/classes/gc/total`" + ` over ` + "`/cpu/classes/total`" + ` 
 Throttled periods are nr_throttled / nr_periods of the quota cgroup's cpu.stat over the measured window.
 "p99 vs runtime" is the variant's median p99 over the runtime variant's, in the same run; "regret" is it over the best static variant's (GOMAXPROCS=n), or over the best variant's when the run had no static one (marked *).
 A load is the request work as a fraction of the CPU quota (0.7: requests take 0.7 × quota CPU-seconds per second); without one, each request does the fixed work of the workload line.
-CPU s is the process's user+system CPU time, setup included.`
+CPU s is the process's user+system CPU time, setup included.
+CPU and memory pressure, where the kernel has pressure stall information for the cgroup (cgroup v2), are the share of the window in which some task waited for the CPU or for memory (the some totals of ` + "`cpu.pressure`" + ` and ` + "`memory.pressure`" + `).`
 
 // BenchText writes the runs in the Go benchmark format, one line per run, named
 // Benchmark<Runner>/scenario=…/cpus=…/mem=…/variant=…, so that runs can be
@@ -444,6 +469,10 @@ func BenchText(w io.Writer, meta Meta, runs []results.Run) error {
 		}
 		if t := r.Throttling(); t != nil {
 			unit(t.ThrottledRatio(), "throttled-ratio")
+		}
+		if p := r.Stalls(); p != nil {
+			unit(p.CPUShare(), "cpu-pressure")
+			unit(p.MemoryShare(), "memory-pressure")
 		}
 		unit(float64(r.OOMKills), "oom-kills")
 		fmt.Fprintln(bw)
