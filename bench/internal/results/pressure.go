@@ -44,7 +44,9 @@ func NewPressure(cur, prev cgroup.Stats, window time.Duration) *Pressure {
 
 // CPUShare is the share of the window in which some task waited for the
 // CPU; NaN without pressure.
-func (p *Pressure) CPUShare() float64 { return p.share(func(p *Pressure) float64 { return p.CPUSomeMS }) }
+func (p *Pressure) CPUShare() float64 {
+	return p.share(func(p *Pressure) float64 { return p.CPUSomeMS })
+}
 
 // MemoryShare is the share of the window in which some task waited for
 // memory (reclaim, swap-in, refaults); NaN without pressure.
