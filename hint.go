@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"math"
 	"os"
 	"runtime"
 	"time"
@@ -129,8 +130,12 @@ func (s *hinted) Read() (cgroup.Limits, error) {
 func logHint(l *slog.Logger, d throttling, over time.Duration, lim cgroup.Limits, procs int) {
 	cores, limited := lim.CPUQuota()
 	consider := "raise the CPU limit, or spread the work: bursts above the quota wait for the next period"
-	if limited && float64(procs) > cores {
-		consider = fmt.Sprintf("GOMAXPROCS %d is above the limit of %.3g cores: FITGO=rounding=floor, or a limit of %d cores", procs, cores, procs)
+	if fit := max(1, int(cores)); limited && procs > fit {
+		how := ""
+		if cores > 1 && procs == int(math.Ceil(cores)) {
+			how = " (FITGO=rounding=floor)"
+		}
+		consider = fmt.Sprintf("GOMAXPROCS %d is above the limit of %.3g cores: GOMAXPROCS %d%s fits it, or a limit of %d cores", procs, cores, fit, how, procs)
 	}
 	l.Warn("fitgo: the CPU limit throttles this process",
 		"throttled", fmt.Sprintf("%.0f%% of %d periods", 100*d.share(), d.periods),

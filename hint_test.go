@@ -83,14 +83,14 @@ func TestThrottleHintQuiet(t *testing.T) {
 	assert.Equal(t, 1, newThrottleHint(time.Hour).window)
 }
 
-// throttledFS is a v2 cgroup limited to half a CPU whose cpu.stat the test
+// throttledFS is a v2 cgroup limited to 1.5 CPUs whose cpu.stat the test
 // rewrites.
 func throttledFS() fstest.MapFS {
 	file := func(s string) *fstest.MapFile { return &fstest.MapFile{Data: []byte(s)} }
 	return fstest.MapFS{
 		"proc/self/cgroup":           file("0::/app\n"),
 		"proc/self/mountinfo":        file("35 24 0:30 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n"),
-		"sys/fs/cgroup/app/cpu.max":  file("50000 100000\n"),
+		"sys/fs/cgroup/app/cpu.max":  file("150000 100000\n"),
 		"sys/fs/cgroup/app/cpu.stat": file("nr_periods 0\nnr_throttled 0\nthrottled_usec 0\n"),
 	}
 }
@@ -114,7 +114,7 @@ func TestHintedSource(t *testing.T) {
 			lim, err := src.Read()
 			require.NoError(t, err)
 			cores, _ := lim.CPUQuota()
-			require.Equal(t, 0.5, cores, "the limits are read as before")
+			require.Equal(t, 1.5, cores, "the limits are read as before")
 		}
 		require.NoError(t, src.Close())
 		if !withLogger {
@@ -123,8 +123,9 @@ func TestHintedSource(t *testing.T) {
 		}
 		lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
 		require.Len(t, lines, 1, "one line, then quiet: %s", buf.String())
+		t.Log(lines[0])
 		for _, want := range []string{"level=WARN", `msg="fitgo: the CPU limit throttles this process"`,
-			`throttled="60% of 400 periods"`, "throttled_time=120ms", "over=1m0s", "cpu_limit=0.5",
+			`throttled="60% of 400 periods"`, "throttled_time=120ms", "over=1m0s", "cpu_limit=1.5",
 			"cpu_source=/sys/fs/cgroup/app", "GOMAXPROCS="} {
 			assert.Contains(t, lines[0], want)
 		}
@@ -136,10 +137,18 @@ func TestLogHintConsider(t *testing.T) {
 	var buf bytes.Buffer
 	l := slog.New(slog.NewTextHandler(&buf, nil))
 	logHint(l, throttling{periods: 600, throttled: 300, time: time.Second, readings: 60}, time.Minute, lim, 2)
-	assert.Contains(t, buf.String(), `consider="GOMAXPROCS 2 is above the limit of 1.5 cores: FITGO=rounding=floor, or a limit of 2 cores"`)
+	assert.Contains(t, buf.String(), `consider="GOMAXPROCS 2 is above the limit of 1.5 cores: GOMAXPROCS 1 (FITGO=rounding=floor) fits it, or a limit of 2 cores"`)
 	buf.Reset()
 	logHint(l, throttling{periods: 600, throttled: 300}, time.Minute, lim, 1)
 	assert.Contains(t, buf.String(), `consider="raise the CPU limit`)
+	// Below one core, one P is the least: nothing to round down.
+	lim.CPU.Quota = 50 * time.Millisecond
+	buf.Reset()
+	logHint(l, throttling{periods: 600, throttled: 300}, time.Minute, lim, 1)
+	assert.Contains(t, buf.String(), `consider="raise the CPU limit`)
+	buf.Reset()
+	logHint(l, throttling{periods: 600, throttled: 300}, time.Minute, lim, 2)
+	assert.Contains(t, buf.String(), `consider="GOMAXPROCS 2 is above the limit of 0.5 cores: GOMAXPROCS 1 fits it, or a limit of 2 cores"`)
 }
 
 // TestHintedReadAllocatesNothing: with no warning due, a reading of the
