@@ -82,11 +82,16 @@ func TestWatchInterrupt(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
 	sc := bufio.NewScanner(stdout)
-	require.True(t, sc.Scan(), "no first line: %v %s", sc.Err(), stderr.String())
+	if !sc.Scan() {
+		cmd.Process.Kill()
+		cmd.Wait() // stderr is complete after Wait
+		t.Fatalf("no first line: %v; stderr: %s", sc.Err(), stderr.String())
+	}
 	assert.Contains(t, sc.Text(), "throttl")
 	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
 	for sc.Scan() {
 	}
-	require.NoError(t, cmd.Wait(), "exit status after SIGINT; stderr: %s", stderr.String())
+	err = cmd.Wait()
+	require.NoError(t, err, "exit status after SIGINT; stderr: %s", stderr.String())
 	assert.Equal(t, 0, cmd.ProcessState.ExitCode())
 }
