@@ -161,8 +161,8 @@ func statDirsOf(lim *Limits) statDirs {
 		if d.mem == "" {
 			d.mem = m.Dir
 		}
-		if d.psi == "" {
-			d.psi = m.Dir
+		if d.psi == "" || (d.cpuV == V1 && m.Version == V2) {
+			d.psi = m.Dir // pressure files are cgroup v2's
 		}
 	}
 	return d

@@ -558,3 +558,29 @@ func TestStatsVersionNames(t *testing.T) {
 	assert.Empty(t, s.Memory.Dir)
 	assert.False(t, s.Memory.HasEvents)
 }
+
+// On a hybrid host with memory on cgroup v2, the pressure files come from
+// the v2 directory, not from the v1 cpu one.
+func TestStatsHybridPressure(t *testing.T) {
+	w := watch(t, mapFS(map[string]string{
+		"proc/self/cgroup": "3:cpu,cpuacct:/app\n0::/app\n",
+		"proc/self/mountinfo": "30 25 0:26 / /sys/fs/cgroup/cpu,cpuacct rw - cgroup cgroup rw,cpu,cpuacct\n" +
+			"31 25 0:27 / /sys/fs/cgroup/unified rw - cgroup2 cgroup2 rw\n",
+		"sys/fs/cgroup/cpu,cpuacct/app/cpu.stat":         "nr_periods 1\nnr_throttled 1\nthrottled_time 1\n",
+		"sys/fs/cgroup/unified/app/memory.current":       "4096\n",
+		"sys/fs/cgroup/unified/app/cpu.pressure":         "some avg10=1.00 avg60=0.00 avg300=0.00 total=5\n",
+		"sys/fs/cgroup/unified/cgroup.controllers":       "memory\n",
+		"sys/fs/cgroup/unified/cgroup.subtree_control":   "memory\n",
+		"sys/fs/cgroup/cpu,cpuacct/app/cpu.cfs_quota_us": "-1\n",
+	}))
+	lim, err := w.Read()
+	require.NoError(t, err)
+	require.Equal(t, V1, lim.CPU.Version)
+	require.Equal(t, V2, lim.Memory.Version)
+	s, err := w.Stats()
+	require.NoError(t, err)
+	assert.Equal(t, "/sys/fs/cgroup/cpu,cpuacct/app", s.CPU.Dir)
+	assert.Equal(t, "/sys/fs/cgroup/unified/app", s.Memory.Dir)
+	assert.Equal(t, "/sys/fs/cgroup/unified/app", s.Pressure.Dir)
+	assert.Equal(t, 5*time.Microsecond, s.Pressure.CPU.Some.Total)
+}
