@@ -264,8 +264,8 @@ var columns = []column{
 	}},
 }
 
-// pressureColumns are shown after the others when some summary has
-// pressure figures: the kernel has them only for cgroup v2.
+// pressureColumns are shown after the others in the table of a setting
+// with pressure figures: the kernel has them only for cgroup v2.
 var pressureColumns = []column{
 	{"CPU pressure", func(s results.Summary, _ *results.Summary) string {
 		return withRange(s, "cpu_pressure", s.CPUPressure, pct)
@@ -275,10 +275,10 @@ var pressureColumns = []column{
 	}},
 }
 
-// columnsFor returns the columns of a report of sums.
-func columnsFor(sums []results.Summary) []column {
+// columnsFor returns the columns of the table of setting st.
+func columnsFor(sums []results.Summary, st results.Setting) []column {
 	for _, s := range sums {
-		if !math.IsNaN(float64(s.CPUPressure)) || !math.IsNaN(float64(s.MemoryPressure)) {
+		if s.Setting() == st && (!math.IsNaN(float64(s.CPUPressure)) || !math.IsNaN(float64(s.MemoryPressure))) {
 			return append(columns[:len(columns):len(columns)], pressureColumns...)
 		}
 	}
@@ -307,7 +307,7 @@ func SettingTitle(st results.Setting) string {
 // rows returns the table rows of one setting; base is the runtime variant's
 // summary, if present, for the ratio column.
 func rows(sums []results.Summary, st results.Setting) (out [][]string) {
-	cols := columnsFor(sums)
+	cols := columnsFor(sums, st)
 	var base *results.Summary
 	for i := range sums {
 		if sums[i].Setting() == st && sums[i].Variant == "runtime" {
@@ -352,7 +352,7 @@ func Table(w io.Writer, sums []results.Summary) error {
 		}
 		fmt.Fprintf(bw, "%s (%s)\n", SettingTitle(st), runsLine(sums, st))
 		tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
-		cols := columnsFor(sums)
+		cols := columnsFor(sums, st)
 		heads := make([]string, len(cols))
 		for i, c := range cols {
 			heads[i] = c.head
@@ -397,7 +397,7 @@ func Markdown(w io.Writer, meta Meta, sums []results.Summary) error {
 	}
 	for _, st := range results.SortSettings(sums) {
 		fmt.Fprintf(bw, "\n## %s\n\n%s.\n\n", SettingTitle(st), strings.ToUpper(runsLine(sums, st)[:1])+runsLine(sums, st)[1:])
-		cols := columnsFor(sums)
+		cols := columnsFor(sums, st)
 		heads := make([]string, len(cols))
 		seps := make([]string, len(cols))
 		for i, c := range cols {
