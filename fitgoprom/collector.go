@@ -1,6 +1,7 @@
 package fitgoprom
 
 import (
+	"fmt"
 	"io/fs"
 	"os"
 	"sync"
@@ -119,10 +120,10 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(descErrors, errors)
 	var mpPolicy, mlPolicy string
 	if c.mp != nil {
-		mpPolicy = c.mp.Status().Policy.String()
+		mpPolicy = procsPolicy(c.mp.Status().Policy)
 	}
 	if c.ml != nil {
-		mlPolicy = c.ml.Status().Policy.String()
+		mlPolicy = memPolicy(c.ml.Status().Policy)
 	}
 	gauge(descInfo, 1, lim.CPU.Version.String(), lim.CPU.Dir, lim.CPU.Source,
 		lim.Memory.Version.String(), lim.Memory.Dir, lim.Memory.MaxSource, lim.Memory.HighSource,
@@ -175,4 +176,50 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			counter(descPressureStalled, r.p.Full.Total.Seconds(), r.name, "full")
 		}
 	}
+}
+
+// procsPolicy describes a GOMAXPROCS policy, e.g. "ceil, min 1" or
+// "floor, min 1, max 8, reserve 0.5 cores".
+func procsPolicy(p maxprocs.Policy) string {
+	s := "ceil"
+	switch p.Rounding {
+	case maxprocs.Floor:
+		s = "floor"
+	case maxprocs.Nearest:
+		s = "nearest"
+	}
+	s += fmt.Sprintf(", min %d", max(p.Min, 1))
+	if p.Max > 0 {
+		s += fmt.Sprintf(", max %d", p.Max)
+	}
+	if p.Reserve > 0 {
+		s += fmt.Sprintf(", reserve %g cores", p.Reserve)
+	}
+	return s
+}
+
+// memPolicy describes a GOMEMLIMIT policy, e.g. "ratio 0.9, min 16 MiB".
+func memPolicy(p memlimit.Policy) string {
+	ratio := p.Ratio
+	if ratio == 0 {
+		ratio = 0.9
+	}
+	s := fmt.Sprintf("ratio %g", ratio)
+	if p.Reserve > 0 {
+		s += fmt.Sprintf(", reserve %s", mib(p.Reserve))
+	}
+	switch {
+	case p.Min == 0:
+		s += ", min 16 MiB"
+	case p.Min > 0:
+		s += ", min " + mib(p.Min)
+	}
+	return s
+}
+
+func mib(b int64) string {
+	if b%(1<<20) == 0 {
+		return fmt.Sprintf("%d MiB", b>>20)
+	}
+	return fmt.Sprintf("%d bytes", b)
 }
