@@ -46,7 +46,7 @@ func init() {
 		read:     cgroup.Read,
 		maxprocs: maxprocs.Apply,
 		memlimit: memlimit.Apply,
-		loop:     func(d time.Duration) *knob.Loop { return knob.NewLoop(d, knob.OpenProcess, nil) },
+		loop:     func(d time.Duration) *knob.Loop { return knob.NewLoop(d, openProcessHinted(d), nil) },
 		log:      slog.Default,
 	})
 }

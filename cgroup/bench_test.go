@@ -39,19 +39,6 @@ func BenchmarkWatcherRead(b *testing.B) {
 	}
 }
 
-// BenchmarkReadCPUStat measures ReadCPUStat on the live system.
-func BenchmarkReadCPUStat(b *testing.B) {
-	if _, err := ReadCPUStat(); err != nil {
-		b.Skipf("skipped: %v", err)
-	}
-	b.ReportAllocs()
-	for i := 0; i < b.N; i++ {
-		if _, err := ReadCPUStat(); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
 // BenchmarkReadFS measures ReadFS on fixtures with five-level hierarchies,
 // read from ordinary files.
 func BenchmarkReadFS(b *testing.B) {

@@ -129,31 +129,6 @@ func ExampleWatcher() {
 	// 0 false
 }
 
-// The throttling of a cgroup between two readings.
-func ExampleCPUStat_Sub() {
-	file := func(s string) *fstest.MapFile { return &fstest.MapFile{Data: []byte(s)} }
-	fsys := fstest.MapFS{
-		"sys/fs/cgroup/cpu.stat": file("usage_usec 1000000\nuser_usec 900000\nsystem_usec 100000\n" +
-			"nr_periods 100\nnr_throttled 10\nthrottled_usec 200000\n"),
-	}
-	before, err := cgroup.ReadCPUStatDir(fsys, "/sys/fs/cgroup")
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	fsys["sys/fs/cgroup/cpu.stat"] = file("usage_usec 1500000\nuser_usec 1300000\nsystem_usec 200000\n" +
-		"nr_periods 110\nnr_throttled 16\nthrottled_usec 500000\n")
-	after, err := cgroup.ReadCPUStatDir(fsys, "/sys/fs/cgroup")
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	d := after.Sub(before)
-	fmt.Printf("%d of %d periods throttled, %v throttled, %v used\n", d.ThrottledPeriods, d.Periods, d.ThrottledTime, d.Usage)
-	// Output:
-	// 6 of 10 periods throttled, 300ms throttled, 500ms used
-}
-
 // Read is what a program calls: the limits of the calling process.
 func ExampleRead() {
 	lim, err := cgroup.Read()

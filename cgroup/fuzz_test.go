@@ -120,31 +120,6 @@ func FuzzMemoryStat(f *testing.F) {
 	})
 }
 
-func FuzzCPUStat(f *testing.F) {
-	for _, tc := range cpuStatTests {
-		f.Add(tc.in)
-	}
-	f.Add("71333165549\n")
-	f.Fuzz(func(t *testing.T, in string) {
-		s, err := parseCPUStat([]byte(in))
-		requireParseError(t, err)
-		if err != nil && s != (CPUStat{}) {
-			t.Fatalf("%q: %+v with error %v", in, s, err)
-		}
-		if s.ThrottledTime < 0 || s.BurstTime < 0 || s.Usage < 0 || (!s.HasUsage && s.Usage != 0) {
-			t.Fatalf("%q: %+v", in, s)
-		}
-		if d := s.Sub(s); d.Periods != 0 || d.ThrottledTime != 0 || d.Usage != 0 {
-			t.Fatalf("%q: s.Sub(s) = %+v", in, d)
-		}
-		u, err := parseCPUAcctUsage([]byte(in))
-		requireParseError(t, err)
-		if u < 0 || (err != nil && u != 0) {
-			t.Fatalf("%q: usage %v, %v", in, u, err)
-		}
-	})
-}
-
 func FuzzProcCgroup(f *testing.F) {
 	for _, tc := range procCgroupTests {
 		f.Add(tc.in, tc.ctrl)

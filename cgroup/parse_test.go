@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -176,78 +175,6 @@ func TestParseMemoryStatLimit(t *testing.T) {
 			assert.Equal(t, tc.bytes, v)
 			assert.Equal(t, tc.limited, limited)
 		})
-	}
-}
-
-var cpuStatTests = []struct {
-	name    string
-	in      string
-	want    CPUStat
-	errLine int
-}{
-	{
-		name: "v1",
-		in:   "nr_periods 3100\nnr_throttled 412\nthrottled_time 20615190034\nnr_bursts 3\nburst_time 1500000\n",
-		want: CPUStat{Periods: 3100, ThrottledPeriods: 412, ThrottledTime: 20615190034, Bursts: 3, BurstTime: 1500 * time.Microsecond},
-	},
-	{
-		name: "v1 old kernel",
-		in:   "nr_periods 0\nnr_throttled 0\nthrottled_time 0\n",
-		want: CPUStat{},
-	},
-	{
-		name: "v1 with schedstats lines",
-		in:   "nr_periods 2\nnr_throttled 1\nthrottled_time 5\nwait_sum 123\n",
-		want: CPUStat{Periods: 2, ThrottledPeriods: 1, ThrottledTime: 5},
-	},
-	{
-		name: "v2",
-		in: "usage_usec 8123456\nuser_usec 6000000\nsystem_usec 2123456\ncore_sched.force_idle_usec 0\n" +
-			"nr_periods 420\nnr_throttled 17\nthrottled_usec 912345\nnr_bursts 1\nburst_usec 250\n",
-		want: CPUStat{Periods: 420, ThrottledPeriods: 17, ThrottledTime: 912345 * time.Microsecond,
-			Bursts: 1, BurstTime: 250 * time.Microsecond, Usage: 8123456 * time.Microsecond, HasUsage: true},
-	},
-	{
-		name: "v2 without the cpu controller",
-		in:   "usage_usec 2000000\nuser_usec 1500000\nsystem_usec 500000\n",
-		want: CPUStat{Usage: 2 * time.Second, HasUsage: true},
-	},
-	{name: "empty", in: "", want: CPUStat{}},
-	{name: "odd unknown lines", in: "\n\nfoo\n  \nbar baz qux\nnr_periods 1", want: CPUStat{Periods: 1}},
-	{name: "bad count", in: "nr_periods 1\nnr_throttled -1\n", errLine: 2},
-	{name: "bad time", in: "throttled_time 1.5\n", errLine: 1},
-	{name: "missing value", in: "usage_usec\n", errLine: 1},
-	{name: "usec overflow", in: "nr_periods 1\nthrottled_usec 9223372036854776\n", errLine: 2},
-	{name: "ns at the limit", in: "throttled_time 9223372036854775807\n", want: CPUStat{ThrottledTime: 1<<63 - 1}},
-	{name: "ns overflow", in: "throttled_time 9223372036854775808\n", errLine: 1},
-	{name: "count overflow", in: "nr_periods 18446744073709551616\n", errLine: 1},
-}
-
-func TestParseCPUStat(t *testing.T) {
-	for _, tc := range cpuStatTests {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := parseCPUStat([]byte(tc.in))
-			if tc.errLine == 0 {
-				require.NoError(t, err)
-				assert.Equal(t, tc.want, got)
-				return
-			}
-			checkErrLine(t, err, tc.errLine)
-			assert.Equal(t, CPUStat{}, got)
-		})
-	}
-}
-
-func TestParseCPUAcctUsage(t *testing.T) {
-	for in, want := range map[string]time.Duration{"71333165549\n": 71333165549, "0": 0, "9223372036854775807": 1<<63 - 1} {
-		got, err := parseCPUAcctUsage([]byte(in))
-		require.NoError(t, err)
-		assert.Equal(t, want, got)
-	}
-	for _, in := range []string{"", "-5\n", "x\n", "1 2\n", "9223372036854775808\n", "--1\n"} {
-		_, err := parseCPUAcctUsage([]byte(in))
-		var pe *parseError
-		assert.ErrorAs(t, err, &pe, "%q", in)
 	}
 }
 

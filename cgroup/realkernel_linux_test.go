@@ -38,7 +38,7 @@ type helperResult struct {
 	ReadErr   string
 	Watch     Limits
 	WatchErr  string
-	Stat      CPUStat
+	Stat      Stats
 	StatErr   string
 	SelfProcs string // the helper's /proc/self/cgroup
 }
@@ -48,7 +48,7 @@ type helperResult struct {
 // process in the child, and checks that it finds the parent's limits: the
 // case the Go runtime and automaxprocs miss. Then it changes the limits and
 // checks that the process's Watcher sees the change. On the way it checks
-// ReadCPUStatDir and ReadCPUStat on real, throttled cgroups.
+// ReadStatsDir and Watcher.Stats on real, throttled cgroups.
 func TestRealKernelV1(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("skipped: creating cgroups needs root")
@@ -104,13 +104,21 @@ func TestRealKernelV1(t *testing.T) {
 
 	// The helper has burnt CPU in the child: real throttling statistics.
 	readLine(t, out, burntMarker)
-	childStat, err := ReadCPUStatDir(os.DirFS("/"), cpuChild)
+	child, err := ReadStatsDir(os.DirFS("/"), cpuChild)
 	require.NoError(t, err)
+	childStat := child.CPU
 	t.Logf("child cpu.stat after the burn: %+v", childStat)
+	assert.Equal(t, cpuChild, childStat.Dir)
 	assert.Positive(t, childStat.Periods)
 	assert.Positive(t, childStat.ThrottledPeriods)
 	assert.Positive(t, childStat.ThrottledTime)
 	assert.False(t, childStat.HasUsage, "cpuacct is not mounted with cpu here")
+	childMem, err := ReadStatsDir(os.DirFS("/"), memChild)
+	require.NoError(t, err)
+	assert.Equal(t, memChild, childMem.Memory.Dir)
+	assert.Positive(t, childMem.Memory.Usage, "the helper's pages are charged to the child")
+	assert.True(t, childMem.Memory.HasEvents)
+	assert.Empty(t, childMem.CPU.Dir, "no cpu.stat in the memory hierarchy")
 
 	// Now the child has no limit of its own: the parent's is the effective one.
 	writeFile(t, filepath.Join(cpuChild, "cpu.cfs_quota_us"), "-1")
@@ -141,16 +149,24 @@ func TestRealKernelV1(t *testing.T) {
 		_, ok = lim.MemoryHigh()
 		assert.False(t, ok)
 	}
-	// ReadCPUStat in the helper read the cpu.stat of the parent, whose quota
+	// The helper's Watcher.Stats read the cpu.stat of the parent, whose quota
 	// is the effective one; the parent's bandwidth timer ran while the child
-	// burnt CPU.
-	parentStat, err := ReadCPUStatDir(os.DirFS("/"), cpuParent)
+	// burnt CPU. Memory is read where the limit is, the parent too.
+	parent, err := ReadStatsDir(os.DirFS("/"), cpuParent)
 	require.NoError(t, err)
+	parentStat := parent.CPU
 	t.Logf("parent cpu.stat: %+v", parentStat)
-	assert.Positive(t, first.Stat.Periods)
-	assert.GreaterOrEqual(t, parentStat.Periods, first.Stat.Periods)
-	assert.GreaterOrEqual(t, parentStat.ThrottledPeriods, first.Stat.ThrottledPeriods)
-	assert.GreaterOrEqual(t, parentStat.ThrottledTime, first.Stat.ThrottledTime)
+	assert.Equal(t, cpuParent, first.Stat.CPU.Dir)
+	assert.Positive(t, first.Stat.CPU.Periods)
+	assert.GreaterOrEqual(t, parentStat.Periods, first.Stat.CPU.Periods)
+	assert.GreaterOrEqual(t, parentStat.ThrottledPeriods, first.Stat.CPU.ThrottledPeriods)
+	assert.GreaterOrEqual(t, parentStat.ThrottledTime, first.Stat.CPU.ThrottledTime)
+	assert.Equal(t, memParent, first.Stat.Memory.Dir)
+	assert.Positive(t, first.Stat.Memory.Usage)
+	assert.LessOrEqual(t, first.Stat.Memory.WorkingSet, first.Stat.Memory.Usage)
+	assert.True(t, first.Stat.Memory.HasPeak)
+	assert.GreaterOrEqual(t, first.Stat.Memory.Peak, first.Stat.Memory.Usage)
+	assert.True(t, first.Stat.Memory.HasEvents)
 
 	// Resize: a tighter quota on the child with another period, and less
 	// memory on the parent. The helper's Watcher must see both.
@@ -343,7 +359,7 @@ func TestHelperProcess(t *testing.T) {
 		r.ReadErr = errString(err)
 		r.Watch, err = w.Read()
 		r.WatchErr = errString(err)
-		r.Stat, err = ReadCPUStat()
+		r.Stat, err = w.Stats()
 		r.StatErr = errString(err)
 		printResult(t, r)
 	}

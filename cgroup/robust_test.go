@@ -260,7 +260,7 @@ func TestEndlessFilesAreCut(t *testing.T) {
 			}, &open}
 			var err error
 			if tc.name == "cpu.stat" {
-				_, err = readCPUStatFS(fsys)
+				_, err = ReadStatsDir(fsys, "/sys/fs/cgroup/app")
 			} else {
 				_, err = ReadFS(fsys)
 			}

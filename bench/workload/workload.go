@@ -407,7 +407,12 @@ func Run(ctx context.Context, cfg Config) (*results.Workload, error) {
 	done := make([]bool, nreq)
 
 	res.GOMAXPROCSStart, res.GOMEMLIMITStart = runtime.GOMAXPROCS(0), memLimit()
-	cpu0, cpuErr := cgroup.ReadCPUStat()
+	cg, cpuErr := cgroup.NewWatcher(os.DirFS("/"))
+	var cpu0, cpu1 cgroup.Stats
+	if cpuErr == nil {
+		defer cg.Close()
+		cpu0, cpuErr = cg.Stats()
+	}
 	m0 := readMetrics()
 	start := time.Now()
 	res.SetupMS = float64(start.Sub(processStart)) / float64(time.Millisecond)
@@ -476,7 +481,10 @@ func Run(ctx context.Context, cfg Config) (*results.Workload, error) {
 	end := time.Now()
 	stop()
 	m1 := readMetrics()
-	cpu1, cpuErr1 := cgroup.ReadCPUStat()
+	var cpuErr1 error
+	if cpuErr == nil {
+		cpu1, cpuErr1 = cg.Stats()
+	}
 	bg.Wait()
 
 	if err := ctx.Err(); err != nil {
@@ -528,12 +536,14 @@ func Run(ctx context.Context, cfg Config) (*results.Workload, error) {
 		res.CPUStatError = cpuErr.Error()
 	case cpuErr1 != nil:
 		res.CPUStatError = cpuErr1.Error()
+	case cpu0.CPU.Dir == "" || cpu1.CPU.Dir == "":
+		res.CPUStatError = "no cpu.stat in the process's CPU cgroup"
 	default:
-		d := cpu1.Sub(cpu0)
+		res.Pressure = results.NewPressure(cpu1, cpu0, end.Sub(start))
 		res.CPUStat = &results.CPUStat{
-			Periods:          d.Periods,
-			ThrottledPeriods: d.ThrottledPeriods,
-			ThrottledMS:      float64(d.ThrottledTime) / float64(time.Millisecond),
+			Periods:          cpu1.CPU.Periods - cpu0.CPU.Periods,
+			ThrottledPeriods: cpu1.CPU.ThrottledPeriods - cpu0.CPU.ThrottledPeriods,
+			ThrottledMS:      float64(cpu1.CPU.ThrottledTime-cpu0.CPU.ThrottledTime) / float64(time.Millisecond),
 		}
 	}
 	return res, nil

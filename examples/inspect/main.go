@@ -4,6 +4,7 @@
 //
 //	go run ./examples/inspect         # aligned text
 //	go run ./examples/inspect -json   # one JSON object
+//	go run ./examples/inspect -watch  # one line per second until Ctrl-C, for kubectl exec
 //
 // It also shows what fitgo's policies would set here (maxprocs.Plan and
 // memlimit.Plan). It changes nothing. Outside a container (or outside Linux) it says that
@@ -11,14 +12,17 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"runtime"
 	"runtime/debug"
+	"syscall"
 	"text/tabwriter"
 
 	"github.com/fitgo/fitgo/cgroup"
@@ -82,7 +86,14 @@ type policy struct {
 
 func main() {
 	asJSON := flag.Bool("json", false, "print one JSON object instead of text")
+	watchFlag := flag.Bool("watch", false, "print one line per second (throttling, working set, memory events, pressure) until interrupted")
 	flag.Parse()
+	if *watchFlag {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		code := runWatch(ctx)
+		stop()
+		os.Exit(code)
+	}
 	r := inspect()
 	var err error
 	if *asJSON {
@@ -141,14 +152,14 @@ func inspect() report {
 	}
 	if lim.CPU.Version != 0 {
 		t := &throttling{}
-		if st, err := cgroup.ReadCPUStat(); err != nil {
+		if st, err := readStats(); err != nil {
 			t.Error = err.Error()
 		} else {
-			t.Periods = st.Periods
-			t.ThrottledPeriods = st.ThrottledPeriods
-			t.ThrottledSeconds = st.ThrottledTime.Seconds()
-			if st.HasUsage {
-				t.UsageSeconds = st.Usage.Seconds()
+			t.Periods = st.CPU.Periods
+			t.ThrottledPeriods = st.CPU.ThrottledPeriods
+			t.ThrottledSeconds = st.CPU.ThrottledTime.Seconds()
+			if st.CPU.HasUsage {
+				t.UsageSeconds = st.CPU.Usage.Seconds()
 			}
 		}
 		c.Throttling = t
@@ -157,6 +168,16 @@ func inspect() report {
 	r.Summary = summary(c, err)
 	r.Policies = policies()
 	return r
+}
+
+// readStats reads the statistics of the process's cgroups once.
+func readStats() (cgroup.Stats, error) {
+	w, err := cgroup.NewWatcher(nil)
+	if err != nil {
+		return cgroup.Stats{}, err
+	}
+	defer w.Close()
+	return w.Stats()
 }
 
 func describe(v cgroup.Version, path, dir string, err error) controller {

@@ -34,11 +34,13 @@ const (
 	bootTimeout = 3 * time.Minute
 )
 
-// probes are the programs put in the guest's /bin, built from these packages.
+// probes are the programs put in the guest's /bin, built from these packages;
+// "DIR:PKG" builds PKG in the module in DIR.
 var probes = map[string]string{
 	"plain":    "./probe/plain",
 	"explicit": "./probe/explicit",
 	"blank":    "./probe/blank",
+	"prom":     "../../fitgoprom:./internal/promprobe",
 }
 
 var (
@@ -103,7 +105,11 @@ func buildInitramfs(busybox string) (string, error) {
 	progs := map[string]string{}
 	for name, pkg := range probes {
 		out := filepath.Join(bin, name)
-		cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, pkg)
+		dir, pkg, inModule := strings.Cut(pkg, ":")
+		if !inModule {
+			dir, pkg = ".", dir
+		}
+		cmd := exec.Command("go", "build", "-C", dir, "-trimpath", "-ldflags=-s -w", "-o", out, pkg)
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
 		if b, err := cmd.CombinedOutput(); err != nil {
 			return "", fmt.Errorf("go build %s: %v\n%s", pkg, err, b)
@@ -350,7 +356,7 @@ func checkThrottle(t *testing.T, b report.Burn, quotaCores float64, timeKey stri
 
 // parseRaw reads the counters of the kernel's cpu.stat (and cpuacct.usage on
 // v1, where cpu and cpuacct are mounted together) as the test sees them.
-func parseRaw(t *testing.T, raw map[string]string, timeKey string, unit time.Duration) cgroup.CPUStat {
+func parseRaw(t *testing.T, raw map[string]string, timeKey string, unit time.Duration) report.CPU {
 	t.Helper()
 	kv := map[string]int64{}
 	for _, line := range strings.Split(strings.TrimSpace(raw["cpu.stat"]), "\n") {
@@ -359,7 +365,7 @@ func parseRaw(t *testing.T, raw map[string]string, timeKey string, unit time.Dur
 		require.NoError(t, err, "cpu.stat line %q", line)
 		kv[k] = n
 	}
-	s := cgroup.CPUStat{
+	s := report.CPU{
 		Periods:          uint64(kv["nr_periods"]),
 		ThrottledPeriods: uint64(kv["nr_throttled"]),
 		ThrottledTime:    time.Duration(kv[timeKey]) * unit,

@@ -25,8 +25,9 @@
 //
 // The scenarios are in guest/v2.sh and guest/v1.sh, the programs they run in
 // probe/: plain (no fitgo: the Go runtime's own choice, and small tools),
-// explicit (cgroup.Read, cgroup.ReadCPUStat, maxprocs.Apply) and blank (the
-// blank import and its refresh loop). The package's non-test code builds the
+// explicit (cgroup.Read, cgroup.Watcher.Stats, maxprocs.Apply) and blank (the
+// blank import and its refresh loop), and prom, the Prometheus collector's
+// program, built in its own module (fitgoprom/internal/promprobe). The package's non-test code builds the
 // initramfs (a newc cpio archive written in Go), runs qemu under a deadline and
 // parses the console.
 package vmtest

@@ -206,5 +206,43 @@ func TestCgroupV2(t *testing.T) {
 		one(t, c, "v2/throttle", "burn", &b)
 		checkLimits(t, b.Limits, wantLimits{version: cgroup.V2, dir: cg + "/throttle", cores: 0.5, cpuSource: cg + "/throttle"})
 		checkThrottle(t, b, 0.5, "throttled_usec", time.Microsecond)
+		// Pressure of the process's cgroup: the threads waited for the quota.
+		p := b.Stats.Pressure
+		assert.Equal(t, cg+"/throttle", p.Dir)
+		assert.True(t, p.CPU.HasSome, "cpu.pressure")
+		assert.Positive(t, p.CPU.Some.Total, "cpu pressure total")
+		assert.Positive(t, p.CPU.Some.Avg10, "cpu pressure avg10")
+		assert.True(t, p.Memory.HasSome && p.IO.HasSome, "memory.pressure and io.pressure")
+		m := b.Stats.Memory
+		assert.Equal(t, cg+"/throttle", m.Dir)
+		assert.Positive(t, m.Usage)
+		assert.LessOrEqual(t, m.WorkingSet, m.Usage)
+		assert.True(t, m.HasEvents)
+	})
+
+	// 7. fitgoprom.NewCollector in a pedantic registry after two goroutines
+	// spun for 1.5 s under 0.5 CPU and 256 MiB.
+	t.Run("7-prom", func(t *testing.T) {
+		var p report.Prom
+		one(t, c, "v2/prom", "prom", &p)
+		require.Empty(t, p.GatherErr)
+		s := p.Samples
+		assert.Equal(t, 0.5, s["fitgo_cpu_limit_cores"])
+		assert.Equal(t, float64(256*mib), s["fitgo_memory_limit_bytes"])
+		for _, name := range []string{"fitgo_cpu_cfs_periods_total", "fitgo_cpu_cfs_throttled_periods_total",
+			"fitgo_cpu_cfs_throttled_seconds_total", "fitgo_cpu_usage_seconds_total", "fitgo_memory_usage_bytes",
+			`fitgo_pressure_stalled_seconds_total{kind="some",resource="cpu"}`,
+			`fitgo_pressure_stalled_seconds_total{kind="full",resource="cpu"}`} {
+			assert.Positive(t, s[name], name)
+		}
+		for _, r := range []string{"memory", "io"} {
+			for _, k := range []string{"some", "full"} {
+				assert.Contains(t, s, `fitgo_pressure_stalled_seconds_total{kind="`+k+`",resource="`+r+`"}`)
+			}
+		}
+		for _, e := range []string{"low", "high", "max", "oom", "oom_kill", "oom_group_kill"} {
+			assert.Contains(t, s, `fitgo_memory_events_total{event="`+e+`"}`)
+		}
+		assert.Zero(t, s["fitgo_read_errors_total"])
 	})
 }

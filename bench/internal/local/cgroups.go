@@ -346,9 +346,10 @@ func quotaMicros(cpus float64, period time.Duration) int64 {
 	return max(int64(cpus*float64(period.Microseconds())+0.5), 1000)
 }
 
-// CPUStat reads cpu.stat where the quota is set.
-func (g *Group) CPUStat() (cgroup.CPUStat, error) {
-	return cgroup.ReadCPUStatDir(os.DirFS(g.fs.real("/")), g.CPUDir)
+// Stats reads the statistics where the quota is set: cpu.stat, and on v2
+// the memory and pressure files of the same directory.
+func (g *Group) Stats() (cgroup.Stats, error) {
+	return cgroup.ReadStatsDir(os.DirFS(g.fs.real("/")), g.CPUDir)
 }
 
 // OOMKills returns the number of processes the kernel's OOM killer killed in
@@ -499,12 +500,16 @@ func (g *Group) Remove() error {
 	return errors.Join(errs...)
 }
 
-// toResults converts a cpu.stat delta.
-func toResults(s cgroup.CPUStat) *results.CPUStat {
+// toResults converts the cpu.stat change from prev to cur; nil when cur has
+// no cpu.stat.
+func toResults(cur, prev cgroup.Stats) *results.CPUStat {
+	if cur.CPU.Dir == "" {
+		return nil
+	}
 	return &results.CPUStat{
-		Periods:          s.Periods,
-		ThrottledPeriods: s.ThrottledPeriods,
-		ThrottledMS:      float64(s.ThrottledTime) / float64(time.Millisecond),
+		Periods:          cur.CPU.Periods - prev.CPU.Periods,
+		ThrottledPeriods: cur.CPU.ThrottledPeriods - prev.CPU.ThrottledPeriods,
+		ThrottledMS:      float64(cur.CPU.ThrottledTime-prev.CPU.ThrottledTime) / float64(time.Millisecond),
 	}
 }
 

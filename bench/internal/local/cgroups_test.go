@@ -38,12 +38,12 @@ func TestV1Group(t *testing.T) {
 
 	// cpu.stat and the OOM counter are read where the limits are.
 	k.put("/sys/fs/cgroup/cpu/fitgo-bench-1-1-x/cpu.stat", "nr_periods 50\nnr_throttled 20\nthrottled_time 1500000000\n")
-	st, err := g.CPUStat()
+	st, err := g.Stats()
 	require.NoError(t, err)
-	assert.Equal(t, uint64(50), st.Periods)
-	assert.Equal(t, uint64(20), st.ThrottledPeriods)
-	assert.Equal(t, 1500*time.Millisecond, st.ThrottledTime)
-	assert.Equal(t, 0.4, toResults(st).ThrottledRatio())
+	assert.Equal(t, uint64(50), st.CPU.Periods)
+	assert.Equal(t, uint64(20), st.CPU.ThrottledPeriods)
+	assert.Equal(t, 1500*time.Millisecond, st.CPU.ThrottledTime)
+	assert.Equal(t, 0.4, toResults(st, cgroup.Stats{}).ThrottledRatio())
 	k.put("/sys/fs/cgroup/memory/user/fitgo-bench-1-1-x/memory.oom_control", "oom_kill_disable 0\nunder_oom 0\noom_kill 1\n")
 	n, err := g.OOMKills()
 	require.NoError(t, err)

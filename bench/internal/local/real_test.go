@@ -88,7 +88,7 @@ func TestRealGroup(t *testing.T) {
 			} else {
 				assert.Regexp(t, `(?m)^0::\S*`+want+`$`, string(out))
 			}
-			_, err = g.CPUStat()
+			_, err = g.Stats()
 			require.NoError(t, err)
 			n, err := g.OOMKills()
 			require.NoError(t, err)

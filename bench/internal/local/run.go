@@ -66,7 +66,7 @@ func (r *runner) runOne(ctx context.Context, st setting, v variant.Variant, roun
 	var (
 		cmd     *exec.Cmd
 		group   *Group
-		stat0   cgroup.CPUStat
+		stat0   cgroup.Stats
 		statErr error
 	)
 	if r.host != nil {
@@ -116,11 +116,11 @@ func (r *runner) runOne(ctx context.Context, st setting, v variant.Variant, roun
 		procs, _ := json.Marshal(g.Procs)
 		cmd = exec.CommandContext(ctx, self, append([]string{bin}, args...)...)
 		cmd.Env = append(env, cgexecEnv+"="+string(procs))
-		stat0, statErr = g.CPUStat()
+		stat0, statErr = g.Stats()
 	} else {
 		cmd = exec.CommandContext(ctx, bin, args...)
 		cmd.Env = env
-		stat0, statErr = cgroup.ReadCPUStat()
+		stat0, statErr = readStats()
 	}
 	dieWithParent(cmd)
 	cmd.WaitDelay = 10 * time.Second
@@ -161,14 +161,15 @@ func (r *runner) runOne(ctx context.Context, st setting, v variant.Variant, roun
 	run.Leak = leak.result(run.WallSeconds * 1000)
 
 	if statErr == nil {
-		var stat1 cgroup.CPUStat
+		var stat1 cgroup.Stats
 		if group != nil {
-			stat1, statErr = group.CPUStat()
+			stat1, statErr = group.Stats()
 		} else {
-			stat1, statErr = cgroup.ReadCPUStat()
+			stat1, statErr = readStats()
 		}
 		if statErr == nil {
-			run.CPUStat = toResults(stat1.Sub(stat0))
+			run.CPUStat = toResults(stat1, stat0)
+			run.Pressure = results.NewPressure(stat1, stat0, time.Duration(run.WallSeconds*float64(time.Second)))
 		}
 	}
 
@@ -300,4 +301,14 @@ func tail(lines []string) string {
 		return ""
 	}
 	return ": " + strings.Join(lines, " | ")
+}
+
+// readStats reads the statistics of the runner's own cgroups.
+func readStats() (cgroup.Stats, error) {
+	w, err := cgroup.NewWatcher(os.DirFS("/"))
+	if err != nil {
+		return cgroup.Stats{}, err
+	}
+	defer w.Close()
+	return w.Stats()
 }

@@ -92,7 +92,10 @@ func TestVMCgroupV2(t *testing.T) {
 	for _, k := range []string{"cpu/untuned", "cpu/fitgo", "nested/untuned", "nested/fitgo"} {
 		r := float64(by[k].ThrottledPeriodsRatio)
 		assert.True(t, r >= 0 && r <= 1, "%s: throttled ratio %v from the v2 cpu.stat", k, r)
+		p := float64(by[k].CPUPressure)
+		assert.True(t, p >= 0 && p <= 1, "%s: CPU pressure %v from the v2 cpu.pressure", k, p)
 	}
+	assert.Positive(t, float64(by["cpu/untuned"].CPUPressure), "4 Ps under 1 CPU wait for it")
 	assert.Equal(t, uint64(1), by["memory/untuned"].OOMKills, "memory.events oom_kill: %s", console)
 	assert.Zero(t, by["memory/fitgo"].OOMKills)
 	assert.InDelta(t, 0.9*128*(1<<20), float64(by["memory/fitgo"].GOMEMLIMITBytes), 1, "90% of memory.max")

@@ -265,6 +265,28 @@ var columns = []column{
 	}},
 }
 
+// pressureColumns are shown after the others in the table of a setting
+// with pressure figures: the kernel has them only for cgroup v2.
+var pressureColumns = []column{
+	{"CPU pressure", func(s results.Summary, _ *results.Summary) string {
+		return withRange(s, "cpu_pressure", s.CPUPressure, pct)
+	}},
+	{"memory pressure", func(s results.Summary, _ *results.Summary) string {
+		return withRange(s, "memory_pressure", s.MemoryPressure, pct)
+	}},
+}
+
+// pressureColumnsOf returns pressureColumns when a summary of setting st has
+// pressure figures.
+func pressureColumnsOf(sums []results.Summary, st results.Setting) []column {
+	for _, s := range sums {
+		if s.Setting() == st && (!math.IsNaN(float64(s.CPUPressure)) || !math.IsNaN(float64(s.MemoryPressure))) {
+			return pressureColumns
+		}
+	}
+	return nil
+}
+
 // SettingTitle describes a scenario setting, e.g. "cpu: quota 1 CPU, no memory limit".
 func SettingTitle(st results.Setting) string {
 	q := "no CPU quota"
@@ -326,18 +348,20 @@ func columnsOf(sums []results.Summary, st results.Setting) []column {
 	if st.Scenario == "leak" {
 		return leakColumns
 	}
+	cols := columns
 	for _, s := range sums {
 		if s.Setting() == st && len(s.MemoryEvents) > 0 {
-			return append(slices.Clone(columns), memoryEventsColumn)
+			cols = append(slices.Clone(columns), memoryEventsColumn)
+			break
 		}
 	}
-	return columns
+	return append(cols[:len(cols):len(cols)], pressureColumnsOf(sums, st)...)
 }
 
 // rows returns the table rows of one setting; base is the runtime variant's
 // summary, if present, for the ratio column.
 func rows(sums []results.Summary, st results.Setting) (out [][]string) {
-	columns := columnsOf(sums, st)
+	cols := columnsOf(sums, st)
 	var base *results.Summary
 	for i := range sums {
 		if sums[i].Setting() == st && sums[i].Variant == "runtime" {
@@ -348,8 +372,8 @@ func rows(sums []results.Summary, st results.Setting) (out [][]string) {
 		if s.Setting() != st {
 			continue
 		}
-		row := make([]string, len(columns))
-		for i, c := range columns {
+		row := make([]string, len(cols))
+		for i, c := range cols {
 			row[i] = c.cell(s, base)
 		}
 		out = append(out, row)
@@ -454,7 +478,8 @@ Throttled periods are nr_throttled / nr_periods of the quota cgroup's cpu.stat o
 A load is the request work as a fraction of the CPU quota (0.7: requests take 0.7 × quota CPU-seconds per second); without one, each request does the fixed work of the workload line.
 CPU s is the process's user+system CPU time, setup included.
 Memory events are the counters of the cgroup that carries the memory limit, summed over the runs (v1: memory.failcnt and memory.memsw.failcnt, and oom_kill and under_oom of memory.oom_control, where oom_kill counts only kills in that very cgroup; v2: memory.events).
-In the leak scenario, "GOMEMLIMIT bound at" is the process's age when GOMEMLIMIT first set the heap goal (below GOGC's), "then lasted" the time from there to the kill or the end of the run; GC CPU, p99 and requests "in the window" cover that time up to the last progress line (at most 1 s before the end); "brown-out" is the time in it with the GC above half of the CPU.`
+In the leak scenario, "GOMEMLIMIT bound at" is the process's age when GOMEMLIMIT first set the heap goal (below GOGC's), "then lasted" the time from there to the kill or the end of the run; GC CPU, p99 and requests "in the window" cover that time up to the last progress line (at most 1 s before the end); "brown-out" is the time in it with the GC above half of the CPU.
+CPU and memory pressure, where the kernel has pressure stall information for the cgroup (cgroup v2), are the share of the window in which some task waited for the CPU or for memory (the some totals of ` + "`cpu.pressure`" + ` and ` + "`memory.pressure`" + `).`
 
 // BenchText writes the runs in the Go benchmark format, one line per run, named
 // Benchmark<Runner>/scenario=…/cpus=…/mem=…/variant=…, so that runs can be
@@ -511,6 +536,10 @@ func BenchText(w io.Writer, meta Meta, runs []results.Run) error {
 				unit(float64(w.GCCPUFraction), "window-gc-cpu-fraction")
 				unit(float64(w.LatencyP99MS), "window-p99-ms")
 			}
+		}
+		if p := r.Stalls(); p != nil {
+			unit(p.CPUShare(), "cpu-pressure")
+			unit(p.MemoryShare(), "memory-pressure")
 		}
 		unit(float64(r.OOMKills), "oom-kills")
 		fmt.Fprintln(bw)

@@ -101,6 +101,9 @@ type Workload struct {
 	// (CPUStatError says why).
 	CPUStat      *CPUStat `json:"cpu_stat,omitempty"`
 	CPUStatError string   `json:"cpu_stat_error,omitempty"`
+	// Pressure is the change of the pressure totals of the process's cgroup
+	// over the window; nil where the kernel has none for it (cgroup v1).
+	Pressure *Pressure `json:"pressure,omitempty"`
 }
 
 // Config is the workload's configuration, echoed in its output.
@@ -292,6 +295,9 @@ type Run struct {
 	// CPUStat is the runner's cpu.stat delta of the quota cgroup over the whole
 	// process lifetime (setup included); nil when not read.
 	CPUStat *CPUStat `json:"cpu_stat,omitempty"`
+	// Pressure is the runner's change of the pressure totals of the quota
+	// cgroup over the process lifetime; nil where there are none (cgroup v1).
+	Pressure *Pressure `json:"pressure,omitempty"`
 	// CPUSeconds is the process's user+system CPU time.
 	CPUSeconds float64 `json:"cpu_seconds"`
 	// WallSeconds is the process's wall time.
@@ -344,6 +350,15 @@ func (r Run) Throttling() *CPUStat {
 		return r.Workload.CPUStat
 	}
 	return r.CPUStat
+}
+
+// Stalls returns the pressure change that best describes the run: the
+// workload's own measurement window when it has one, else the runner's.
+func (r Run) Stalls() *Pressure {
+	if r.Workload != nil && r.Workload.Pressure != nil {
+		return r.Workload.Pressure
+	}
+	return r.Pressure
 }
 
 // Float is a float64 that encodes NaN (no measurement) as JSON null.

@@ -46,6 +46,11 @@ type Summary struct {
 	// ThrottledPeriodsRatio is throttled periods / periods (0 to 1).
 	ThrottledPeriodsRatio Float `json:"throttled_periods_ratio"`
 	ThrottledMS           Float `json:"throttled_ms"`
+	// CPUPressure and MemoryPressure are the shares of the window in which
+	// some task waited for the CPU or for memory (pressure stall
+	// information); NaN where the kernel has none for the cgroup (cgroup v1).
+	CPUPressure    Float `json:"cpu_pressure"`
+	MemoryPressure Float `json:"memory_pressure"`
 
 	Requests       Float `json:"requests"`
 	RequestsPerSec Float `json:"requests_per_s"`
@@ -214,6 +219,8 @@ var metrics = []metric{
 		}
 		return math.NaN()
 	}, func(s *Summary, v Float) { s.ThrottledMS = v }},
+	{"cpu_pressure", func(r Run) float64 { return r.Stalls().CPUShare() }, func(s *Summary, v Float) { s.CPUPressure = v }},
+	{"memory_pressure", func(r Run) float64 { return r.Stalls().MemoryShare() }, func(s *Summary, v Float) { s.MemoryPressure = v }},
 	{"requests", requestsDone, func(s *Summary, v Float) { s.Requests = v }},
 	{"requests_per_s", fromWorkload(func(w *Workload) float64 {
 		if w.DurationMS <= 0 {

@@ -85,3 +85,12 @@ step "$s"
 mk "$d"
 wr "$d/cpu.max" "50000 100000"
 run_in "$d" explicit burn -scenario $s -threads 2 -for 2s
+
+# 7. The Prometheus collector (fitgoprom) under 0.5 CPU and 256 MiB while two
+# goroutines spin for 1.5 s.
+s=v2/prom d=$cg/prom
+step "$s"
+mk "$d"
+wr "$d/cpu.max" "50000 100000"
+wr "$d/memory.max" 256M
+run_in "$d" prom -scenario $s -threads 2 -for 1.5s

@@ -51,11 +51,16 @@ func read(h report.Header) {
 // burn keeps threads goroutines spinning for d and reports how cpu.stat of
 // the effective CPU cgroup changed meanwhile.
 func burn(h report.Header, threads int, d time.Duration) {
-	lim := report.NewLimits(cgroup.Read())
-	before, err := cgroup.ReadCPUStat()
+	w, err := cgroup.NewWatcher(os.DirFS("/"))
 	if err != nil {
-		report.Fail("ReadCPUStat before: " + err.Error())
+		report.Fail("NewWatcher: " + err.Error())
 	}
+	lim := report.NewLimits(w.Read())
+	st, err := w.Stats()
+	if err != nil {
+		report.Fail("Stats before: " + err.Error())
+	}
+	before := report.NewCPU(st)
 	start := time.Now()
 	deadline := start.Add(d)
 	var wg sync.WaitGroup
@@ -79,15 +84,16 @@ func burn(h report.Header, threads int, d time.Duration) {
 	// to the serial console, costs guest CPU time in the throttled cgroup and
 	// moves the counters on.)
 	rawBefore := readRaw(lim.CPU.Source)
-	after, err := cgroup.ReadCPUStat()
+	st, err = w.Stats()
 	wall := time.Since(start)
 	rawAfter := readRaw(lim.CPU.Source)
 	if err != nil {
-		report.Fail("ReadCPUStat after: " + err.Error())
+		report.Fail("Stats after: " + err.Error())
 	}
+	after := report.NewCPU(st)
 	report.Emit(report.Burn{
 		Header: h, Limits: lim, Runtime: report.ReadRuntime(), Threads: threads,
-		Wall: wall, Before: before, After: after, Delta: after.Sub(before),
+		Wall: wall, Before: before, After: after, Delta: after.Sub(before), Stats: st,
 		RawBefore: rawBefore, RawAfter: rawAfter,
 	})
 }

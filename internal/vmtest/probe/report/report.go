@@ -81,23 +81,55 @@ type Read struct {
 }
 
 // Burn is what "explicit burn" prints: how cpu.stat of the effective CPU
-// cgroup (cgroup.ReadCPUStat) changed while the probe kept Threads goroutines
-// spinning.
+// cgroup (cgroup.Watcher.Stats) changed while the probe kept Threads
+// goroutines spinning.
 type Burn struct {
 	Header
 	Limits  Limits  `json:"limits"`
 	Runtime Runtime `json:"runtime"`
 	Threads int     `json:"threads"`
 	// Wall is the time between the two cpu.stat readings.
-	Wall   time.Duration  `json:"wall_ns"`
-	Before cgroup.CPUStat `json:"before"`
-	After  cgroup.CPUStat `json:"after"`
-	Delta  cgroup.CPUStat `json:"delta"`
+	Wall   time.Duration `json:"wall_ns"`
+	Before CPU           `json:"before"`
+	After  CPU           `json:"after"`
+	Delta  CPU           `json:"delta"`
+	// Stats is the whole last reading: memory and pressure too.
+	Stats cgroup.Stats `json:"stats"`
 	// RawBefore and RawAfter hold cpu.stat and, where it exists,
 	// cpuacct.usage of the limiting cgroup (Limits.CPU.Source), read right
 	// before and right after After.
 	RawBefore map[string]string `json:"raw_before"`
 	RawAfter  map[string]string `json:"raw_after"`
+}
+
+// CPU holds the counters of cgroup.Stats.CPU that the tests check.
+type CPU struct {
+	Periods, ThrottledPeriods uint64
+	ThrottledTime, Usage      time.Duration
+	HasUsage                  bool
+}
+
+// NewCPU returns the counters of s.
+func NewCPU(s cgroup.Stats) CPU {
+	return CPU{s.CPU.Periods, s.CPU.ThrottledPeriods, s.CPU.ThrottledTime, s.CPU.Usage, s.CPU.HasUsage}
+}
+
+// Sub returns c - prev field by field (the counters only grow).
+func (c CPU) Sub(prev CPU) CPU {
+	return CPU{c.Periods - prev.Periods, c.ThrottledPeriods - prev.ThrottledPeriods,
+		c.ThrottledTime - prev.ThrottledTime, c.Usage - prev.Usage, c.HasUsage && prev.HasUsage}
+}
+
+// Prom is what the fitgoprom probe prints: the samples a pedantic registry
+// with fitgoprom.NewCollector gathered after Threads goroutines spun for
+// Wall, keyed by name and labels in the text format's order, e.g.
+// `fitgo_pressure_stalled_seconds_total{kind="some",resource="cpu"}`.
+type Prom struct {
+	Header
+	Threads   int                `json:"threads"`
+	Wall      time.Duration      `json:"wall_ns"`
+	Samples   map[string]float64 `json:"samples"`
+	GatherErr string             `json:"gather_err,omitempty"`
 }
 
 // MaxProcs is maxprocs.Result, with its error and policy as text.

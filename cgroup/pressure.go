@@ -1,0 +1,107 @@
+package cgroup
+
+import "time"
+
+// The pressure stall information files of cgroup v2 (Linux 4.20 and later,
+// with CONFIG_PSI and unless booted with psi=0).
+const (
+	fileCPUPressure    = "cpu.pressure"
+	fileMemoryPressure = "memory.pressure"
+	fileIOPressure     = "io.pressure"
+)
+
+// parsePressure parses a pressure file: a "some" line and, on most kernels
+// and resources, a "full" line, each "avg10=A avg60=A avg300=A total=T" with
+// the averages in percent (two decimals) and T in microseconds. Unknown
+// lines and keys are ignored; a known key with a malformed value is an error
+// on that line.
+func parsePressure(data []byte) (Pressure, error) {
+	var p Pressure
+	for n := 1; len(data) > 0; n++ {
+		var line []byte
+		line, data = nextLine(data)
+		kind, rest := nextField(line)
+		var l *pressureLine
+		switch string(kind) {
+		case "some":
+			l, p.HasSome = &p.Some, true
+		case "full":
+			l, p.HasFull = &p.Full, true
+		default:
+			continue
+		}
+		for len(rest) > 0 {
+			var f []byte
+			f, rest = nextField(rest)
+			k, v, ok := cutByte(f, '=')
+			if !ok {
+				return Pressure{}, invalid(n, "pressure field", f)
+			}
+			var avg *float64
+			switch string(k) {
+			case "avg10":
+				avg = &l.Avg10
+			case "avg60":
+				avg = &l.Avg60
+			case "avg300":
+				avg = &l.Avg300
+			case "total":
+				u, ok := parseUint(v)
+				if !ok || u > maxMicros {
+					return Pressure{}, invalid(n, "pressure total", f)
+				}
+				l.Total = time.Duration(u) * time.Microsecond
+				continue
+			default:
+				continue
+			}
+			if *avg, ok = parseDecimal(v); !ok {
+				return Pressure{}, invalid(n, "pressure average", f)
+			}
+		}
+	}
+	return p, nil
+}
+
+// pressureLine is the type of Pressure.Some and Pressure.Full.
+type pressureLine = struct {
+	Avg10, Avg60, Avg300 float64
+	Total                time.Duration
+}
+
+// cutByte splits b around the first c.
+func cutByte(b []byte, c byte) (before, after []byte, found bool) {
+	for i := range b {
+		if b[i] == c {
+			return b[:i], b[i+1:], true
+		}
+	}
+	return b, nil, false
+}
+
+// parseDecimal parses digits with an optional fraction ("12.34"), as the
+// kernel prints the pressure averages. At most 15 digits keep both integers
+// exact in a float64, so the quotient is correctly rounded: "5.64" gives the
+// float64 5.64.
+func parseDecimal(b []byte) (float64, bool) {
+	ip, fp, dot := cutByte(b, '.')
+	if len(ip) == 0 || (dot && len(fp) == 0) || len(ip)+len(fp) > 15 {
+		return 0, false
+	}
+	v, ok := parseUint(ip)
+	if !ok {
+		return 0, false
+	}
+	scale := uint64(1)
+	if dot {
+		f, ok := parseUint(fp)
+		if !ok {
+			return 0, false
+		}
+		for range fp {
+			scale *= 10
+		}
+		v = v*scale + f
+	}
+	return float64(v) / float64(scale), true
+}
