@@ -1,6 +1,6 @@
 // Package cgroup reads the effective CPU and memory limits of the calling
-// process from Linux control groups, v1, v2 and hybrid, and the CPU
-// throttling statistics of its cgroup.
+// process from Linux control groups, v1, v2 and hybrid, and the statistics
+// of its cgroup ([Stats]: CPU throttling, memory usage and events, pressure).
 //
 // [ReadFS] finds the process's cgroup of each controller through
 // /proc/self/cgroup and /proc/self/mountinfo, walks from it up to the mount
