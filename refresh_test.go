@@ -2,6 +2,7 @@ package fitgo
 
 import (
 	"context"
+	"math"
 	"runtime/metrics"
 	"testing"
 	"time"
@@ -36,19 +37,27 @@ func TestRefreshLoopAllocatesNothing(t *testing.T) {
 	for i := 0; i < 10; i++ { // the first tick opens the files
 		ticks <- now
 	}
+	// The count is the whole process's: another goroutine of the test binary
+	// (an earlier test's child-process pipes, the runtime) may allocate
+	// meanwhile. So take the fewest of three rounds: a tick that allocates
+	// shows in every round (at least n), noise in some.
 	sample := []metrics.Sample{{Name: "/gc/heap/allocs:objects"}}
-	metrics.Read(sample)
-	before := sample[0].Value.Uint64()
 	const n = 200
-	for i := 0; i < n; i++ {
-		ticks <- now
+	fewest := uint64(math.MaxUint64)
+	for round := 0; round < 3; round++ {
+		metrics.Read(sample)
+		before := sample[0].Value.Uint64()
+		for i := 0; i < n; i++ {
+			ticks <- now
+		}
+		ticks <- now // the last one is handled once this is received
+		metrics.Read(sample)
+		allocs := sample[0].Value.Uint64() - before
+		t.Logf("round %d: %d heap allocations in the whole process during %d refresh ticks", round+1, allocs, n)
+		fewest = min(fewest, allocs)
 	}
-	ticks <- now // the last one is handled once this is received
-	metrics.Read(sample)
-	allocs := sample[0].Value.Uint64() - before
-	t.Logf("%d heap allocations in the whole process during %d refresh ticks", allocs, n)
 	require.True(t, mp.Status().Following && ml.Status().Following)
 	// A few allocations may come from the runtime or the test framework;
 	// one per tick would be 200.
-	assert.Less(t, allocs, uint64(n/10))
+	assert.Less(t, fewest, uint64(n/10))
 }
