@@ -39,6 +39,7 @@ var probes = map[string]string{
 	"plain":    "./probe/plain",
 	"explicit": "./probe/explicit",
 	"blank":    "./probe/blank",
+	"sidecar":  "../testprog/sidecar",
 }
 
 var (
