@@ -279,9 +279,11 @@ func apply(o *Options, dry bool) *Fit {
 	l, has := f.effective(lim)
 	want := int64(0)
 	if has {
-		want = f.softLimit(&l, f.floor(make([]metrics.Sample, len(floorMetrics))))
-	}
-	if has {
+		floor := int64(0)
+		if l.others > 0 {
+			floor = f.floor(make([]metrics.Sample, len(floorMetrics)))
+		}
+		want = f.softLimit(&l, floor)
 		r.Limit, r.Source, r.From, r.Others, r.LevelLimit, r.Floor = l.bytes, l.source, l.from, l.others, l.level, l.floor
 	}
 	f.last = want
