@@ -46,7 +46,7 @@ func FITGO(s string) (f Fitgo, err error) {
 		field = strings.TrimSpace(field)
 		key, value, ok := strings.Cut(field, "=")
 		key, value = strings.TrimSpace(key), strings.TrimSpace(value)
-		var bad string
+		var bad, unknown string
 		switch on := value == "on"; {
 		case field == "":
 		case field == "off":
@@ -72,7 +72,7 @@ func FITGO(s string) (f Fitgo, err error) {
 				f.NoHeadroom = !on
 			}
 		case key != "maxprocs" && key != "memlimit" && key != "refresh":
-			bad = fmt.Sprintf("unknown setting %q (want maxprocs, memlimit, refresh, rounding, insist or headroom)", short(key))
+			unknown = key
 		case on || value == "off":
 			switch key {
 			case "maxprocs":
@@ -91,7 +91,10 @@ func FITGO(s string) (f Fitgo, err error) {
 				bad = "want off, on or a positive duration such as 500ms"
 			}
 		}
-		if bad != "" {
+		switch {
+		case unknown != "": // the key says it all: quote it alone, keeping the error short
+			errs = append(errs, fmt.Errorf("FITGO: unknown setting %q (want maxprocs, memlimit, refresh, rounding, insist or headroom)", short(unknown)))
+		case bad != "":
 			errs = append(errs, fmt.Errorf("FITGO: %q: %s", short(field), bad))
 		}
 	}
