@@ -46,9 +46,9 @@ var errNoRssAnon = errors.New("no RssAnon line")
 // minMargin is the smallest margin of others taken as the process's own.
 const minMargin = 8 << 20
 
-// Margin is the amount of others at a level with limit bytes that is taken
+// margin is the amount of others at a level with limit bytes that is taken
 // as the process's own kernel memory and file cache: max(limit/32, 8 MiB).
-func Margin(limit int64) int64 { return max(limit/32, minMargin) }
+func margin(limit int64) int64 { return max(limit/32, minMargin) }
 
 // headroomEval collects the levels of one evaluation.
 type headroomEval struct {
@@ -98,7 +98,7 @@ func (e *headroomEval) level(src fileSource, v Version, dir string, lmax, high i
 	ws := max(usage-inactive, 0)
 	others := max(ws-e.own, 0)
 	avail := limit
-	if others > Margin(limit) {
+	if others > margin(limit) {
 		avail = limit - others
 	}
 	if e.h.Source == "" || avail < e.h.Avail {

@@ -112,7 +112,7 @@ func headroomLimits(others int64) cgroup.Limits {
 	if others > 0 {
 		l.Memory.Headroom = cgroup.Headroom{Source: "/sys/fs/cgroup/app", From: "memory.max", Limit: 512 * MiB,
 			Usage: (100 + others) * MiB, Own: 100 * MiB, Others: others * MiB, Avail: (512 - others) * MiB}
-		if others*MiB <= cgroup.Margin(512*MiB) {
+		if others <= 16 { // the margin of 512 MiB, limit/32
 			l.Memory.Headroom.Avail = 512 * MiB // as cgroup gives it
 		}
 	}
