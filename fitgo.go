@@ -109,7 +109,7 @@ func start(d deps) (rep Report) {
 	}
 	if cfg.MemLimit {
 		rep.MemLimit, _ = d.memlimit(memlimit.Options{KeepExisting: !cfg.InsistMemLimit, Insist: cfg.InsistMemLimit,
-			Logger: logger, Refresh: every, Context: ctx, Limits: shared})
+			Logger: logger, Refresh: every, Context: ctx, Limits: shared, NoHeadroom: cfg.NoHeadroom})
 		ml = rep.MemLimit.Status()
 	}
 	logStart(d.log(), rep, mp, ml)

@@ -95,15 +95,19 @@ func (t *tightest) add(q, p int64, limited bool, dir string) {
 	}
 }
 
-// read adds the memory limit in dir/name; a missing file is none.
-func (t *tightest) read(src fileSource, dir, name string, parse func([]byte) (int64, bool, error)) error {
+// read adds the memory limit in dir/name, which it returns (-1: none); a
+// missing file is none.
+func (t *tightest) read(src fileSource, dir, name string, parse func([]byte) (int64, bool, error)) (int64, error) {
 	data, found, err := src.file(dir, name)
 	if err != nil || !found {
-		return err
+		return -1, err
 	}
 	v, limited, err := parse(data)
 	t.add(v, 1, limited && err == nil, dir)
-	return withFile(err, dir, name)
+	if !limited || err != nil {
+		v = -1
+	}
+	return v, withFile(err, dir, name)
 }
 
 // readCPULevel reads the CPU bandwidth limit of one cgroup directory.

@@ -57,6 +57,9 @@ type Memory struct {
 	High       int64
 	HighSource string
 	Err        error
+	// Headroom is what the process can count on at the level that leaves
+	// it the least, with what the others hold there; see Headroom.
+	Headroom Headroom
 }
 
 // Limits are the effective CPU and memory limits of a process. CPU and

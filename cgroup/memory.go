@@ -46,27 +46,31 @@ func parseMemoryStatLimit(data []byte) (bytes int64, limited bool, err error) {
 
 // evalMemory sets m's Max, High and sources, or m.Err and no limit.
 func evalMemory(src fileSource, m *Memory) {
-	m.Max, m.MaxSource, m.High, m.HighSource = 0, "", 0, ""
+	m.Max, m.MaxSource, m.High, m.HighSource, m.Headroom = 0, "", 0, "", Headroom{}
 	if m.Err != nil || m.Version == 0 {
 		return
 	}
 	var max, high tightest
+	var hr headroomEval
 	for dir := range m.dirs {
+		lmax, lhigh := int64(-1), int64(-1)
 		if m.Version == V1 {
-			m.Err = max.read(src, dir, "memory.limit_in_bytes", parseMemoryValue)
-		} else if m.Err = max.read(src, dir, "memory.max", parseMemoryValue); m.Err == nil {
-			m.Err = high.read(src, dir, "memory.high", parseMemoryValue)
+			lmax, m.Err = max.read(src, dir, "memory.limit_in_bytes", parseMemoryValue)
+		} else if lmax, m.Err = max.read(src, dir, "memory.max", parseMemoryValue); m.Err == nil {
+			lhigh, m.Err = high.read(src, dir, "memory.high", parseMemoryValue)
 		}
 		if m.Err != nil {
 			return
 		}
+		hr.level(src, m.Version, dir, lmax, lhigh)
 	}
 	// hierarchical_memory_limit covers the ancestors above a mount root that
 	// is not "/"; a limit found only there is named after Dir.
 	if m.Version == V1 && m.MountRoot != "/" {
-		if m.Err = max.read(src, m.Dir, "memory.stat", parseMemoryStatLimit); m.Err != nil {
+		if _, m.Err = max.read(src, m.Dir, "memory.stat", parseMemoryStatLimit); m.Err != nil {
 			return
 		}
 	}
 	m.Max, m.MaxSource, m.High, m.HighSource = max.q, max.dir, high.q, high.dir
+	m.Headroom = hr.h
 }

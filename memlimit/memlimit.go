@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"runtime/debug"
+	"runtime/metrics"
 	"strconv"
 	"time"
 
@@ -49,6 +50,18 @@ type Options struct {
 	Context context.Context
 	// Limits are the limits to fit; nil: Apply reads them (cgroup.Read).
 	Limits *cgroup.Limits
+	// NoHeadroom fits GOMEMLIMIT to the whole limit, as if the process
+	// owned it, instead of to what the other processes under it leave
+	// (Memory.Headroom of the reading; the README says how it is measured).
+	// The blank import sets it for FITGO=headroom=off.
+	NoHeadroom bool
+	// UpperLimit, when positive, is a memory limit in bytes known from
+	// outside, used as an upper bound on the limit fitgo reads: the pod's
+	// limit inside a private cgroup namespace, which fitgo cannot see. 0:
+	// the FITGO_MEMORY_LIMIT environment variable at start-up (bytes, as the
+	// downward API's resourceFieldRef limits.memory with divisor "1" writes
+	// them), if set. It is fixed for the life of the Apply.
+	UpperLimit int64
 
 	env *env // nil: the process
 }
@@ -56,7 +69,8 @@ type Options struct {
 // env is the world Apply works in: the process, or a fake in tests.
 type env struct {
 	knob.Env[int64]
-	fsys fs.FS // for /proc/meminfo
+	fsys  fs.FS        // for /proc/meminfo
+	floor func() int64 // nil: the floor from runtime/metrics
 }
 
 // processKnob is the process's memory limit.
@@ -75,10 +89,19 @@ type memLimit struct {
 	bytes  int64
 	source string // "" when there is none
 	from   string // the file or field it comes from
+	// When the headroom binds: what the others hold at source, whose own
+	// limit is level (bytes is level − others); else 0.
+	others, level int64
+	plain         int64 // the limit without the headroom
+	floor         int64 // the floor that raised the value, else 0
 }
 
 func (l memLimit) LogValue() slog.Value {
-	return slog.GroupValue(slog.Int64("bytes", l.bytes), slog.String("source", l.source), slog.String("from", l.from))
+	if l.others == 0 {
+		return slog.GroupValue(slog.Int64("bytes", l.bytes), slog.String("source", l.source), slog.String("from", l.from))
+	}
+	return slog.GroupValue(slog.Int64("bytes", l.bytes), slog.String("source", l.source), slog.String("from", l.from),
+		slog.Int64("level_limit", l.level), slog.Int64("others", l.others))
 }
 
 // Result is a snapshot of what Apply did, or what Plan would do, and of its
@@ -96,6 +119,14 @@ type Result struct {
 	// good reading.
 	Limit        int64
 	Source, From string
+	// Others is what the other processes held at Source when the headroom
+	// bound the value, LevelLimit the limit From there: Limit is then the
+	// memory available to the process, LevelLimit − Others. Both are 0 when
+	// the limit itself bound it (no one else, or NoHeadroom).
+	Others, LevelLimit int64
+	// Floor is the floor that raised the value above the policy's result
+	// for Limit, because the others left too little (see the README), else 0.
+	Floor int64
 	// Memory is the memory limit as read at Apply, with the hierarchy.
 	Memory cgroup.Memory
 	// Policy is the policy used, with its defaults filled in.
@@ -129,7 +160,17 @@ type Fit struct {
 	f        *knob.Fit[int64, memLimit] // nil when Apply left the limit alone for good
 	env      *env
 	memTotal int64 // MemTotal with SystemMemory, else 0
+	upper    memLimit
+	headroom bool // fit to the headroom (not NoHeadroom)
 	loop     *knob.Loop
+	log      *slog.Logger
+
+	// Used by the refresh's goroutine only: the value of the last reading
+	// (for the hysteresis), whether the floor's Warn line was logged, and
+	// the floor's samples.
+	last    int64
+	warned  bool
+	samples []metrics.Sample
 
 	// automemlimit's value for the hard limit hard, used by the refresh's
 	// goroutine only.
@@ -138,24 +179,37 @@ type Fit struct {
 	ratio       float64 // its ratio; 0: it does nothing here
 }
 
-// effective picks the limit of a reading: the lower of the hard limit and
-// memory.high where set (a limit of 0 is a limit), else memTotal when
-// positive.
+// effective picks the limit of a reading: the lower of the hard limit, the
+// headroom and memory.high where set (a limit of 0 is a limit) and the
+// upper limit, else memTotal when positive.
+func (f *Fit) effective(lim cgroup.Limits) (memLimit, bool) {
+	l, has := effective(lim, f.memTotal)
+	if h := lim.Memory.Headroom; f.headroom && h.Source != "" && h.Others > 0 && h.Avail < h.Limit && (!has || h.Avail < l.bytes) {
+		l = memLimit{bytes: max(h.Avail, 0), source: h.Source, from: h.From, others: h.Others, level: h.Limit, plain: l.bytes}
+		has = true
+	}
+	if u := f.upper; u.bytes > 0 && (!has || l.source == "/proc/meminfo" || u.bytes < l.bytes) {
+		l, has = u, true
+	}
+	return l, has
+}
+
+// effective is the limit of a reading without the headroom.
 func effective(lim cgroup.Limits, memTotal int64) (memLimit, bool) {
 	m := lim.Memory
 	var l memLimit
 	has := false
 	if max, ok := lim.MemoryMax(); ok {
-		l, has = memLimit{max, m.MaxSource, "memory.max"}, true
+		l, has = memLimit{bytes: max, source: m.MaxSource, from: "memory.max"}, true
 		if m.Version == cgroup.V1 {
 			l.from = "memory.limit_in_bytes"
 		}
 	}
 	if high, ok := lim.MemoryHigh(); ok && (!has || high < l.bytes) {
-		l, has = memLimit{high, m.HighSource, "memory.high"}, true
+		l, has = memLimit{bytes: high, source: m.HighSource, from: "memory.high"}, true
 	}
 	if !has && memTotal > 0 {
-		l, has = memLimit{memTotal, "/proc/meminfo", "MemTotal"}, true
+		l, has = memLimit{bytes: memTotal, source: "/proc/meminfo", from: "MemTotal"}, true
 	}
 	return l, has
 }
@@ -190,14 +244,18 @@ func apply(o *Options, dry bool) *Fit {
 		e = &env{Env: knob.Process(processKnob), fsys: os.DirFS("/")}
 	}
 	p := o.Policy.resolved()
-	f := &Fit{env: e, res: Result{Policy: p, Env: e.Getenv("GOMEMLIMIT")}}
+	f := &Fit{env: e, res: Result{Policy: p, Env: e.Getenv("GOMEMLIMIT")}, headroom: !o.NoHeadroom, log: o.Logger}
 	r := &f.res
 	r.Before = e.Knob.Current()
 	r.After = r.Before
 	_, kind := envvar.GOMEMLIMIT(r.Env)
+	upperErr := f.setUpper(o.UpperLimit, e.Getenv(envvar.MemoryLimitVar))
 	switch before, mine := e.Knob.Peek(); {
 	case o.Policy.validate() != nil:
 		r.Err, r.Reason = o.Policy.validate(), "invalid options"
+		return f
+	case upperErr != nil:
+		r.Err, r.Reason = upperErr, "invalid options"
 		return f
 	case e.GOOS != "linux":
 		r.Reason = "not Linux: no cgroup limits"
@@ -218,18 +276,30 @@ func apply(o *Options, dry bool) *Fit {
 	lim, err := e.Limits(ko)
 	noCgroup := errors.Is(err, cgroup.ErrNoCgroup)
 	r.Memory = lim.Memory
-	l, has := effective(lim, f.memTotal)
+	l, has := f.effective(lim)
+	want := int64(0)
 	if has {
-		r.Limit, r.Source, r.From = l.bytes, l.source, l.from
+		floor := int64(0)
+		if l.others > 0 {
+			floor = f.floor(make([]metrics.Sample, len(floorMetrics)))
+		}
+		want = f.softLimit(&l, floor)
+		r.Limit, r.Source, r.From, r.Others, r.LevelLimit, r.Floor = l.bytes, l.source, l.from, l.others, l.level, l.floor
+	}
+	f.last = want
+	if l.floor > 0 && !dry && o.Logger != nil {
+		f.warned = true
+		o.Logger.Warn("fitgo: the other processes leave too little memory; GOMEMLIMIT held at the floor",
+			"GOMEMLIMIT", want, "available", l.bytes, "others", l.others, "source", l.source, "floor", l.floor)
 	}
 	merr := memoryErr(lim, err)
 	noMem := ""
 	if memErr != nil {
 		noMem = "; no system memory either: " + memErr.Error()
 	}
-	f.f, f.loop = knob.Settle(&e.Env, ko, r.out(), dry, o.Refresh > 0 && !dry && !(noCgroup && f.memTotal == 0), l, merr,
+	f.f, f.loop = knob.Settle(&e.Env, ko, r.out(), dry, o.Refresh > 0 && !dry && !(noCgroup && f.memTotal == 0 && f.upper.bytes == 0), l, merr,
 		func(before int64, _ bool) bool {
-			switch want := p.SoftLimit(l.bytes); {
+			switch {
 			case noCgroup && !has:
 				r.Reason = "no cgroup information (no /proc/self/cgroup)" + noMem
 			case merr != nil:
@@ -284,13 +354,30 @@ func memoryErr(lim cgroup.Limits, err error) error {
 // tick fits the memory limit to a reading of the refresh loop.
 func (f *Fit) tick(now time.Time, lim cgroup.Limits, err error) bool {
 	var rd knob.Reading[int64, memLimit]
-	if rd.Err = memoryErr(lim, err); rd.Err == nil && errors.Is(err, cgroup.ErrNoCgroup) && f.memTotal == 0 {
+	if rd.Err = memoryErr(lim, err); rd.Err == nil && errors.Is(err, cgroup.ErrNoCgroup) && f.memTotal == 0 && f.upper.bytes == 0 {
 		rd.Err = err
 	}
 	if rd.Err == nil {
-		l, has := effective(lim, f.memTotal)
-		rd.Limit, rd.Want = l, f.res.Policy.SoftLimit(l.bytes)
+		l, has := f.effective(lim)
+		floor := int64(0)
+		if l.others > 0 {
+			if f.samples == nil {
+				f.samples = make([]metrics.Sample, len(floorMetrics))
+			}
+			floor = f.floor(f.samples)
+		}
+		want := f.softLimit(&l, floor)
+		if l.others > 0 && want > f.last && f.last > 0 && want-f.last < f.last/raiseStep {
+			want = f.last // hysteresis: raise only by a step worth taking
+		}
+		rd.Limit, rd.Want = l, want
 		rd.Has = has && rd.Want != 0
+		f.last = want
+		if l.floor > 0 && !f.warned && f.log != nil {
+			f.warned = true
+			f.log.Warn("fitgo: the other processes leave too little memory; GOMEMLIMIT held at the floor",
+				"GOMEMLIMIT", want, "available", l.bytes, "others", l.others, "source", l.source, "floor", l.floor)
+		}
 		if hard, ok := lim.MemoryMax(); ok && f.ratio > 0 {
 			if hard != f.hard || f.otherWhy == "" {
 				f.hard, f.other = hard, hard
@@ -327,7 +414,7 @@ func (f *Fit) Status() Result {
 	}
 	r := f.res
 	if l, ok := f.f.Fill(f.env.Knob, r.out(), formatBytes); ok {
-		r.Limit, r.Source, r.From = l.bytes, l.source, l.from
+		r.Limit, r.Source, r.From, r.Others, r.LevelLimit, r.Floor = l.bytes, l.source, l.from, l.others, l.level, l.floor
 	}
 	return r
 }
@@ -349,6 +436,13 @@ func (r Result) String() string {
 	if r.Source != "" {
 		lim = r.From + " " + formatBytes(r.Limit) + " from " + r.Source
 	}
+	if r.Others > 0 {
+		lim = "available " + formatBytes(r.Limit) + " = " + r.From + " " + formatBytes(r.LevelLimit) + " − others " +
+			formatBytes(r.Others) + " at " + r.Source
+	}
+	if r.Floor > 0 {
+		lim += " (held at the floor " + formatBytes(r.Floor) + ")"
+	}
 	return knob.Summary("GOMEMLIMIT", r.out(), formatBytes, lim, r.Policy.text())
 }
 
@@ -357,6 +451,12 @@ func (r Result) LogValue() slog.Value {
 	var lim []slog.Attr
 	if r.Source != "" {
 		lim = []slog.Attr{slog.Int64("memory_limit", r.Limit), slog.String("source", r.Source), slog.String("from", r.From)}
+	}
+	if r.Others > 0 {
+		lim = append(lim, slog.Int64("level_limit", r.LevelLimit), slog.Int64("others", r.Others))
+	}
+	if r.Floor > 0 {
+		lim = append(lim, slog.Int64("floor", r.Floor))
 	}
 	return knob.LogValue(r.out(), append(lim, slog.String("policy", r.Policy.text()))...)
 }

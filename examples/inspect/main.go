@@ -60,6 +60,20 @@ type cgroupReport struct {
 	MemoryHighSrc   string   `json:"memory_high_source,omitempty"`
 
 	Throttling *throttling `json:"throttling,omitempty"`
+	// Headroom is the level that leaves the process the least memory,
+	// with what the others hold there (cgroup.Headroom).
+	Headroom *headroom `json:"headroom,omitempty"`
+}
+
+type headroom struct {
+	Source      string `json:"source,omitempty"`
+	From        string `json:"from,omitempty"`
+	LimitBytes  int64  `json:"limit_bytes,omitempty"`
+	UsageBytes  int64  `json:"working_set_bytes,omitempty"`
+	OwnBytes    int64  `json:"own_bytes,omitempty"`
+	OthersBytes int64  `json:"others_bytes"`
+	AvailBytes  int64  `json:"available_bytes,omitempty"`
+	Error       string `json:"error,omitempty"`
 }
 
 type controller struct {
@@ -150,6 +164,13 @@ func inspect() report {
 		c.MemoryHighBytes = &b
 		c.MemoryHighSrc = lim.Memory.HighSource
 	}
+	if h := lim.Memory.Headroom; h.Source != "" || h.Err != nil {
+		c.Headroom = &headroom{Source: h.Source, From: h.From, LimitBytes: h.Limit, UsageBytes: h.Usage,
+			OwnBytes: h.Own, OthersBytes: h.Others, AvailBytes: h.Avail}
+		if h.Err != nil {
+			c.Headroom.Error = h.Err.Error()
+		}
+	}
 	if lim.CPU.Version != 0 {
 		t := &throttling{}
 		if st, err := readStats(); err != nil {
@@ -228,6 +249,14 @@ func printText(w io.Writer, r report) error {
 		}
 		if c.MemoryHighBytes != nil {
 			row("memory high", bytesString(*c.MemoryHighBytes)+" from "+c.MemoryHighSrc)
+		}
+		if h := c.Headroom; h != nil && h.Source != "" {
+			row("memory headroom", fmt.Sprintf("%s available at %s: %s %s − others %s (working set %s, own %s)",
+				bytesString(h.AvailBytes), h.Source, h.From, bytesString(h.LimitBytes), bytesString(h.OthersBytes),
+				bytesString(h.UsageBytes), bytesString(h.OwnBytes)))
+		}
+		if h := c.Headroom; h != nil && h.Error != "" {
+			row("memory headroom error", h.Error)
 		}
 		if t := c.Throttling; t != nil {
 			if t.Error != "" {
@@ -324,6 +353,13 @@ func policies() []policy {
 	v := bytesString(r.After)
 	if r.Source != "" {
 		v += fmt.Sprintf(" from %s %s", r.From, bytesString(r.Limit))
+	}
+	if r.Others > 0 {
+		v = bytesString(r.After) + fmt.Sprintf(" from %s available at %s (%s %s − others %s)", bytesString(r.Limit), r.Source,
+			r.From, bytesString(r.LevelLimit), bytesString(r.Others))
+	}
+	if r.Floor > 0 {
+		v += ", held at the floor " + bytesString(r.Floor)
 	}
 	add(fmt.Sprintf("fitgo GOMEMLIMIT (%.2g)", r.Policy.Ratio), v, r.Changed, r.Reason, err)
 	return out

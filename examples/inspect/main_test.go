@@ -28,6 +28,18 @@ func TestBytesString(t *testing.T) {
 	}
 }
 
+func TestPrintTextHeadroom(t *testing.T) {
+	max := int64(512 << 20)
+	r := report{GoVersion: "go1.26.8", OS: "linux/amd64", GOMEMLIMIT: 1<<63 - 1, Cgroup: &cgroupReport{
+		MemoryMaxBytes: &max, MemoryMaxSource: "/sys/fs/cgroup/pod",
+		Headroom: &headroom{Source: "/sys/fs/cgroup/pod", From: "memory.max", LimitBytes: max, UsageBytes: 300 << 20,
+			OwnBytes: 100 << 20, OthersBytes: 200 << 20, AvailBytes: 312 << 20},
+	}}
+	var buf bytes.Buffer
+	require.NoError(t, printText(&buf, r))
+	assert.Contains(t, buf.String(), "memory headroom    312 MiB available at /sys/fs/cgroup/pod: memory.max 512 MiB − others 200 MiB (working set 300 MiB, own 100 MiB)\n")
+}
+
 func TestPrintText(t *testing.T) {
 	cores, max, high := 1.5, int64(512<<20), int64(300<<20)
 	env := "1"

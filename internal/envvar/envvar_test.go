@@ -230,6 +230,9 @@ func TestFITGO(t *testing.T) {
 		{"refresh=2s,refresh=on", def, ""},
 		{"refresh=off,refresh=1m", Fitgo{MaxProcs: true, MemLimit: true, Refresh: true, Interval: time.Minute}, ""},
 		{",,", def, ""},
+		{"headroom=off", Fitgo{MaxProcs: true, MemLimit: true, Refresh: true, NoHeadroom: true}, ""},
+		{"headroom=off,headroom=on", def, ""},
+		{"headroom=no", def, `"headroom=no": want on or off`},
 		{"refresh=0s", def, `"refresh=0s"`},
 		{"refresh=-1s", def, `"refresh=-1s"`},
 		{"refresh=soon", def, `"refresh=soon"`},
@@ -403,7 +406,7 @@ func FuzzGODEBUG(f *testing.F) {
 }
 
 func FuzzFITGO(f *testing.F) {
-	for _, s := range []string{"", "off", "maxprocs=off", "memlimit=off,refresh=250ms", "refresh=off", "x", "refresh=-1s", " off , maxprocs=on ", "rounding=nearest", "rounding=ceil,rounding=x", "insist=on", "insist=memlimit,insist=x"} {
+	for _, s := range []string{"", "off", "maxprocs=off", "memlimit=off,refresh=250ms", "refresh=off", "x", "refresh=-1s", " off , maxprocs=on ", "rounding=nearest", "rounding=ceil,rounding=x", "insist=on", "insist=memlimit,insist=x", "headroom=off", "headroom=on,headroom=x"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -419,6 +422,9 @@ func FuzzFITGO(f *testing.F) {
 		}
 		if (got.InsistMaxProcs || got.InsistMemLimit) && !strings.Contains(s, "insist") {
 			t.Fatalf("FITGO(%q) = %+v: insists without an insist field", s, got)
+		}
+		if got.NoHeadroom && !strings.Contains(s, "headroom") {
+			t.Fatalf("FITGO(%q) = %+v: headroom off without a headroom field", s, got)
 		}
 		if err != nil && len(err.Error()) > maxErrText {
 			t.Fatalf("FITGO(%q): error of %d bytes", s, len(err.Error()))
@@ -449,6 +455,42 @@ func TestFITGOErrorIsCapped(t *testing.T) {
 	got, err := FITGO(many + "memlimit=off")
 	require.Error(t, err)
 	assert.False(t, got.MemLimit, "the good field still applies")
+}
+
+func TestMemoryLimit(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int64
+		err  bool
+	}{
+		{"", 0, false},
+		{"536870912", 536870912, false},
+		{" 536870912\n", 536870912, false},
+		{"0", 0, true},
+		{"-1", 0, true},
+		{"+5", 0, true},
+		{"512Mi", 0, true},
+		{"99999999999999999999", 0, true},
+	} {
+		got, err := MemoryLimit(tc.in)
+		assert.Equal(t, tc.want, got, "%q", tc.in)
+		assert.Equal(t, tc.err, err != nil, "%q: %v", tc.in, err)
+	}
+}
+
+func FuzzMemoryLimit(f *testing.F) {
+	for _, s := range []string{"", "536870912", "0", "-1", "+5", "512Mi", " 7 "} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		v, err := MemoryLimit(s)
+		if v < 0 || err != nil && v != 0 || strings.TrimSpace(s) == "" && (v != 0 || err != nil) {
+			t.Fatalf("MemoryLimit(%q) = %d, %v", s, v, err)
+		}
+		if err != nil && len(err.Error()) > maxErrText {
+			t.Fatalf("MemoryLimit(%q): error of %d bytes", s, len(err.Error()))
+		}
+	})
 }
 
 func TestLookup(t *testing.T) {

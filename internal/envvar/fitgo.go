@@ -17,6 +17,9 @@ type Fitgo struct {
 	// InsistMaxProcs and InsistMemLimit keep fitgo's value against later
 	// changes by other code (insist=on, maxprocs or memlimit).
 	InsistMaxProcs, InsistMemLimit bool
+	// NoHeadroom fits GOMEMLIMIT to the whole memory limit, ignoring what
+	// other processes under it hold (headroom=off).
+	NoHeadroom bool
 }
 
 // FITGO parses the value of FITGO: comma-separated fields, like GODEBUG.
@@ -29,6 +32,8 @@ type Fitgo struct {
 //	rounding=<rule>     round the CPU limit for GOMAXPROCS by floor, ceil or nearest
 //	insist=<knobs>      keep fitgo's value of on (both), maxprocs or memlimit against
 //	                    later changes by other code; off (the default): hand over
+//	headroom=off|on     fit GOMEMLIMIT to the whole memory limit, or to what the other
+//	                    processes under it leave (default on)
 //
 // Spaces around fields are ignored, later fields override earlier ones, and
 // empty fields are skipped. A field that cannot be understood is skipped and
@@ -60,6 +65,12 @@ func FITGO(s string) (f Fitgo, err error) {
 			} else {
 				f.InsistMaxProcs, f.InsistMemLimit = on || value == "maxprocs", on || value == "memlimit"
 			}
+		case key == "headroom":
+			if value != "on" && value != "off" {
+				bad = "want on or off"
+			} else {
+				f.NoHeadroom = !on
+			}
 		case key != "maxprocs" && key != "memlimit" && key != "refresh":
 			unknown = key
 		case on || value == "off":
@@ -82,7 +93,7 @@ func FITGO(s string) (f Fitgo, err error) {
 		}
 		switch {
 		case unknown != "": // the key says it all: quote it alone, keeping the error short
-			errs = append(errs, fmt.Errorf("FITGO: unknown setting %q (want maxprocs, memlimit, refresh, rounding or insist)", short(unknown)))
+			errs = append(errs, fmt.Errorf("FITGO: unknown setting %q (want maxprocs, memlimit, refresh, rounding, insist or headroom)", short(unknown)))
 		case bad != "":
 			errs = append(errs, fmt.Errorf("FITGO: %q: %s", short(field), bad))
 		}

@@ -2,5 +2,6 @@
 // run as child processes, in cgroups made for the test: blank imports fitgo
 // like an application; blankgo125 does the same with the Go 1.25+ runtime's
 // own container support switched on; blankpreset with a library that sets
-// the memory limit in an init that runs before fitgo's.
+// the memory limit in an init that runs before fitgo's; sidecar holds
+// memory resident as another process under the same limit.
 package testprog

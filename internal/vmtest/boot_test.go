@@ -41,6 +41,7 @@ var probes = map[string]string{
 	"explicit": "./probe/explicit",
 	"blank":    "./probe/blank",
 	"prom":     "../../fitgoprom:./internal/promprobe",
+	"sidecar":  "../testprog/sidecar",
 }
 
 var (

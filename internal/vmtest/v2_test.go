@@ -200,6 +200,33 @@ func TestCgroupV2(t *testing.T) {
 			report.Sample{GOMAXPROCS: 3, GOMEMLIMIT: fitgoMemLimit(384 * mib)})
 	})
 
+	// 7. A 200 MiB sidecar under the 512 MiB limit, in a sibling cgroup and
+	// in the program's own: GOMEMLIMIT ≈ 0.9 × (512 − 200) MiB (the
+	// sidecar's runtime and kernel memory count too: within 16 MiB × 0.9),
+	// then 0.9 × 512 MiB once the sidecar has freed its memory.
+	for _, tc := range []struct{ layout, source string }{
+		{"sibling", cg + "/hr-sibling"},
+		{"own", cg + "/hr-own"},
+	} {
+		t.Run("8-headroom-"+tc.layout, func(t *testing.T) {
+			var w report.Watch
+			one(t, c, "v2/headroom-"+tc.layout, "watch", &w)
+			require.NotEmpty(t, w.Samples)
+			exact := fitgoMemLimit(312 * mib)
+			first := w.Samples[0].GOMEMLIMIT
+			assert.LessOrEqual(t, first, exact)
+			assert.Greater(t, first, exact-16*mib*9/10)
+			// The status at the end: the whole limit, no one else.
+			ml := w.Fitgo.MemLimit
+			assert.Equal(t, tc.source, ml.Source)
+			assert.Equal(t, "memory.max", ml.From)
+			assert.Equal(t, int64(512*mib), ml.Limit)
+			assert.Zero(t, ml.Others)
+			assert.Equal(t, fitgoMemLimit(512*mib), w.Samples[len(w.Samples)-1].GOMEMLIMIT, "raised once the sidecar freed its memory: %+v", w.Samples)
+			assert.True(t, w.Fitgo.MemLimitStatus.Following)
+		})
+	}
+
 	// 6. Two spinning threads for 2 s under 0.5 CPU.
 	t.Run("6-throttle", func(t *testing.T) {
 		var b report.Burn

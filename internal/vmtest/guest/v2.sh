@@ -94,3 +94,44 @@ mk "$d"
 wr "$d/cpu.max" "50000 100000"
 wr "$d/memory.max" 256M
 run_in "$d" prom -scenario $s -threads 2 -for 1.5s
+
+# 8. Headroom: a sidecar holding 200 MiB shares a 512 MiB limit with the
+# blank import, in a sibling cgroup under the limited parent (hr-sibling) and
+# in the program's own limited cgroup (hr-own). Two seconds into the watch it
+# frees its memory: GOMEMLIMIT rises to 0.9 × 512 MiB. The watch lasts 12 s
+# (GOMAXPROCS does not change): a cap for a slow emulated guest.
+# headroom SCENARIO SIDECAR-DIR PROGRAM-DIR
+headroom() {
+	step "$1"
+	rm -f /tmp/side.in /tmp/side.out
+	mkfifo /tmp/side.in || fail "mkfifo"
+	run_in "$2" sidecar 200 </tmp/side.in >/tmp/side.out &
+	_side=$!
+	exec 8>/tmp/side.in
+	_i=0
+	until grep -q held /tmp/side.out 2>/dev/null; do
+		_i=$((_i + 1))
+		[ "$_i" -lt 600 ] || {
+			fail "$1: the sidecar does not hold its memory"
+			break
+		}
+		sleep 0.1
+	done
+	run_in "$3" env FITGO=refresh=100ms blank watch -scenario "$1" -for 12s &
+	_watch=$!
+	sleep 2
+	echo free >&8
+	wait "$_watch" || fail "$1: blank watch: exit status $?"
+	exec 8>&-
+	wait "$_side" || fail "$1: sidecar: exit status $?"
+}
+d=$cg/hr-sibling
+mk "$d"
+wr "$d/memory.max" 512M
+wr "$d/cgroup.subtree_control" "+memory"
+mk "$d/app" "$d/side"
+headroom v2/headroom-sibling "$d/side" "$d/app"
+d=$cg/hr-own
+mk "$d"
+wr "$d/memory.max" 512M
+headroom v2/headroom-own "$d" "$d"

@@ -191,6 +191,8 @@ type MemLimit struct {
 	Limit         int64
 	Source        string
 	From          string
+	Others        int64 // held by the others at Source when the headroom bound the value
+	LevelLimit    int64
 	Policy        memlimit.Policy
 	Env           string
 	Reason        string
@@ -202,8 +204,8 @@ type MemLimit struct {
 func NewMemLimit(r memlimit.Result) MemLimit {
 	return MemLimit{
 		Before: r.Before, After: r.After, Changed: r.Changed, Limit: r.Limit, Source: r.Source,
-		From: r.From, Policy: r.Policy, Env: r.Env, Reason: r.Reason, Err: errText(r.Err),
-		Refresh: r.Refresh,
+		From: r.From, Others: r.Others, LevelLimit: r.LevelLimit, Policy: r.Policy, Env: r.Env, Reason: r.Reason,
+		Err: errText(r.Err), Refresh: r.Refresh,
 	}
 }
 

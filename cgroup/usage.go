@@ -1,0 +1,187 @@
+package cgroup
+
+import "errors"
+
+// Headroom is the memory the process can count on at the level of its
+// hierarchy that leaves it the least: the limit there minus what the others
+// (other processes of its own cgroup and of every cgroup below that level)
+// hold there. The level's figure is its working set, usage minus the
+// inactive file pages that the kernel reclaims first (as the kubelet
+// measures it): v2 memory.current minus inactive_file of memory.stat, v1
+// memory.usage_in_bytes minus total_inactive_file. The process's own share
+// is its anonymous and shared memory, RssAnon + RssShmem of
+// /proc/self/status: what its heap and stacks are made of and what stays
+// charged while it runs. The others hold the rest, at least 0.
+//
+// Others up to max(Limit/32, 8 MiB) are taken as the process's own kernel
+// memory and file cache (page tables, socket buffers, its binary's pages),
+// which the GOMEMLIMIT policy's ratio leaves room for: Avail is the whole
+// Limit then, so that a process alone in its cgroups sees no change.
+//
+// Only levels that carry a limit of their own (memory.max or memory.high;
+// v1 memory.limit_in_bytes) and show their usage count; a v1 limit seen
+// only through hierarchical_memory_limit has no visible usage and is not a
+// level here. Source is "" when no level counts; Err is why a level's usage
+// or the process's share could not be read (that level is left out; the
+// limits themselves are unaffected).
+type Headroom struct {
+	Source string // the level's directory
+	From   string // its limit's file: memory.max, memory.high or memory.limit_in_bytes
+	Limit  int64  // the level's limit in bytes
+	Usage  int64  // the level's working set in bytes
+	Own    int64  // the process's share in bytes
+	Others int64  // Usage − Own, at least 0
+	Avail  int64  // Limit − Others (Limit when Others is within the margin); may be <= 0
+	Err    error
+}
+
+// Usage files.
+const (
+	fileProcStatus = "status"
+	fileMemStat    = "memory.stat"
+)
+
+var errNoRssAnon = errors.New("no RssAnon line")
+
+// minMargin is the smallest margin of others taken as the process's own.
+const minMargin = 8 << 20
+
+// margin is the amount of others at a level with limit bytes that is taken
+// as the process's own kernel memory and file cache: max(limit/32, 8 MiB).
+func margin(limit int64) int64 { return max(limit/32, minMargin) }
+
+// headroomEval collects the levels of one evaluation.
+type headroomEval struct {
+	h       Headroom
+	own     int64
+	ownRead bool // own has been read (or failed, in h.Err)
+	ownOK   bool
+}
+
+// level adds the level dir whose own limits are max and high (-1: none).
+func (e *headroomEval) level(src fileSource, v Version, dir string, lmax, high int64) {
+	limit, from := lmax, "memory.max"
+	if v == V1 {
+		from = "memory.limit_in_bytes"
+	}
+	if high >= 0 && (limit < 0 || high < limit) {
+		limit, from = high, "memory.high"
+	}
+	if limit < 0 {
+		return
+	}
+	if !e.ownRead {
+		e.ownRead = true
+		e.own, e.ownOK = e.read(src, "/proc/self", fileProcStatus, parseProcStatusOwn)
+	}
+	if !e.ownOK {
+		return
+	}
+	usageFile, inactiveKey := "memory.current", "inactive_file"
+	if v == V1 {
+		usageFile, inactiveKey = "memory.usage_in_bytes", "total_inactive_file"
+	}
+	usage, ok := e.read(src, dir, usageFile, parseUsage)
+	if !ok {
+		return
+	}
+	data, found, err := src.file(dir, fileMemStat)
+	if err != nil || !found {
+		e.fail(err)
+		return
+	}
+	inactive, err := parseMemStatKey(data, inactiveKey)
+	if err != nil {
+		e.fail(withFile(err, dir, fileMemStat))
+		return
+	}
+	ws := max(usage-inactive, 0)
+	others := max(ws-e.own, 0)
+	avail := limit
+	if others > margin(limit) {
+		avail = limit - others
+	}
+	if e.h.Source == "" || avail < e.h.Avail {
+		e.h = Headroom{Source: dir, From: from, Limit: limit, Usage: ws, Own: e.own, Others: others, Avail: avail, Err: e.h.Err}
+	}
+}
+
+// read reads dir/name with parse; false when it is missing or bad (the
+// error kept in h.Err).
+func (e *headroomEval) read(src fileSource, dir, name string, parse func([]byte) (int64, error)) (int64, bool) {
+	data, found, err := src.file(dir, name)
+	if err != nil || !found {
+		e.fail(err)
+		return 0, false
+	}
+	v, err := parse(data)
+	if err != nil {
+		e.fail(withFile(err, dir, name))
+		return 0, false
+	}
+	return v, true
+}
+
+func (e *headroomEval) fail(err error) {
+	if e.h.Err == nil {
+		e.h.Err = err
+	}
+}
+
+// parseUsage parses memory.current (v2) or memory.usage_in_bytes (v1): bytes.
+func parseUsage(data []byte) (int64, error) {
+	line, err := singleLine(data)
+	if err != nil {
+		return 0, err
+	}
+	v, ok := parseUint(line)
+	if !ok || v >= unlimitedMemory {
+		return 0, invalid(1, "memory usage", line)
+	}
+	return int64(v), nil
+}
+
+// parseMemStatKey returns the value of key in a memory.stat ("key value"
+// lines), 0 when the key is missing.
+func parseMemStatKey(data []byte, key string) (int64, error) {
+	for n := 1; len(data) > 0; n++ {
+		var line []byte
+		line, data = nextLine(data)
+		if k, v := nextField(line); string(k) == key {
+			u, ok := parseUint(v)
+			if !ok || u >= unlimitedMemory {
+				return 0, invalid(n, key, line)
+			}
+			return int64(u), nil
+		}
+	}
+	return 0, nil
+}
+
+// parseProcStatusOwn returns RssAnon + RssShmem of /proc/self/status, lines
+// such as "RssAnon:\t    1234 kB", in bytes. RssAnon is required (Linux
+// 4.5 and later); RssShmem is 0 when missing.
+func parseProcStatusOwn(data []byte) (int64, error) {
+	var total int64
+	anon := false
+	for n := 1; len(data) > 0; n++ {
+		var line []byte
+		line, data = nextLine(data)
+		k, v := nextField(line)
+		isAnon := string(k) == "RssAnon:"
+		if !isAnon && string(k) != "RssShmem:" {
+			continue
+		}
+		num, unit := nextField(v)
+		u, ok := parseUint(num)
+		if !ok || string(unit) != "kB" || u >= unlimitedMemory>>10 {
+			return 0, invalid(n, string(k[:len(k)-1]), line)
+		}
+		total += int64(u) << 10
+		anon = anon || isAnon
+	}
+	if !anon {
+		return 0, &parseError{Err: errNoRssAnon}
+	}
+	return total, nil
+}

@@ -1,0 +1,221 @@
+package cgroup
+
+import (
+	"strconv"
+	"testing"
+	"testing/fstest"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// statusOwn is a /proc/self/status whose RssAnon + RssShmem is own MiB.
+func statusOwn(own int64) string {
+	return "Name:\tapp\nVmRSS:\t99999 kB\nRssAnon:\t" + strconv.FormatInt(own*1024-4, 10) + " kB\nRssFile:\t5000 kB\nRssShmem:\t4 kB\n"
+}
+
+func mibs(n int64) string { return strconv.FormatInt(n*mib, 10) + "\n" }
+
+// headroomV2 is a v2 tree, the process in /pod/app, with files given by
+// name under sys/fs/cgroup ("" values are left out).
+func headroomV2(own int64, files map[string]string) fstest.MapFS {
+	fsys := fstest.MapFS{
+		"proc/self/cgroup":    {Data: []byte("0::/pod/app\n")},
+		"proc/self/mountinfo": {Data: []byte("25 1 0:23 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n")},
+	}
+	if own >= 0 {
+		fsys["proc/self/status"] = &fstest.MapFile{Data: []byte(statusOwn(own))}
+	}
+	for name, data := range files {
+		if data != "" {
+			fsys["sys/fs/cgroup/"+name] = &fstest.MapFile{Data: []byte(data)}
+		}
+	}
+	return fsys
+}
+
+func headroomV1(own int64, files map[string]string) fstest.MapFS {
+	fsys := fstest.MapFS{
+		"proc/self/cgroup":                           {Data: []byte("4:memory:/pod/app\n")},
+		"proc/self/mountinfo":                        {Data: []byte("30 25 0:26 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n")},
+		"proc/self/status":                           {Data: []byte(statusOwn(own))},
+		"sys/fs/cgroup/memory/memory.limit_in_bytes": {Data: []byte("9223372036854771712\n")},
+	}
+	for name, data := range files {
+		if data != "" {
+			fsys["sys/fs/cgroup/memory/"+name] = &fstest.MapFile{Data: []byte(data)}
+		}
+	}
+	return fsys
+}
+
+func TestHeadroom(t *testing.T) {
+	const pod, app = "/sys/fs/cgroup/pod", "/sys/fs/cgroup/pod/app"
+	const v1pod, v1app = "/sys/fs/cgroup/memory/pod", "/sys/fs/cgroup/memory/pod/app"
+	for _, tc := range []struct {
+		name string
+		fsys fstest.MapFS
+		want Headroom // Err is checked for being set only
+		err  bool
+	}{
+		{"v2 alone: no change", headroomV2(300, map[string]string{
+			"pod/memory.max": mibs(512), "pod/memory.current": mibs(305), "pod/memory.stat": "anon 1\ninactive_file 0\n",
+		}), Headroom{Source: pod, From: "memory.max", Limit: 512 * mib, Usage: 305 * mib, Own: 300 * mib, Others: 5 * mib, Avail: 512 * mib}, false},
+		{"v2 sibling at the binding level", headroomV2(100, map[string]string{
+			"pod/memory.max": mibs(512), "pod/memory.current": mibs(300), "pod/memory.stat": "inactive_file 0\n",
+			"pod/app/memory.current": mibs(100), "pod/app/memory.stat": "inactive_file 0\n",
+		}), Headroom{Source: pod, From: "memory.max", Limit: 512 * mib, Usage: 300 * mib, Own: 100 * mib, Others: 200 * mib, Avail: 312 * mib}, false},
+		{"v2 co-process in the own cgroup", headroomV2(100, map[string]string{
+			"pod/app/memory.max": mibs(512), "pod/app/memory.current": mibs(300), "pod/app/memory.stat": "inactive_file 0\n",
+		}), Headroom{Source: app, From: "memory.max", Limit: 512 * mib, Usage: 300 * mib, Own: 100 * mib, Others: 200 * mib, Avail: 312 * mib}, false},
+		{"v2 others at a non-binding level", headroomV2(100, map[string]string{
+			"pod/app/memory.max": mibs(256), "pod/app/memory.current": mibs(100), "pod/app/memory.stat": "inactive_file 0\n",
+			"pod/memory.max": mibs(1024), "pod/memory.current": mibs(400), "pod/memory.stat": "inactive_file 0\n",
+		}), Headroom{Source: app, From: "memory.max", Limit: 256 * mib, Usage: 100 * mib, Own: 100 * mib, Avail: 256 * mib}, false},
+		{"v2 others make the parent bind", headroomV2(100, map[string]string{
+			"pod/app/memory.max": mibs(400), "pod/app/memory.current": mibs(100), "pod/app/memory.stat": "inactive_file 0\n",
+			"pod/memory.max": mibs(512), "pod/memory.current": mibs(300), "pod/memory.stat": "inactive_file 0\n",
+		}), Headroom{Source: pod, From: "memory.max", Limit: 512 * mib, Usage: 300 * mib, Own: 100 * mib, Others: 200 * mib, Avail: 312 * mib}, false},
+		{"v2 inactive file pages are not the others'", headroomV2(100, map[string]string{
+			"pod/memory.max": mibs(512), "pod/memory.current": mibs(400), "pod/memory.stat": "active_file 1\ninactive_file " + strconv.Itoa(250*mib) + "\n",
+		}), Headroom{Source: pod, From: "memory.max", Limit: 512 * mib, Usage: 150 * mib, Own: 100 * mib, Others: 50 * mib, Avail: 462 * mib}, false},
+		{"v2 memory.high is the level's limit", headroomV2(100, map[string]string{
+			"pod/memory.max": mibs(512), "pod/memory.high": mibs(400), "pod/memory.current": mibs(300), "pod/memory.stat": "inactive_file 0\n",
+		}), Headroom{Source: pod, From: "memory.high", Limit: 400 * mib, Usage: 300 * mib, Own: 100 * mib, Others: 200 * mib, Avail: 200 * mib}, false},
+		{"v2 usage above the limit", headroomV2(100, map[string]string{
+			"pod/memory.max": mibs(512), "pod/memory.current": mibs(700), "pod/memory.stat": "inactive_file 0\n",
+		}), Headroom{Source: pod, From: "memory.max", Limit: 512 * mib, Usage: 700 * mib, Own: 100 * mib, Others: 600 * mib, Avail: -88 * mib}, false},
+		{"v2 own above the usage", headroomV2(300, map[string]string{
+			"pod/memory.max": mibs(512), "pod/memory.current": mibs(200), "pod/memory.stat": "inactive_file 0\n",
+		}), Headroom{Source: pod, From: "memory.max", Limit: 512 * mib, Usage: 200 * mib, Own: 300 * mib, Avail: 512 * mib}, false},
+		{"v2 no memory.current: level left out", headroomV2(100, map[string]string{
+			"pod/memory.max": mibs(512), "pod/memory.stat": "inactive_file 0\n",
+		}), Headroom{}, false},
+		{"v2 no memory.stat: level left out", headroomV2(100, map[string]string{
+			"pod/memory.max": mibs(512), "pod/memory.current": mibs(300),
+		}), Headroom{}, false},
+		{"v2 no /proc/self/status", headroomV2(-1, map[string]string{
+			"pod/memory.max": mibs(512), "pod/memory.current": mibs(300), "pod/memory.stat": "inactive_file 0\n",
+		}), Headroom{}, false},
+		{"v2 bad memory.current: error, limit kept", headroomV2(100, map[string]string{
+			"pod/memory.max": mibs(512), "pod/memory.current": "lots\n", "pod/memory.stat": "inactive_file 0\n",
+		}), Headroom{}, true},
+		{"v2 unlimited levels count not", headroomV2(100, map[string]string{
+			"pod/memory.max": "max\n", "pod/memory.current": mibs(300), "pod/memory.stat": "inactive_file 0\n",
+			"pod/app/memory.high": mibs(256),
+		}), Headroom{}, false},
+		{"v1 sibling under the parent", headroomV1(100, map[string]string{
+			"pod/memory.limit_in_bytes": mibs(512), "pod/memory.usage_in_bytes": mibs(320),
+			"pod/memory.stat":               "inactive_file 0\ntotal_inactive_file " + strconv.Itoa(20*mib) + "\n",
+			"pod/app/memory.limit_in_bytes": "9223372036854771712\n", "pod/app/memory.usage_in_bytes": mibs(100),
+		}), Headroom{Source: v1pod, From: "memory.limit_in_bytes", Limit: 512 * mib, Usage: 300 * mib, Own: 100 * mib, Others: 200 * mib, Avail: 312 * mib}, false},
+		{"v1 co-process in the own cgroup", headroomV1(100, map[string]string{
+			"pod/app/memory.limit_in_bytes": mibs(512), "pod/app/memory.usage_in_bytes": mibs(300),
+			"pod/app/memory.stat": "total_inactive_file 0\n",
+		}), Headroom{Source: v1app, From: "memory.limit_in_bytes", Limit: 512 * mib, Usage: 300 * mib, Own: 100 * mib, Others: 200 * mib, Avail: 312 * mib}, false},
+		{"v1 no usage file", headroomV1(100, map[string]string{
+			"pod/app/memory.limit_in_bytes": mibs(512), "pod/app/memory.stat": "total_inactive_file 0\n",
+		}), Headroom{}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lim, err := ReadFS(tc.fsys)
+			require.NoError(t, err, "headroom problems do not fail the reading")
+			got := lim.Memory.Headroom
+			if tc.err {
+				require.Error(t, got.Err)
+				got.Err = nil
+			} else {
+				require.NoError(t, got.Err)
+			}
+			assert.Equal(t, tc.want, got)
+			assert.NotZero(t, lim.Memory.MaxSource+lim.Memory.HighSource, "the limits are read as before")
+			w, err := NewWatcher(tc.fsys)
+			require.NoError(t, err)
+			defer w.Close()
+			wl, _ := w.Read()
+			wl.Memory.Headroom.Err = nil
+			lim.Memory.Headroom.Err = nil
+			assert.Equal(t, lim, wl, "the Watcher agrees")
+		})
+	}
+}
+
+// TestHeadroomWatcherNoAllocs: re-reading the usage figures of the limited
+// levels (and /proc/self/status) allocates nothing; the test fails if the
+// figures are not read at all.
+func TestHeadroomWatcherNoAllocs(t *testing.T) {
+	fsys := headroomV2(100, map[string]string{
+		"pod/app/memory.max": mibs(400), "pod/app/memory.current": mibs(100), "pod/app/memory.stat": "inactive_file 0\n",
+		"pod/memory.max": mibs(512), "pod/memory.current": mibs(300), "pod/memory.stat": "inactive_file 0\n",
+	})
+	w, err := NewWatcher(fsys)
+	require.NoError(t, err)
+	defer w.Close()
+	var lim Limits
+	allocs := testing.AllocsPerRun(100, func() { lim, _ = w.Read() })
+	assert.Equal(t, int64(200*mib), lim.Memory.Headroom.Others)
+	assert.Zero(t, allocs)
+	fsys["sys/fs/cgroup/pod/memory.current"].Data = []byte(mibs(250))
+	lim, _ = w.Read()
+	assert.Equal(t, int64(150*mib), lim.Memory.Headroom.Others, "the Watcher follows the usage")
+}
+
+var procStatusTests = []struct {
+	in   string
+	want int64
+	err  bool
+}{
+	{"RssAnon:\t 100 kB\nRssShmem:\t 4 kB\n", 104 << 10, false},
+	{"Name: x\nRssAnon: 1 kB\n", 1 << 10, false},
+	{"VmRSS: 1 kB\n", 0, true},
+	{"RssAnon: 1 MB\n", 0, true},
+	{"RssAnon: x kB\n", 0, true},
+	{"RssAnon: 99999999999999999999 kB\n", 0, true},
+	{"", 0, true},
+}
+
+func TestParseProcStatusOwn(t *testing.T) {
+	for _, tc := range procStatusTests {
+		got, err := parseProcStatusOwn([]byte(tc.in))
+		if tc.err {
+			assert.Error(t, err, "%q", tc.in)
+			requireParseError(t, err)
+			continue
+		}
+		assert.NoError(t, err, "%q", tc.in)
+		assert.Equal(t, tc.want, got, "%q", tc.in)
+	}
+}
+
+func FuzzProcStatusOwn(f *testing.F) {
+	for _, tc := range procStatusTests {
+		f.Add(tc.in)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		v, err := parseProcStatusOwn([]byte(in))
+		requireParseError(t, err)
+		if err == nil && v < 0 {
+			t.Fatalf("negative share %d", v)
+		}
+	})
+}
+
+func FuzzUsage(f *testing.F) {
+	for _, s := range []string{"123\n", "0", "max\n", "", "1\n2\n", "99999999999999999999"} {
+		f.Add(s, "inactive_file 5\ntotal_inactive_file 6\n")
+	}
+	f.Fuzz(func(t *testing.T, usage, stat string) {
+		u, err := parseUsage([]byte(usage))
+		requireParseError(t, err)
+		if err == nil && (u < 0 || u >= unlimitedMemory) {
+			t.Fatalf("usage %d out of range", u)
+		}
+		for _, key := range []string{"inactive_file", "total_inactive_file"} {
+			v, err := parseMemStatKey([]byte(stat), key)
+			requireParseError(t, err)
+			if v < 0 || v >= unlimitedMemory {
+				t.Fatalf("%s %d out of range", key, v)
+			}
+		}
+	})
+}

@@ -1,0 +1,94 @@
+package memlimit
+
+import (
+	"fmt"
+	"runtime/metrics"
+
+	"github.com/fitgo/fitgo/internal/envvar"
+)
+
+// raiseStep sets the hysteresis of the headroom: while the others bind the
+// value, it is lowered at once when they grow (the OOM killer does not
+// wait), but raised only when the new value is at least 1/raiseStep (5 %)
+// above the current one, so that a co-process whose memory jitters by a
+// few MiB does not move GOMEMLIMIT at every reading. When the others leave
+// (the limit itself binds again), it goes up at once.
+const raiseStep = 20
+
+// floorMetrics are the runtime/metrics samples of the floor.
+var floorMetrics = [...]string{
+	"/gc/heap/live:bytes",
+	"/memory/classes/total:bytes",
+	"/memory/classes/heap/objects:bytes",
+	"/memory/classes/heap/unused:bytes",
+	"/memory/classes/heap/free:bytes",
+	"/memory/classes/heap/released:bytes",
+}
+
+// floor returns the lowest GOMEMLIMIT that does not pin the GC: 1.5 × the
+// live heap marked by the last GC plus the runtime's memory outside the
+// heap (stacks, GC metadata, other), as runtime/metrics reports them. With
+// GOMEMLIMIT there, the heap may grow by half its live size before the
+// next cycle, as with GOGC=50: the GC runs about twice as often as by
+// default, not back to back. It uses samples (len(floorMetrics)) without
+// allocating.
+func (f *Fit) floor(samples []metrics.Sample) int64 {
+	if f.env.floor != nil {
+		return f.env.floor()
+	}
+	for i := range samples {
+		samples[i].Name = floorMetrics[i]
+	}
+	metrics.Read(samples)
+	var v [len(floorMetrics)]uint64
+	for i := range samples {
+		if samples[i].Value.Kind() == metrics.KindUint64 {
+			v[i] = samples[i].Value.Uint64()
+		}
+	}
+	live := v[0]
+	nonHeap := uint64(0)
+	if heap := v[2] + v[3] + v[4] + v[5]; v[1] > heap {
+		nonHeap = v[1] - heap
+	}
+	return int64(min(live+live/2+nonHeap, 1<<62))
+}
+
+// softLimit is GOMEMLIMIT for l by the policy. When the others bind l and
+// leave less than floor (or than the policy's Min), the value is the floor
+// instead, never above what the limit without them gives, and l.floor says
+// so.
+func (f *Fit) softLimit(l *memLimit, floor int64) int64 {
+	p := f.res.Policy
+	l.floor = 0
+	if l.others == 0 {
+		return p.SoftLimit(l.bytes)
+	}
+	ceiling := p.SoftLimit(l.plain)
+	floor = max(floor, p.Min)
+	if v := p.raw(l.bytes); v >= floor || ceiling == 0 {
+		return min(p.SoftLimit(l.bytes), max(ceiling, 0))
+	}
+	l.floor = min(floor, ceiling)
+	return l.floor
+}
+
+// setUpper sets the upper limit from opt or else the environment
+// variable's value env.
+func (f *Fit) setUpper(opt int64, env string) error {
+	if opt > 0 {
+		f.upper = memLimit{bytes: opt, source: "Options.UpperLimit", from: "UpperLimit"}
+		return nil
+	}
+	if opt < 0 {
+		return fmt.Errorf("memlimit: invalid options: negative UpperLimit %d", opt)
+	}
+	v, err := envvar.MemoryLimit(env)
+	if err != nil {
+		return fmt.Errorf("memlimit: %w", err)
+	}
+	if v > 0 {
+		f.upper = memLimit{bytes: v, source: "$" + envvar.MemoryLimitVar, from: envvar.MemoryLimitVar}
+	}
+	return nil
+}

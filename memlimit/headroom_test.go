@@ -1,0 +1,221 @@
+package memlimit
+
+import (
+	"bytes"
+	"log/slog"
+	"runtime"
+	"runtime/metrics"
+	"strconv"
+	"strings"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fitgo/fitgo/cgroup"
+)
+
+func mibLine(n int64) []byte { return []byte(strconv.FormatInt(n*MiB, 10) + "\n") }
+
+// sharedV2 is v2FS with a 512 MiB pod over the process in pod/app, whose
+// own share is 100 MiB; the pod's working set is usage MiB.
+func sharedV2(usage int64) fstest.MapFS {
+	fsys := v2FS("", "", "536870912")
+	fsys["proc/self/status"] = &fstest.MapFile{Data: []byte("RssAnon:\t102400 kB\nRssShmem:\t0 kB\n")}
+	fsys["sys/fs/cgroup/pod/memory.current"] = &fstest.MapFile{Data: mibLine(usage)}
+	fsys["sys/fs/cgroup/pod/memory.stat"] = &fstest.MapFile{Data: []byte("anon 1\ninactive_file 0\n")}
+	return fsys
+}
+
+// sharedV1 is v1FS (the process in app, 512 MiB there) with a co-process:
+// the cgroup's usage is usage MiB of which 100 MiB are the process's.
+func sharedV1(usage int64) fstest.MapFS {
+	fsys := v1FS("536870912", "536870912")
+	fsys["proc/self/status"] = &fstest.MapFile{Data: []byte("RssAnon:\t102400 kB\n")}
+	fsys["sys/fs/cgroup/memory/app/memory.usage_in_bytes"] = &fstest.MapFile{Data: mibLine(usage + 20)}
+	fsys["sys/fs/cgroup/memory/app/memory.stat"] = &fstest.MapFile{Data: []byte("hierarchical_memory_limit 536870912\ntotal_inactive_file " +
+		strconv.FormatInt(20*MiB, 10) + "\n")}
+	return fsys
+}
+
+// soft is the policy's value for n MiB.
+func soft(n int64) int64 { return Policy{}.SoftLimit(n * MiB) }
+
+func TestApplyHeadroom(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		fsys   fstest.MapFS
+		opts   Options
+		env    string // FITGO_MEMORY_LIMIT
+		after  int64
+		limit  int64
+		others int64
+		source string
+		from   string
+	}{
+		{"v2 sibling holds 200 MiB under the pod", sharedV2(300), Options{}, "", soft(312), 312 * MiB, 200 * MiB, "/sys/fs/cgroup/pod", "memory.max"},
+		{"v2 alone: the whole limit", sharedV2(104), Options{}, "", soft(512), 512 * MiB, 0, "/sys/fs/cgroup/pod", "memory.max"},
+		{"v2 headroom off", sharedV2(300), Options{NoHeadroom: true}, "", soft(512), 512 * MiB, 0, "/sys/fs/cgroup/pod", "memory.max"},
+		{"v1 co-process in the own cgroup", sharedV1(300), Options{}, "", soft(312), 312 * MiB, 200 * MiB, "/sys/fs/cgroup/memory/app", "memory.limit_in_bytes"},
+		{"v1 alone", sharedV1(100), Options{}, "", soft(512), 512 * MiB, 0, "/sys/fs/cgroup/memory/app", "memory.limit_in_bytes"},
+		{"explicit limit below what fitgo sees", sharedV2(104), Options{}, "268435456", soft(256), 256 * MiB, 0, "$FITGO_MEMORY_LIMIT", "FITGO_MEMORY_LIMIT"},
+		{"explicit limit above the headroom", sharedV2(300), Options{}, "1073741824", soft(312), 312 * MiB, 200 * MiB, "/sys/fs/cgroup/pod", "memory.max"},
+		{"UpperLimit wins over the variable", sharedV2(104), Options{UpperLimit: 128 * MiB}, "268435456", soft(128), 128 * MiB, 0, "Options.UpperLimit", "UpperLimit"},
+		{"explicit limit without a cgroup limit", v2FS("", "", ""), Options{}, "268435456", soft(256), 256 * MiB, 0, "$FITGO_MEMORY_LIMIT", "FITGO_MEMORY_LIMIT"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			te := newTestEnv(&fakeKnob{value: noLimit}, tc.fsys)
+			te.Getenv = func(k string) string {
+				if k == "FITGO_MEMORY_LIMIT" {
+					return tc.env
+				}
+				return ""
+			}
+			r, err := Plan(te.opts(tc.opts))
+			require.NoError(t, err)
+			assert.Equal(t, tc.after, r.After)
+			assert.True(t, r.Changed)
+			assert.Equal(t, tc.limit, r.Limit)
+			assert.Equal(t, tc.others, r.Others)
+			assert.Equal(t, tc.source, r.Source)
+			assert.Equal(t, tc.from, r.From)
+			assert.Zero(t, r.Floor)
+			if tc.others > 0 {
+				assert.Equal(t, 512*MiB, r.LevelLimit)
+				assert.Contains(t, r.String(), "available 312 MiB = "+tc.from+" 512 MiB − others 200 MiB at "+tc.source)
+			}
+		})
+	}
+}
+
+func TestUpperLimitInvalid(t *testing.T) {
+	te := newTestEnv(&fakeKnob{value: noLimit}, sharedV2(104))
+	te.Getenv = func(k string) string {
+		if k == "FITGO_MEMORY_LIMIT" {
+			return "512Mi"
+		}
+		return ""
+	}
+	r, err := Plan(te.opts(Options{}))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "FITGO_MEMORY_LIMIT")
+	assert.Equal(t, "invalid options", r.Reason)
+	assert.False(t, r.Changed)
+}
+
+// headroomLimits is a reading where the pod's limit is 512 MiB and the
+// others hold others MiB there.
+func headroomLimits(others int64) cgroup.Limits {
+	l := memLimits(512*MiB, 0)
+	if others > 0 {
+		l.Memory.Headroom = cgroup.Headroom{Source: "/sys/fs/cgroup/app", From: "memory.max", Limit: 512 * MiB,
+			Usage: (100 + others) * MiB, Own: 100 * MiB, Others: others * MiB, Avail: (512 - others) * MiB}
+		if others <= 16 { // the margin of 512 MiB, limit/32
+			l.Memory.Headroom.Avail = 512 * MiB // as cgroup gives it
+		}
+	}
+	return l
+}
+
+// TestHeadroomHysteresis: sent readings, no clock. The value goes down at
+// once when the others grow, up only by a step of 5 % or more while they
+// bind it, and back to the whole limit at once when they leave.
+func TestHeadroomHysteresis(t *testing.T) {
+	fk := &fakeKnob{value: noLimit}
+	te := newTestEnv(fk, nil)
+	te.src.set(headroomLimits(200))
+	res, s := applyFollowing(t, te, Options{})
+	require.Equal(t, soft(312), res.Status().After)
+	now := time.Now()
+	for i, step := range []struct {
+		others int64
+		want   int64
+	}{
+		{210, soft(302)}, // the others grow: lowered at once
+		{205, soft(302)}, // 5 MiB back: below the step, kept
+		{195, soft(302)}, // 15 MiB back: still below 5 % of 302 MiB (15.1 MiB)
+		{180, soft(332)}, // 30 MiB back: raised
+		{181, soft(331)}, // 1 MiB more: lowered at once
+		{0, soft(512)},   // they leave: the whole limit at once
+		{8, soft(512)},   // within the margin: no one else
+		{100, soft(412)}, // back
+		{95, soft(412)},  // a little less: kept
+	} {
+		assert.True(t, s.tick(now, headroomLimits(step.others), nil))
+		v, _ := fk.get()
+		assert.Equal(t, step.want, v, "step %d: others %d MiB", i, step.others)
+	}
+	st := res.Status()
+	assert.Equal(t, int64(417*MiB), st.Limit, "the available memory of the last reading, though the value held")
+	assert.Equal(t, int64(95*MiB), st.Others)
+	assert.Equal(t, "/sys/fs/cgroup/app", st.Source)
+}
+
+// TestHeadroomFloor: when the others leave less than the floor, the value
+// is the floor, reported in the Result, with one Warn line for many
+// readings.
+func TestHeadroomFloor(t *testing.T) {
+	fk := &fakeKnob{value: noLimit}
+	te := newTestEnv(fk, nil)
+	floor := int64(150 * MiB)
+	te.floor = func() int64 { return floor }
+	var logs bytes.Buffer
+	te.src.set(headroomLimits(200))
+	res, s := applyFollowing(t, te, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	require.Equal(t, soft(312), res.Status().After)
+	now := time.Now()
+	for _, others := range []int64{400, 480, 500, 600} {
+		assert.True(t, s.tick(now, headroomLimits(others), nil))
+		v, _ := fk.get()
+		assert.Equal(t, floor, v, "others %d MiB", others)
+	}
+	st := res.Status()
+	assert.Equal(t, floor, st.Floor)
+	assert.Equal(t, int64(600*MiB), st.Others)
+	assert.Zero(t, st.Limit, "512 MiB − 600 MiB leaves nothing")
+	assert.Contains(t, st.String(), "held at the floor 150 MiB")
+	assert.Equal(t, 1, strings.Count(logs.String(), "level=WARN"), logs.String())
+	assert.Contains(t, logs.String(), "GOMEMLIMIT held at the floor")
+
+	// The floor never goes above the value without the others.
+	floor = 600 * MiB
+	assert.True(t, s.tick(now, headroomLimits(500), nil))
+	v, _ := fk.get()
+	assert.Equal(t, soft(512), v)
+	// The others leave: the floor is gone.
+	floor = 150 * MiB
+	assert.True(t, s.tick(now, headroomLimits(0), nil))
+	assert.Zero(t, res.Status().Floor)
+}
+
+// TestHeadroomFloorFromMetrics: the real floor is 1.5 × the live heap plus
+// the runtime's memory outside the heap, so at least the live heap.
+func TestHeadroomFloorFromMetrics(t *testing.T) {
+	f := &Fit{env: &env{}}
+	keep := make([]byte, 64<<20)
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	runtimeGC()
+	metrics.Read(s)
+	got := f.floor(make([]metrics.Sample, len(floorMetrics)))
+	assert.GreaterOrEqual(t, got, int64(s[0].Value.Uint64())*3/2)
+	assert.Greater(t, got, int64(64<<20), "the 64 MiB kept live count")
+	keep[0] = 1
+}
+
+// TestHeadroomTickAllocs: a tick where the others bind the value, which
+// reads the floor's metrics, allocates nothing.
+func TestHeadroomTickAllocs(t *testing.T) {
+	fk := &fakeKnob{value: noLimit}
+	te := newTestEnv(fk, nil)
+	te.src.set(headroomLimits(200))
+	res, s := applyFollowing(t, te, Options{})
+	lim := headroomLimits(200)
+	now := time.Now()
+	assert.Zero(t, testing.AllocsPerRun(1000, func() { s.tick(now, lim, nil) }))
+	assert.Equal(t, int64(200*MiB), res.Status().Others, "the headroom bound the value")
+	require.NotNil(t, s.samples, "the floor's metrics were read")
+}
+
+func runtimeGC() { runtime.GC() }
