@@ -36,17 +36,7 @@ func startSidecar(t *testing.T, prog, dir string, mibs string) *sidecar {
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
 	s := &sidecar{stdin: stdin, lines: make(chan string, 10)}
-	t.Cleanup(func() {
-		stdin.Close()
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-	})
+	t.Cleanup(func() { cgv1.Stop(cmd, stdin) })
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {

@@ -182,17 +182,7 @@ func (p *Pair) StartIn(t *testing.T, prog string, env ...string) *Child {
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
-	t.Cleanup(func() {
-		c.Stdin.Close()
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-	})
+	t.Cleanup(func() { Stop(cmd, c.Stdin) })
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
@@ -231,6 +221,20 @@ func (c *Child) WaitFor(t *testing.T, since time.Time, timeout time.Duration, ok
 		if ok(s) {
 			return s, time.Since(since)
 		}
+	}
+}
+
+// Stop ends a started child: it closes its stdin, which the test programs
+// take as the end, and kills it if it has not exited 5 s later.
+func Stop(cmd *exec.Cmd, stdin io.Closer) {
+	stdin.Close()
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		cmd.Process.Kill()
+		<-done
 	}
 }
 
