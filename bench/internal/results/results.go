@@ -21,7 +21,9 @@ const (
 )
 
 // SidecarLine is a line the sidecar prints on stdout: State "held" once it
-// holds HeldBytes resident, "freed" after it returned them.
+// holds HeldBytes resident, "freed" after it returned them. State "killed" is
+// printed by the co-process launcher (bench/cmd/coprocess) when the sidecar
+// it runs was killed by a SIGKILL it did not send: the OOM killer's.
 type SidecarLine struct {
 	Type      string `json:"type"` // TypeSidecar
 	State     string `json:"state"`
@@ -29,13 +31,16 @@ type SidecarLine struct {
 	RSSBytes  int64  `json:"rss_bytes"`
 }
 
+// SidecarKilled is the State of the line that says the sidecar was killed.
+const SidecarKilled = "killed"
+
 // ParseSidecarLine decodes a line of the sidecar's output.
 func ParseSidecarLine(b []byte) (SidecarLine, error) {
 	var l SidecarLine
 	if err := json.Unmarshal(bytes.TrimSpace(b), &l); err != nil {
 		return l, fmt.Errorf("not a sidecar line: %w", err)
 	}
-	if l.Type != TypeSidecar || (l.State != "held" && l.State != "freed") {
+	if l.Type != TypeSidecar || (l.State != "held" && l.State != "freed" && l.State != SidecarKilled) {
 		return l, fmt.Errorf("not a sidecar line: type %q, state %q", l.Type, l.State)
 	}
 	return l, nil
