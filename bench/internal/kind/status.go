@@ -48,6 +48,17 @@ func (p podState) workload() *corev1.ContainerStatus {
 	return nil
 }
 
+// sidecar returns the status of the pod-level layout's sidecar container
+// (a native sidecar: an init container that keeps running), or nil.
+func (p podState) sidecar() *corev1.ContainerStatus {
+	for i := range p.Status.InitContainerStatuses {
+		if p.Status.InitContainerStatuses[i].Name == SidecarContainerName {
+			return &p.Status.InitContainerStatuses[i]
+		}
+	}
+	return nil
+}
+
 func (p podState) condition(typ corev1.PodConditionType) *corev1.PodCondition {
 	for i := range p.Status.Conditions {
 		if p.Status.Conditions[i].Type == typ {

@@ -324,7 +324,7 @@ type Sidecar struct {
 	// LimitedUsageBytes is the usage of the cgroup that carries the limit with
 	// the sidecar ready and before the workload started: it includes the
 	// sidecar when the limit accounts for it (hierarchically in the sibling
-	// layout).
+	// layout); 0 where the runner cannot read it (kind).
 	LimitedUsageBytes int64 `json:"limited_usage_bytes"`
 	// OOMKilled is true when the sidecar, not the workload, was killed.
 	OOMKilled bool `json:"oom_killed,omitempty"`
