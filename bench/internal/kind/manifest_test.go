@@ -205,3 +205,22 @@ func TestSidecarMiB(t *testing.T) {
 	assert.Equal(t, "-mib=200", Sidecar{Bytes: 200 << 20}.mibArg())
 	assert.Equal(t, "-mib=2", Sidecar{Bytes: 1<<20 + 1}.mibArg(), "rounded up")
 }
+
+// TestPodRequests: what the scheduler counts of the runner's own pods, and
+// of others' pods with pod-level resources on a node the runner checks.
+func TestPodRequests(t *testing.T) {
+	for _, layout := range []string{LayoutCoprocess, LayoutPodLevel} {
+		p := Pod(sharedWorkload("fitgo", layout))
+		got := podRequests(p)
+		assert.True(t, resource.MustParse("512Mi").Equal(got[corev1.ResourceMemory]), "%s: %v", layout, got)
+		_, cpu := got[corev1.ResourceCPU]
+		assert.False(t, cpu, layout)
+	}
+	p := &corev1.Pod{Spec: corev1.PodSpec{
+		Resources:  &corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}},
+		Containers: []corev1.Container{{Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("1Gi")}}}},
+	}}
+	got := podRequests(p)
+	assert.True(t, resource.MustParse("2").Equal(got[corev1.ResourceCPU]), "the pod's CPU request, not its container's")
+	assert.True(t, resource.MustParse("1Gi").Equal(got[corev1.ResourceMemory]), "the containers' memory: the pod names none")
+}

@@ -141,8 +141,8 @@ func serverVersion(b []byte) (*version.Info, error) {
 }
 
 // podRequests is what a pod requests of its node, as the scheduler counts
-// it: the larger of its containers' sum and its largest init container, plus
-// its overhead.
+// it: the larger of its containers' sum and its largest init container (or
+// its pod-level requests), plus its overhead.
 func podRequests(p *corev1.Pod) corev1.ResourceList {
 	sum := corev1.ResourceList{}
 	add := func(to corev1.ResourceList, l corev1.ResourceList) {
@@ -164,6 +164,13 @@ func podRequests(p *corev1.Pod) corev1.ResourceList {
 			if q := sum[k]; v.Cmp(q) > 0 {
 				sum[k] = v
 			}
+		}
+	}
+	if p.Spec.Resources != nil {
+		// Pod-level requests are what the scheduler counts for the
+		// resources they name.
+		for k, v := range p.Spec.Resources.Requests {
+			sum[k] = v
 		}
 	}
 	add(sum, p.Spec.Overhead)
