@@ -2,6 +2,9 @@ package kind
 
 import (
 	"bytes"
+	"os"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -131,4 +134,20 @@ func TestParseFlagsShared(t *testing.T) {
 		{Scenario: "shared", Memory: 512 << 20, HeapMiB: 187, Layout: LayoutCoprocess, Sidecar: 200 << 20},
 		{Scenario: "shared", Memory: 512 << 20, HeapMiB: 187, Layout: LayoutPodLevel, Sidecar: 200 << 20},
 	}, c.Settings(), "-cpus is the cpu scenario's; shared has no CPU limit")
+}
+
+// TestREADMECommandsParse: every kind command in the repository's README
+// parses, so that a renamed flag or scenario cannot leave it stale.
+func TestREADMECommandsParse(t *testing.T) {
+	b, err := os.ReadFile("../../../README.md")
+	require.NoError(t, err)
+	n := 0
+	for _, m := range regexp.MustCompile(`(?m)^go run -C bench \. kind((?: [^#\n\\]+)?)`).FindAllStringSubmatch(string(b), -1) {
+		args := strings.Fields(m[1])
+		_, err := ParseFlags(args, &bytes.Buffer{})
+		assert.NoError(t, err, "README: go run -C bench . kind%s", m[1])
+		n++
+	}
+	assert.GreaterOrEqual(t, n, 4, "the README's kind commands, the shared scenario's among them")
+	assert.Contains(t, string(b), "go run -C bench . kind -scenario shared")
 }
