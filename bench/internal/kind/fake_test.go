@@ -84,6 +84,9 @@ type outcome struct {
 	// line), and whether it was OOM-killed (and restarted) during the run.
 	sidecarLogs   []byte
 	sidecarKilled bool
+	// sidecarWaiting is a waiting reason the sidecar container never
+	// leaves (the workload waits for it: PodInitializing).
+	sidecarWaiting string
 }
 
 type fakePod struct {
@@ -470,6 +473,9 @@ func (f *fakeCluster) step(fp *fakePod) *corev1.Pod {
 		st.Phase = corev1.PodPending
 		st.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}}
 		cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}
+	case fp.out.sidecarWaiting != "":
+		st.Phase = corev1.PodPending
+		cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: "PodInitializing"}
 	case fp.polls == 1 || fp.out.waiting != "":
 		st.Phase = corev1.PodPending
 		reason := "ContainerCreating"
@@ -515,9 +521,13 @@ func (f *fakeCluster) step(fp *fakePod) *corev1.Pod {
 		// A native sidecar: running from the start (its startup probe
 		// passed), stopped with the pod.
 		ics := corev1.ContainerStatus{Name: ic.Name, Image: ic.Image, Started: ptr(true)}
-		if st.Phase == corev1.PodSucceeded || st.Phase == corev1.PodFailed {
+		switch {
+		case fp.out.sidecarWaiting != "":
+			ics.Started = ptr(false)
+			ics.State.Waiting = &corev1.ContainerStateWaiting{Reason: fp.out.sidecarWaiting, Message: "fake"}
+		case st.Phase == corev1.PodSucceeded || st.Phase == corev1.PodFailed:
 			ics.State.Terminated = &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed"}
-		} else {
+		default:
 			ics.State.Running = &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(f.now)}
 		}
 		if fp.out.sidecarKilled && fp.polls > 2 {

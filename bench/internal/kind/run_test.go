@@ -586,3 +586,30 @@ func TestRunSharedWithoutPodLevelResources(t *testing.T) {
 		})
 	}
 }
+
+// TestRunSharedSidecarStuck: a pod-level pod whose sidecar container cannot
+// start is stuck, not a run to wait out: an image error ends the benchmark
+// (every run shares the image), another is a failed run.
+func TestRunSharedSidecarStuck(t *testing.T) {
+	for _, tc := range []struct {
+		reason string
+		fatal  bool
+	}{{"ErrImagePull", true}, {"CreateContainerConfigError", false}} {
+		t.Run(tc.reason, func(t *testing.T) {
+			f := newFakeCluster(t)
+			f.outcome = func(p *corev1.Pod) outcome {
+				if strings.Contains(p.Name, "pod-level") {
+					return outcome{sidecarWaiting: tc.reason}
+				}
+				return outcome{reason: "Completed", logs: recordedLog(t, "coprocess-fitgo")}
+			}
+			res := runWith(t, f, "-scenario=shared", "-runs=1", "-variants=fitgo", "-work-iters=1000")
+			require.Error(t, res.err)
+			assert.Contains(t, res.err.Error(), "cannot run: the sidecar container: "+tc.reason)
+			assert.Equal(t, tc.fatal, errors.Is(res.err, errImage), res.err)
+			sums := readSummaries(t, res.out)
+			require.Len(t, sums, 2)
+			assert.Equal(t, 1, sums[0].CompletedRuns, "the coprocess run before it")
+		})
+	}
+}

@@ -92,10 +92,16 @@ var stuckReasons = map[string]bool{
 // stuck returns why the pod cannot make progress, or "", and whether the
 // reason is the image (which every run shares).
 func (p podState) stuck() (why string, image bool) {
-	if c := p.workload(); c != nil && c.State.Waiting != nil {
-		r := c.State.Waiting.Reason
-		if imageReasons[r] || stuckReasons[r] {
-			return strings.TrimSpace(r + ": " + c.State.Waiting.Message), imageReasons[r]
+	for _, c := range []*corev1.ContainerStatus{p.workload(), p.sidecar()} {
+		if c != nil && c.State.Waiting != nil {
+			r := c.State.Waiting.Reason
+			if imageReasons[r] || stuckReasons[r] {
+				why := strings.TrimSpace(r + ": " + c.State.Waiting.Message)
+				if c.Name != ContainerName {
+					why = "the " + c.Name + " container: " + why
+				}
+				return why, imageReasons[r]
+			}
 		}
 	}
 	if c := p.condition(corev1.PodScheduled); c != nil && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
