@@ -954,9 +954,10 @@ func RunFromPod(pod *corev1.Pod, logs []byte) results.Run {
 		run.WallSeconds = t.FinishedAt.Sub(t.StartedAt.Time).Seconds()
 	}
 	run.Sidecar = sidecarFromLogs(logs)
-	if sc := p.sidecar(); sc != nil && (sc.RestartCount > 0 || oomKilled(sc.State) || oomKilled(sc.LastTerminationState)) {
-		// The pod-level layout's sidecar container was killed (and, a
-		// native sidecar, restarted).
+	if sc := p.sidecar(); sc != nil && (oomKilled(sc.State) || oomKilled(sc.LastTerminationState)) {
+		// The pod-level layout's sidecar container was OOM-killed (and, a
+		// native sidecar, restarted; a restart for another reason, a
+		// failed startup probe, is not counted).
 		if run.Sidecar == nil {
 			run.Sidecar = &results.Sidecar{}
 		}
@@ -1132,7 +1133,7 @@ func (r *Runner) meta(start time.Time, goVersion string) report.Meta {
 const sharedNote = "Shared: the sidecar (`bench/cmd/sidecar`) allocates and touches its memory and holds it; the workload starts once it does. " +
 	"In the coprocess layout `bench/cmd/coprocess` runs the sidecar and then the workload in the one container, under its memory limit. " +
 	"In the pod-level layout the pod has `resources.limits.memory` and its two containers none: the sidecar is a native sidecar (an init container with restartPolicy Always) whose startup probe passes once it holds its memory, and the fitgo variant gets `FITGO_MEMORY_LIMIT` from the downward API (`limits.memory` of its container, which is the pod's limit), the README's recipe; the env variant's GOMEMLIMIT is that value too. " +
-	"An OOM kill is the workload container's OOMKilled termination with the workload's own exit by SIGKILL; a kill of the sidecar alone (the launcher's line, or the sidecar container's OOMKilled state or restart) is counted apart. " +
+	"An OOM kill is the workload container's OOMKilled termination with the workload's own exit by SIGKILL; a kill of the sidecar alone (the launcher's line, or the sidecar container's OOMKilled state) is counted apart. " +
 	"`oracle-headroom` is given GOMEMLIMIT = 0.9 × (limit − sidecar) by the runner: what a limit that accounts for the others would set."
 
 func (r *Runner) workloadDesc() string {

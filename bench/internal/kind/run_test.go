@@ -613,3 +613,56 @@ func TestRunSharedSidecarStuck(t *testing.T) {
 		})
 	}
 }
+
+// TestRunFromPodSidecar: whose OOM kill a shared run's pod shows.
+func TestRunFromPodSidecar(t *testing.T) {
+	held := `{"type":"sidecar","state":"held","held_bytes":209715200,"rss_bytes":214016000}` + "\n"
+	killed := `{"type":"sidecar","state":"killed","held_bytes":0,"rss_bytes":0}` + "\n"
+	fitgo := string(recordedLog(t, "coprocess-fitgo"))
+	pod := func(phase corev1.PodPhase, reason string, exit int32, sidecar *corev1.ContainerStatus) *corev1.Pod {
+		p := &corev1.Pod{Status: corev1.PodStatus{Phase: phase, ContainerStatuses: []corev1.ContainerStatus{{
+			Name: ContainerName, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: reason, ExitCode: exit}},
+		}}}}
+		if sidecar != nil {
+			p.Status.InitContainerStatuses = []corev1.ContainerStatus{*sidecar}
+		}
+		return p
+	}
+	restarted := func(reason string) *corev1.ContainerStatus {
+		s := &corev1.ContainerStatus{Name: SidecarContainerName, RestartCount: 1}
+		s.State.Terminated = &corev1.ContainerStateTerminated{Reason: "Completed"}
+		s.LastTerminationState.Terminated = &corev1.ContainerStateTerminated{Reason: reason, ExitCode: 137}
+		return s
+	}
+	for _, tc := range []struct {
+		name       string
+		pod        *corev1.Pod
+		logs       string
+		oom        uint64
+		sidecarOOM bool
+		rss        int64
+		err        bool
+	}{
+		{"coprocess, no kill", pod(corev1.PodSucceeded, "Completed", 0, nil), fitgo, 0, false, 213995520, false},
+		{"coprocess, the workload killed", pod(corev1.PodFailed, "OOMKilled", 137, nil), held, 1, false, 214016000, false},
+		{"coprocess, the sidecar killed", pod(corev1.PodSucceeded, "OOMKilled", 0, nil), fitgo + killed, 0, true, 213995520, false},
+		// The runtime saw a kill, the workload exited 0 with its result, and
+		// the launcher said nothing: still not the workload's kill.
+		{"coprocess, a kill the launcher did not see", pod(corev1.PodSucceeded, "OOMKilled", 0, nil), fitgo, 0, true, 213995520, false},
+		{"pod-level, the sidecar OOM-killed and restarted", pod(corev1.PodSucceeded, "Completed", 0, restarted("OOMKilled")), fitgo, 0, true, 213995520, false},
+		{"pod-level, the sidecar restarted for another reason", pod(corev1.PodSucceeded, "Completed", 0, restarted("Error")), fitgo, 0, false, 213995520, false},
+		{"pod-level, the workload killed", pod(corev1.PodFailed, "OOMKilled", 137, &corev1.ContainerStatus{Name: SidecarContainerName}), held, 1, false, 214016000, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			run := RunFromPod(tc.pod, []byte(tc.logs))
+			assert.Equal(t, tc.oom, run.OOMKills)
+			require.NotNil(t, run.Sidecar)
+			assert.Equal(t, tc.sidecarOOM, run.Sidecar.OOMKilled)
+			assert.Equal(t, tc.rss, run.Sidecar.RSSBytes, "from the held line")
+			assert.Equal(t, tc.err, run.Err != "", run.Err)
+		})
+	}
+	// No sidecar lines, no sidecar container: no sidecar in the run.
+	run := RunFromPod(pod(corev1.PodSucceeded, "Completed", 0, nil), recordedLog(t, "fitgo"))
+	assert.Nil(t, run.Sidecar)
+}
