@@ -807,10 +807,11 @@ func (p planned) run(err string) results.Run {
 		Layout: p.st.Layout, SidecarBytes: p.st.Sidecar, Round: p.round, Err: err}
 }
 
-// benchmark runs the cpu and memory scenarios, round by round, each round
-// every setting and variant in turn as the local runner does, and writes the
-// report: after every run (with what has not run yet marked), and whatever
-// ends the benchmark.
+// benchmark runs the cpu, memory and shared scenarios, round by round, each
+// round every setting and variant in turn as the local runner does, and
+// writes the report: after every run (with what has not run yet marked), and
+// whatever ends the benchmark. A setting the cluster cannot run (a node too
+// small, no pod-level resources) is skipped with the reason.
 func (r *Runner) benchmark(ctx context.Context, start time.Time) error {
 	cfg := r.cfg
 	var fitting []Setting
