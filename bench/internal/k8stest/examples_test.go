@@ -125,7 +125,7 @@ func TestFitgoDeployment(t *testing.T) {
 	assert.Contains(t, c.Args, "-every=10s", "the program logs periodically, so kubectl logs shows a resize")
 
 	// The comment states what fitgo's defaults give for these limits.
-	procs := max(int(math.Floor(cores)), 1)
+	procs := max(int(math.Ceil(cores)), 1)
 	assert.Contains(t, text, "("+c.Resources.Limits.Cpu().String()+" -> "+strconv.Itoa(procs)+")")
 	assert.Contains(t, text, "("+c.Resources.Limits.Memory().String()+" -> "+strconv.FormatFloat(0.9*float64(mem)/(1<<20), 'f', 1, 64)+" MiB)")
 }

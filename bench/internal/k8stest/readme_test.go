@@ -63,7 +63,7 @@ func TestREADMECommands(t *testing.T) {
 }
 
 // TestREADMENumbers checks the values the README says the programs log
-// against the manifests' limits and the rules: fitgo's defaults (floor, at
+// against the manifests' limits and the rules: fitgo's defaults (ceil, at
 // least 1; 0.9 × the memory limit) and the downward API's (rounded up; the
 // limit in bytes).
 func TestREADMENumbers(t *testing.T) {
@@ -72,7 +72,7 @@ func TestREADMENumbers(t *testing.T) {
 	cores, mem := limits(t, d.Spec.Template.Spec.Containers[0])
 	fitMem := int64(0.9 * float64(mem))
 	mib := func(b int64) string { return strconv.FormatFloat(float64(b)/(1<<20), 'f', 1, 64) + " MiB" }
-	assert.Contains(t, text, "GOMAXPROCS="+strconv.Itoa(max(int(math.Floor(cores)), 1))+` GOMEMLIMIT="`+strconv.FormatInt(fitMem, 10)+" ("+mib(fitMem)+`)"`)
+	assert.Contains(t, text, "GOMAXPROCS="+strconv.Itoa(max(int(math.Ceil(cores)), 1))+` GOMEMLIMIT="`+strconv.FormatInt(fitMem, 10)+" ("+mib(fitMem)+`)"`)
 	assert.Contains(t, text, "cpu_limit="+strconv.FormatFloat(cores, 'f', -1, 64)+` memory_limit="`+strconv.FormatInt(mem, 10)+" ("+mib(mem)+`)"`)
 	assert.Contains(t, text, "GOMAXPROCS="+strconv.Itoa(int(math.Ceil(cores)))+` GOMEMLIMIT="`+strconv.FormatInt(mem, 10)+" ("+mib(mem)+`)"`)
 	assert.Contains(t, text, "env_GOMAXPROCS="+strconv.Itoa(int(math.Ceil(cores)))+" env_GOMEMLIMIT="+strconv.FormatInt(mem, 10))
