@@ -1,8 +1,8 @@
 // Command kubernetes is the program of the Kubernetes examples in this
-// directory (deployment.yaml, downward-api.yaml): a stand-in for a service
-// that blank-imports fitgo. It logs the GOMAXPROCS and GOMEMLIMIT in force
-// next to the container's effective limits, once, or every -every so that
-// `kubectl logs` shows them follow an in-place resize.
+// directory (deployment.yaml, downward-api.yaml, pod-level.yaml): a stand-in
+// for a service that blank-imports fitgo. It logs the GOMAXPROCS and
+// GOMEMLIMIT in force next to the container's effective limits, once, or
+// every -every so that `kubectl logs` shows them follow an in-place resize.
 //
 //	go run ./examples/kubernetes              # one line, then exit
 //	go run ./examples/kubernetes -every=10s   # as the Deployments run it
@@ -53,7 +53,7 @@ func attrs(lim cgroup.Limits, err error) []any {
 		"GOMEMLIMIT", bytes(debug.SetMemoryLimit(-1)),
 		"num_cpu", runtime.NumCPU(),
 	}
-	for _, name := range []string{"GOMAXPROCS", "GOMEMLIMIT"} {
+	for _, name := range []string{"GOMAXPROCS", "GOMEMLIMIT", "FITGO_MEMORY_LIMIT"} {
 		if v, ok := os.LookupEnv(name); ok {
 			a = append(a, "env_"+name, v)
 		}

@@ -4,7 +4,10 @@
 // line on stdout when it holds it, and then waits. On SIGUSR1, or after
 // -free-after, it frees the memory, returns it to the kernel and prints a
 // second line, so that a run can show a workload following what the others
-// hold. It exits on SIGTERM or SIGINT.
+// hold. With -listen it also accepts TCP connections on that address once it
+// holds the memory (and closes them at once): a Kubernetes tcpSocket startup
+// probe, which needs no shell in the image, then tells the kubelet to start
+// the workload's container only after that. It exits on SIGTERM or SIGINT.
 package main
 
 import (
@@ -12,6 +15,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -36,6 +40,7 @@ func run(args []string, stdout, stderr io.Writer, sig <-chan os.Signal) int {
 	fs.SetOutput(stderr)
 	mib := fs.Int("mib", 200, "resident memory to hold, MiB")
 	freeAfter := fs.Duration("free-after", 0, "free the memory after this time (0: only on SIGUSR1)")
+	listen := fs.String("listen", "", "once the memory is held, accept TCP connections on this address (e.g. :8642), for a readiness or startup probe")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -46,6 +51,15 @@ func run(args []string, stdout, stderr io.Writer, sig <-chan os.Signal) int {
 			b[j] = 1 // fault the page in
 		}
 		held[i] = b
+	}
+	if *listen != "" {
+		ln, err := net.Listen("tcp", *listen)
+		if err != nil {
+			fmt.Fprintf(stderr, "sidecar: %v\n", err)
+			return 1
+		}
+		defer ln.Close()
+		go accept(ln)
 	}
 	say(stdout, results.SidecarLine{State: "held", HeldBytes: int64(*mib) << 20})
 
@@ -67,6 +81,18 @@ func run(args []string, stdout, stderr io.Writer, sig <-chan os.Signal) int {
 			debug.FreeOSMemory()
 			say(stdout, results.SidecarLine{State: "freed"})
 		}
+	}
+}
+
+// accept closes every connection it accepts, until ln is closed: a probe
+// only needs the connection to succeed.
+func accept(ln net.Listener) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		c.Close()
 	}
 }
 

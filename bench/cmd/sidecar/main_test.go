@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"io"
+	"net"
 	"os"
 	"syscall"
 	"testing"
@@ -45,4 +46,40 @@ func TestRun(t *testing.T) {
 	assert.False(t, lines.Scan(), "no more lines")
 
 	assert.Equal(t, 2, run([]string{"-mib", "x"}, io.Discard, io.Discard, sig))
+}
+
+// TestRunListen: with -listen, a connection succeeds once the memory is held
+// (the startup probe of the pod-level layout), and the port is closed when
+// the sidecar exits.
+func TestRunListen(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+
+	r, w := io.Pipe()
+	sig := make(chan os.Signal)
+	code := make(chan int, 1)
+	go func() {
+		code <- run([]string{"-mib", "1", "-listen", addr}, w, io.Discard, sig)
+		w.Close()
+	}()
+	lines := bufio.NewScanner(r)
+	require.True(t, lines.Scan())
+	l, err := results.ParseSidecarLine(lines.Bytes())
+	require.NoError(t, err)
+	assert.Equal(t, "held", l.State)
+	for range 2 { // a probe connects again and again
+		c, err := net.Dial("tcp", addr)
+		require.NoError(t, err, "the probe connects once the memory is held")
+		c.Close()
+	}
+	sig <- syscall.SIGTERM
+	assert.Equal(t, 0, <-code)
+	_, err = net.Dial("tcp", addr)
+	assert.Error(t, err, "closed at exit")
+
+	// An address it cannot listen on is an error, not a sidecar that never
+	// becomes ready.
+	assert.Equal(t, 1, run([]string{"-mib", "1", "-listen", "256.0.0.1:1"}, io.Discard, io.Discard, sig))
 }

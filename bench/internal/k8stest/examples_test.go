@@ -125,7 +125,7 @@ func TestFitgoDeployment(t *testing.T) {
 	assert.Contains(t, c.Args, "-every=10s", "the program logs periodically, so kubectl logs shows a resize")
 
 	// The comment states what fitgo's defaults give for these limits.
-	procs := max(int(math.Floor(cores)), 1)
+	procs := max(int(math.Ceil(cores)), 1)
 	assert.Contains(t, text, "("+c.Resources.Limits.Cpu().String()+" -> "+strconv.Itoa(procs)+")")
 	assert.Contains(t, text, "("+c.Resources.Limits.Memory().String()+" -> "+strconv.FormatFloat(0.9*float64(mem)/(1<<20), 'f', 1, 64)+" MiB)")
 }
@@ -164,4 +164,48 @@ func TestDownwardAPIDeployment(t *testing.T) {
 	assert.Equal(t, fc.Args, c.Args)
 	assert.True(t, fc.Resources.Limits.Cpu().Equal(*c.Resources.Limits.Cpu()))
 	assert.True(t, fc.Resources.Limits.Memory().Equal(*c.Resources.Limits.Memory()))
+}
+
+// TestPodLevelDeployment checks the pod-level recipe: the limit on the pod,
+// none on the container, FITGO_MEMORY_LIMIT from its limits.memory in bytes
+// (the pod's limit for a container without one), and nothing that would
+// switch fitgo off.
+func TestPodLevelDeployment(t *testing.T) {
+	d, text := deployment(t, "pod-level.yaml")
+	spec := d.Spec.Template.Spec
+	hardened(t, "pod-level.yaml", spec)
+	require.NotNil(t, spec.Resources, "pod-level resources")
+	mem, ok := spec.Resources.Limits[corev1.ResourceMemory]
+	require.True(t, ok, "a pod-level memory limit")
+	_, cpu := spec.Resources.Limits[corev1.ResourceCPU]
+	assert.False(t, cpu, "no pod-level CPU limit: fitgo cannot see it, and the comment says so")
+	for r, req := range spec.Resources.Requests {
+		if l, ok := spec.Resources.Limits[r]; ok {
+			assert.LessOrEqual(t, req.Cmp(l), 0, "%s request above its limit", r)
+		}
+	}
+	c := spec.Containers[0]
+	assert.Empty(t, c.Resources.Limits, "no limit of its own: limits.memory is then the pod's")
+	assert.Empty(t, c.Resources.Requests)
+	require.Len(t, c.Env, 1)
+	e := c.Env[0]
+	assert.Equal(t, "FITGO_MEMORY_LIMIT", e.Name)
+	require.NotNil(t, e.ValueFrom)
+	require.NotNil(t, e.ValueFrom.ResourceFieldRef, "an environment variable, not a downward-API volume (which gives the node's allocatable)")
+	ref := e.ValueFrom.ResourceFieldRef
+	assert.Equal(t, "limits.memory", ref.Resource)
+	assert.Equal(t, c.Name, ref.ContainerName)
+	assert.Equal(t, "1", ref.Divisor.String(), "bytes, as FITGO_MEMORY_LIMIT takes them")
+
+	// The comment's numbers: the pod's limit in bytes, and fitgo's default
+	// ratio of it.
+	assert.Contains(t, text, "("+strconv.FormatInt(mem.Value(), 10)+" here)")
+	assert.Contains(t, text, "("+mem.String()+" -> "+strconv.FormatFloat(0.9*float64(mem.Value())/(1<<20), 'f', 1, 64)+" MiB)")
+
+	// The same program as the other Deployments.
+	f, _ := deployment(t, "deployment.yaml")
+	fc := f.Spec.Template.Spec.Containers[0]
+	assert.Equal(t, fc.Image, c.Image)
+	assert.Equal(t, fc.Args, c.Args)
+	assert.True(t, fc.Resources.Limits.Memory().Equal(mem), "the same memory limit as the fitgo Deployment's container, so the logs compare")
 }

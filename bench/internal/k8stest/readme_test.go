@@ -46,7 +46,8 @@ func TestREADMECommands(t *testing.T) {
 	d, _ := deployment(t, "deployment.yaml")
 	dw, _ := deployment(t, "downward-api.yaml")
 	assert.Contains(t, text, "-t "+d.Spec.Template.Spec.Containers[0].Image+" .")
-	for _, dep := range []string{d.Name, dw.Name} {
+	pl, _ := deployment(t, "pod-level.yaml")
+	for _, dep := range []string{d.Name, dw.Name, pl.Name} {
 		assert.Contains(t, text, "deploy/"+dep)
 	}
 
@@ -62,7 +63,7 @@ func TestREADMECommands(t *testing.T) {
 }
 
 // TestREADMENumbers checks the values the README says the programs log
-// against the manifests' limits and the rules: fitgo's defaults (floor, at
+// against the manifests' limits and the rules: fitgo's defaults (ceil, at
 // least 1; 0.9 × the memory limit) and the downward API's (rounded up; the
 // limit in bytes).
 func TestREADMENumbers(t *testing.T) {
@@ -71,10 +72,17 @@ func TestREADMENumbers(t *testing.T) {
 	cores, mem := limits(t, d.Spec.Template.Spec.Containers[0])
 	fitMem := int64(0.9 * float64(mem))
 	mib := func(b int64) string { return strconv.FormatFloat(float64(b)/(1<<20), 'f', 1, 64) + " MiB" }
-	assert.Contains(t, text, "GOMAXPROCS="+strconv.Itoa(max(int(math.Floor(cores)), 1))+` GOMEMLIMIT="`+strconv.FormatInt(fitMem, 10)+" ("+mib(fitMem)+`)"`)
+	assert.Contains(t, text, "GOMAXPROCS="+strconv.Itoa(max(int(math.Ceil(cores)), 1))+` GOMEMLIMIT="`+strconv.FormatInt(fitMem, 10)+" ("+mib(fitMem)+`)"`)
 	assert.Contains(t, text, "cpu_limit="+strconv.FormatFloat(cores, 'f', -1, 64)+` memory_limit="`+strconv.FormatInt(mem, 10)+" ("+mib(mem)+`)"`)
 	assert.Contains(t, text, "GOMAXPROCS="+strconv.Itoa(int(math.Ceil(cores)))+` GOMEMLIMIT="`+strconv.FormatInt(mem, 10)+" ("+mib(mem)+`)"`)
 	assert.Contains(t, text, "env_GOMAXPROCS="+strconv.Itoa(int(math.Ceil(cores)))+" env_GOMEMLIMIT="+strconv.FormatInt(mem, 10))
+
+	// The pod-level recipe: 0.9 × the pod's limit, told through the variable.
+	pl, _ := deployment(t, "pod-level.yaml")
+	podMem := pl.Spec.Template.Spec.Resources.Limits.Memory().Value()
+	podFit := int64(0.9 * float64(podMem))
+	assert.Contains(t, text, `GOMEMLIMIT="`+strconv.FormatInt(podFit, 10)+" ("+mib(podFit)+`)" num_cpu=8 env_FITGO_MEMORY_LIMIT=`+strconv.FormatInt(podMem, 10)+" cpu_limit=none memory_limit=none")
+	assert.Contains(t, text, "GOMEMLIMIT.source=$FITGO_MEMORY_LIMIT")
 
 	// After the README's resize to 3 CPUs and 512Mi.
 	resized := float64(512 << 20)

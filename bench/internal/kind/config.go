@@ -26,9 +26,28 @@ const (
 	ScenarioCPU    = "cpu"
 	ScenarioMemory = "memory"
 	ScenarioResize = "resize"
+	// ScenarioShared is a memory limit shared with a sidecar process, in the
+	// layouts below.
+	ScenarioShared = "shared"
 	// ScenarioNested is the local runner's; see errNested.
 	ScenarioNested = "nested"
+	// ScenarioLeak is the local runner's; see errLeak.
+	ScenarioLeak = "leak"
 )
+
+// Layouts of the shared scenario in a cluster: where the sidecar runs.
+const (
+	// LayoutCoprocess: the sidecar and the workload in the one container,
+	// under its memory limit (bench/cmd/coprocess starts both).
+	LayoutCoprocess = "coprocess"
+	// LayoutPodLevel: a pod with pod-level resources.limits.memory and two
+	// containers without limits, the sidecar (a native sidecar container)
+	// and the workload. It needs the PodLevelResources feature (Kubernetes
+	// 1.34 and later, beta and on by default).
+	LayoutPodLevel = "pod-level"
+)
+
+var errLeak = errors.New(`-scenario leak runs only with the local runner (go run -C bench . local -scenario leak): its figures are the time between the heap reaching GOMEMLIMIT and the kill, which the local runner reads from the workload's progress lines and the cgroup's memory events`)
 
 var errNested = errors.New(`-scenario nested cannot run in Kubernetes: a container has its own cgroup namespace, so a pod-level limit (on the pod's cgroup, the parent) is invisible from inside it, to fitgo as to everything else; run it with the local runner (go run -C bench . local -scenario nested)`)
 
@@ -82,6 +101,10 @@ type Config struct {
 	// runner's Jobs and Pods is deleted there); empty: a new one.
 	NamespaceName string
 
+	// The shared scenario: the memory the sidecar holds, and its layouts.
+	Sidecar int64
+	Layouts []string
+
 	Timeout time.Duration
 	Poll    time.Duration
 	RunID   string // names the namespace; default from the start time
@@ -130,6 +153,18 @@ const (
 	DefaultResizeCPUs  = "1"
 	DefaultResizeTo    = 3
 	DefaultResizeMemTo = "512Mi"
+	// The shared scenario, as the local runner's: a 512 MiB limit, a sidecar
+	// holding 200 MiB, both layouts.
+	DefaultSharedMemory = "512Mi"
+	DefaultSidecar      = "200Mi"
+	DefaultLayouts      = LayoutCoprocess + "," + LayoutPodLevel
+	// SharedHeapFraction is the shared scenario's live heap as a fraction of
+	// what the sidecar leaves of the limit, as the local runner chooses it:
+	// 0.6 × (512 − 200) MiB = 187 MiB. GOGC's goal, twice that, is above the
+	// 312 MiB the sidecar leaves, so a GOMEMLIMIT that ignores the sidecar
+	// lets the container (or the pod) be OOM-killed; 0.9 × 312 MiB leaves
+	// the heap about half its live size to grow, as in the memory scenario.
+	SharedHeapFraction = MemoryHeapFraction
 	// MemoryHeapFraction is the memory scenario's live heap as a fraction of
 	// the limit: with GOGC=100 the heap peaks near twice the live heap, so
 	// without a GOMEMLIMIT it outgrows the limit.
@@ -144,15 +179,18 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 		c                          = Config{Args: args}
 		scenario, cpus, mem        string
 		variants, resizeMem        string
+		sidecar, layouts           string
 		nodeSelector               string
 		defaultRepo, defaultConfig = defaultPaths()
 	)
-	fs.StringVar(&scenario, "scenario", ScenarioCPU, "scenarios, comma-separated: cpu (CPU limit sweep), memory (memory limit below the untuned heap peak), all (both); or resize alone (in-place resize of running pods)")
-	fs.StringVar(&cpus, "cpus", "", "CPU limits in cores or millicores, comma-separated (default "+DefaultCPUs+" for cpu, none for memory, "+DefaultResizeCPUs+" before a resize)")
-	fs.StringVar(&mem, "memory", "", "memory limits, comma-separated, e.g. 256Mi (default "+DefaultMemory+" for memory and resize, none for cpu)")
+	fs.StringVar(&scenario, "scenario", ScenarioCPU, "scenarios, comma-separated: cpu (CPU limit sweep), memory (memory limit below the untuned heap peak), shared (a memory limit shared with a sidecar process), all (cpu and memory); or resize alone (in-place resize of running pods)")
+	fs.StringVar(&cpus, "cpus", "", "CPU limits in cores or millicores, comma-separated (default "+DefaultCPUs+" for cpu, none for memory and shared, "+DefaultResizeCPUs+" before a resize)")
+	fs.StringVar(&mem, "memory", "", "memory limits, comma-separated, e.g. 256Mi (default "+DefaultMemory+" for memory and resize, "+DefaultSharedMemory+" for shared, none for cpu)")
+	fs.StringVar(&sidecar, "sidecar", DefaultSidecar, "memory the shared scenario's sidecar holds resident")
+	fs.StringVar(&layouts, "layout", DefaultLayouts, "where the shared scenario's sidecar runs, comma-separated: coprocess (in the workload's container, under its limit) or pod-level (a container of its own, under a pod-level memory limit; skipped where the cluster does not support it)")
 	fs.DurationVar(&c.Duration, "duration", 0, "measured window of each run (default 5s; 30s for resize)")
 	fs.IntVar(&c.Runs, "runs", DefaultRuns, "rounds: each variant runs this many times per setting, interleaved (A B C A B C ...)")
-	fs.StringVar(&variants, "variants", "all", "variants, comma-separated: "+strings.Join(variant.Names(), ", "))
+	fs.StringVar(&variants, "variants", "all", "variants, comma-separated: "+strings.Join(variant.Names(), ", ")+" (default for shared alone: "+names(variant.Shared)+")")
 	fs.StringVar(&c.Out, "out", "", "directory to write results.json, runs.json, report.md, chart.png and bench.txt to (resize: resize.json and resize.md)")
 	fs.Float64Var(&c.HeapMiB, "heap-mib", 0, fmt.Sprintf("live heap, MiB (default %d, or %.0f%% of the limit in the memory scenario)", workload.DefaultHeapMiB, MemoryHeapFraction*100))
 	fs.Float64Var(&c.AllocMiB, "alloc-mib", workload.DefaultAllocMiBPerSec, "allocation rate, MiB/s")
@@ -196,11 +234,14 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 	if err := c.checkCluster(fs); err != nil {
 		return c, err
 	}
-	c.Scenarios, err = settings.ParseScenarios(scenario, []string{ScenarioCPU, ScenarioMemory, ScenarioResize},
-		[]string{ScenarioCPU, ScenarioMemory}, "cpu, memory, all, or resize")
+	c.Scenarios, err = settings.ParseScenarios(scenario, []string{ScenarioCPU, ScenarioMemory, ScenarioShared, ScenarioResize},
+		[]string{ScenarioCPU, ScenarioMemory}, "cpu, memory, shared, all, or resize")
 	var unknown *settings.UnknownScenarioError
 	if errors.As(err, &unknown) && unknown.Name == ScenarioNested {
 		return c, errNested
+	}
+	if errors.As(err, &unknown) && unknown.Name == ScenarioLeak {
+		return c, errLeak
 	}
 	if err != nil {
 		return c, err
@@ -211,12 +252,31 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 	if c.CPUs, c.Memory, err = settings.ParseLimits(cpus, mem, false); err != nil {
 		return c, err
 	}
+	sizes, err := settings.ParseSizes(sidecar)
+	if err != nil || len(sizes) != 1 {
+		return c, fmt.Errorf("-sidecar: want one size, e.g. 200Mi (%v)", err)
+	}
+	c.Sidecar = sizes[0]
+	if c.Layouts, err = parseLayouts(layouts); err != nil {
+		return c, err
+	}
+	onlyShared := !slices.ContainsFunc(c.Scenarios, func(s string) bool { return s != ScenarioShared })
 	if c.Variants, err = variant.Parse(variants, runtime.NumCPU()); err != nil {
 		return c, err
 	}
+	if onlyShared && !flagSet(fs, "variants") {
+		c.Variants = variant.Shared
+	}
 	for _, v := range c.Variants {
-		if v.HeadroomOracle {
-			return c, fmt.Errorf("variant %s is for the local runner's shared scenario (there is no sidecar in these Jobs)", v.Name)
+		if v.HeadroomOracle && !onlyShared {
+			return c, fmt.Errorf("variant %s is for the shared scenario alone (-scenario shared): the other scenarios have no sidecar", v.Name)
+		}
+	}
+	if slices.Contains(c.Scenarios, ScenarioShared) {
+		for _, m := range c.sharedMemory() {
+			if c.Sidecar >= m {
+				return c, fmt.Errorf("the sidecar (%s) must hold less than the memory limit (%s)", MemoryQuantity(c.Sidecar), MemoryQuantity(m))
+			}
 		}
 	}
 	if c.Resize() {
@@ -271,6 +331,53 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 		return c, fmt.Errorf("-namespace %q: not a namespace name", c.NamespaceName)
 	}
 	return c, nil
+}
+
+// flagSet reports whether the flag was given on the command line.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+func names(vs []variant.Variant) string {
+	var out []string
+	for _, v := range vs {
+		out = append(out, v.Name)
+	}
+	return strings.Join(out, ",")
+}
+
+// parseLayouts parses the -layout list.
+func parseLayouts(s string) ([]string, error) {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		switch f {
+		case LayoutCoprocess, LayoutPodLevel:
+			if !slices.Contains(out, f) {
+				out = append(out, f)
+			}
+		case "sibling":
+			return nil, errors.New("-layout sibling is the local runner's: in Kubernetes, sibling cgroups under one limit are the pod-level layout (pod-level)")
+		default:
+			return nil, fmt.Errorf("-layout: unknown layout %q (want %s or %s)", f, LayoutCoprocess, LayoutPodLevel)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("-layout: no layout in %q", s)
+	}
+	return out, nil
+}
+
+// sharedMemory is the shared scenario's memory limits: -memory, or the
+// default.
+func (c Config) sharedMemory() []int64 {
+	if len(c.Memory) > 0 {
+		return c.Memory
+	}
+	ms, _ := settings.ParseSizes(DefaultSharedMemory)
+	return ms
 }
 
 func defaultProvider() string {
@@ -355,6 +462,10 @@ type Setting struct {
 	CPUs     float64 // 0: no CPU limit
 	Memory   int64   // 0: no memory limit
 	HeapMiB  float64
+	// Layout and Sidecar: the shared scenario's layout and the memory its
+	// sidecar holds.
+	Layout  string
+	Sidecar int64
 }
 
 // Settings expands the scenarios into settings, as the local runner does.
@@ -396,6 +507,17 @@ func (c Config) Settings() []Setting {
 				}
 				for _, cpu := range cpus {
 					out = append(out, Setting{Scenario: sc, CPUs: cpu, Memory: m, HeapMiB: h})
+				}
+			}
+		case ScenarioShared:
+			// No CPU limit, as the local runner's shared scenario.
+			for _, m := range c.sharedMemory() {
+				h := c.HeapMiB
+				if h == 0 {
+					h = math.Round(SharedHeapFraction * float64(m-c.Sidecar) / (1 << 20))
+				}
+				for _, l := range c.Layouts {
+					out = append(out, Setting{Scenario: sc, Memory: m, HeapMiB: h, Layout: l, Sidecar: c.Sidecar})
 				}
 			}
 		case ScenarioResize:
@@ -449,4 +571,10 @@ Docker or Podman for -push).
 -scenario resize instead runs each variant in a Pod with -report-every,
 resizes its CPU and memory limits in place (kubectl patch pod --subresource
 resize) while it runs, and shows from its reports which variants follow.
+
+-scenario shared runs each variant next to a sidecar holding -sidecar of
+memory under one memory limit: in one container (-layout coprocess, through
+/bench/coprocess), and in a pod with a pod-level memory limit and two
+containers without limits (-layout pod-level; skipped, with the reason in
+the report, where the cluster does not support pod-level resources).
 `

@@ -2,6 +2,9 @@ package kind
 
 import (
 	"bytes"
+	"os"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -87,5 +90,64 @@ func TestParseFlagsErrors(t *testing.T) {
 	_, err := ParseFlags([]string{"-scenario=cpu,nested"}, &bytes.Buffer{})
 	require.ErrorIs(t, err, errNested, "nested is the local runner's, with the reason")
 	_, err = ParseFlags([]string{"-scenario=cpu,bogus"}, &bytes.Buffer{})
-	require.EqualError(t, err, `unknown scenario "bogus" (cpu, memory, all, or resize)`)
+	require.EqualError(t, err, `unknown scenario "bogus" (cpu, memory, shared, all, or resize)`)
+	_, err = ParseFlags([]string{"-scenario=leak"}, &bytes.Buffer{})
+	require.ErrorIs(t, err, errLeak, "leak is the local runner's, with the reason")
+	for _, args := range [][]string{
+		{"-scenario=shared", "-layout=sibling"},
+		{"-scenario=shared", "-layout=bogus"},
+		{"-scenario=shared", "-layout=,"},
+		{"-scenario=shared", "-sidecar=512Mi"},
+		{"-scenario=shared", "-sidecar=200Mi,100Mi"},
+		{"-scenario=shared", "-memory=256Mi,128Mi", "-sidecar=128Mi"},
+		{"-scenario=cpu", "-variants=oracle-headroom"},
+		{"-scenario=cpu,shared", "-variants=fitgo,oracle-headroom"},
+	} {
+		_, err := ParseFlags(args, &bytes.Buffer{})
+		assert.Error(t, err, "%q", args)
+	}
+}
+
+func TestParseFlagsShared(t *testing.T) {
+	c, err := ParseFlags([]string{"-scenario=shared"}, &bytes.Buffer{})
+	require.NoError(t, err)
+	// As the local runner: 512Mi, a 200Mi sidecar, no CPU limit, the live
+	// heap 0.6 × (512 − 200) MiB; both of the cluster's layouts.
+	assert.Equal(t, []Setting{
+		{Scenario: "shared", Memory: 512 << 20, HeapMiB: 187, Layout: LayoutCoprocess, Sidecar: 200 << 20},
+		{Scenario: "shared", Memory: 512 << 20, HeapMiB: 187, Layout: LayoutPodLevel, Sidecar: 200 << 20},
+	}, c.Settings())
+	assert.Equal(t, variant.Shared, c.Variants, "the shared scenario's variants, with the oracle")
+
+	c, err = ParseFlags([]string{"-scenario=shared", "-memory=1Gi", "-sidecar=300Mi", "-layout=pod-level", "-variants=fitgo,oracle-headroom"}, &bytes.Buffer{})
+	require.NoError(t, err)
+	assert.Equal(t, []Setting{{Scenario: "shared", Memory: 1 << 30, HeapMiB: 434, Layout: LayoutPodLevel, Sidecar: 300 << 20}}, c.Settings())
+	require.Len(t, c.Variants, 2)
+	assert.Equal(t, "oracle-headroom", c.Variants[1].Name)
+
+	// With another scenario, the variants are the usual ones.
+	c, err = ParseFlags([]string{"-scenario=cpu,shared", "-cpus=1"}, &bytes.Buffer{})
+	require.NoError(t, err)
+	assert.Equal(t, variant.All, c.Variants)
+	assert.Equal(t, []Setting{
+		{Scenario: "cpu", CPUs: 1, HeapMiB: 100},
+		{Scenario: "shared", Memory: 512 << 20, HeapMiB: 187, Layout: LayoutCoprocess, Sidecar: 200 << 20},
+		{Scenario: "shared", Memory: 512 << 20, HeapMiB: 187, Layout: LayoutPodLevel, Sidecar: 200 << 20},
+	}, c.Settings(), "-cpus is the cpu scenario's; shared has no CPU limit")
+}
+
+// TestREADMECommandsParse: every kind command in the repository's README
+// parses, so that a renamed flag or scenario cannot leave it stale.
+func TestREADMECommandsParse(t *testing.T) {
+	b, err := os.ReadFile("../../../README.md")
+	require.NoError(t, err)
+	n := 0
+	for _, m := range regexp.MustCompile(`(?m)^go run -C bench \. kind((?: [^#\n\\]+)?)`).FindAllStringSubmatch(string(b), -1) {
+		args := strings.Fields(m[1])
+		_, err := ParseFlags(args, &bytes.Buffer{})
+		assert.NoError(t, err, "README: go run -C bench . kind%s", m[1])
+		n++
+	}
+	assert.GreaterOrEqual(t, n, 4, "the README's kind commands, the shared scenario's among them")
+	assert.Contains(t, string(b), "go run -C bench . kind -scenario shared")
 }

@@ -106,19 +106,39 @@ func TestDockerfileBuild(t *testing.T) {
 	b, err := build.CombinedOutput()
 	require.NoError(t, err, "%s\n%s", cmd, b)
 
-	for _, v := range variant.All {
-		bin := filepath.Join(out, v.Binary())
-		if !assert.FileExists(t, bin, v.Name) {
-			continue
+	static := func(bin string) bool {
+		if !assert.FileExists(t, bin) {
+			return false
 		}
 		f, err := elf.Open(bin)
 		require.NoError(t, err)
+		defer f.Close()
 		for _, p := range f.Progs {
-			assert.NotEqual(t, elf.PT_INTERP, p.Type, "%s is dynamically linked", v.Name)
+			assert.NotEqual(t, elf.PT_INTERP, p.Type, "%s is dynamically linked", bin)
 		}
 		libs, _ := f.ImportedLibraries()
-		assert.Empty(t, libs, v.Name)
-		f.Close()
+		assert.Empty(t, libs, bin)
+		return true
+	}
+	// The shared scenario's sidecar, and the launcher of its coprocess
+	// layout (the image has no shell), with the flags the manifests pass.
+	for bin, flags := range map[string][]string{
+		variant.Sidecar.Binary(): {"-mib", "-listen"},
+		"coprocess":              {"-sidecar", "-mib"},
+	} {
+		if !static(filepath.Join(out, bin)) {
+			continue
+		}
+		help, _ := exec.Command(filepath.Join(out, bin), "-h").CombinedOutput()
+		for _, f := range flags {
+			assert.Contains(t, string(help), "  "+f+" ", "%s has %s", bin, f)
+		}
+	}
+	for _, v := range variant.All {
+		bin := filepath.Join(out, v.Binary())
+		if !static(bin) {
+			continue
+		}
 
 		help, err := exec.Command(bin, "-h").CombinedOutput()
 		assert.NoError(t, err, "%s -h: %s", v.Name, help)

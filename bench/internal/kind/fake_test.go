@@ -68,6 +68,9 @@ type fakeCluster struct {
 	outcome func(p *corev1.Pod) outcome
 	// fail makes the command whose String() has this prefix fail.
 	fail map[string]error
+	// podLevelOff makes the API server drop a pod's spec.resources, as it
+	// does with the PodLevelResources feature gate off.
+	podLevelOff bool
 }
 
 type outcome struct {
@@ -77,6 +80,13 @@ type outcome struct {
 	waiting  string // a waiting reason the pod never leaves (stuck)
 	never    bool   // the pod stays Pending and unscheduled reasons are absent
 	forever  bool   // the pod keeps running
+	// The pod-level layout's sidecar container: its log (default: a held
+	// line), and whether it was OOM-killed (and restarted) during the run.
+	sidecarLogs   []byte
+	sidecarKilled bool
+	// sidecarWaiting is a waiting reason the sidecar container never
+	// leaves (the workload waits for it: PodInitializing).
+	sidecarWaiting string
 }
 
 type fakePod struct {
@@ -331,6 +341,16 @@ func (f *fakeCluster) kubectl(args []string, stdin []byte) ([]byte, error) {
 	case args[0] == "create" && args[1] == "namespace":
 		f.nsCreated = true
 		return []byte("namespace/" + args[2] + " created\n"), nil
+	case strings.Join(args, " ") == "create --dry-run=server -f - -o json":
+		p, ok := f.created[len(f.created)-1].(*corev1.Pod)
+		if !ok {
+			return nil, fmt.Errorf("fake kubectl: a dry run of a %T", f.created[len(f.created)-1])
+		}
+		p = p.DeepCopy()
+		if f.podLevelOff {
+			p.Spec.Resources = nil
+		}
+		return mustJSON(f.t, p), nil
 	case args[0] == "create" && args[1] == "-f":
 		obj := f.created[len(f.created)-1]
 		switch o := obj.(type) {
@@ -366,6 +386,15 @@ func (f *fakeCluster) kubectl(args []string, stdin []byte) ([]byte, error) {
 		fp := f.pods[args[1]]
 		if fp == nil || fp.polls < 2 {
 			return nil, fmt.Errorf("fake kubectl: logs of %s before it ran", args[1])
+		}
+		if len(args) == 4 && args[3] == SidecarContainerName {
+			if len(fp.pod.Spec.InitContainers) == 0 {
+				return nil, fmt.Errorf(`error: container %s is not valid for pod %s`, args[3], args[1])
+			}
+			if fp.out.sidecarLogs != nil {
+				return fp.out.sidecarLogs, nil
+			}
+			return []byte(`{"type":"sidecar","state":"held","held_bytes":209715200,"rss_bytes":213000000}` + "\n"), nil
 		}
 		if fp.pod.Status.Phase == corev1.PodRunning {
 			return f.logsSoFar(fp), nil
@@ -444,6 +473,9 @@ func (f *fakeCluster) step(fp *fakePod) *corev1.Pod {
 		st.Phase = corev1.PodPending
 		st.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}}
 		cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}
+	case fp.out.sidecarWaiting != "":
+		st.Phase = corev1.PodPending
+		cs.State.Waiting = &corev1.ContainerStateWaiting{Reason: "PodInitializing"}
 	case fp.polls == 1 || fp.out.waiting != "":
 		st.Phase = corev1.PodPending
 		reason := "ContainerCreating"
@@ -484,6 +516,26 @@ func (f *fakeCluster) step(fp *fakePod) *corev1.Pod {
 		}
 	}
 	st.ContainerStatuses = []corev1.ContainerStatus{cs}
+	st.InitContainerStatuses = nil
+	for _, ic := range p.Spec.InitContainers {
+		// A native sidecar: running from the start (its startup probe
+		// passed), stopped with the pod.
+		ics := corev1.ContainerStatus{Name: ic.Name, Image: ic.Image, Started: ptr(true)}
+		switch {
+		case fp.out.sidecarWaiting != "":
+			ics.Started = ptr(false)
+			ics.State.Waiting = &corev1.ContainerStateWaiting{Reason: fp.out.sidecarWaiting, Message: "fake"}
+		case st.Phase == corev1.PodSucceeded || st.Phase == corev1.PodFailed:
+			ics.State.Terminated = &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed"}
+		default:
+			ics.State.Running = &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(f.now)}
+		}
+		if fp.out.sidecarKilled && fp.polls > 2 {
+			ics.RestartCount = 1
+			ics.LastTerminationState.Terminated = &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "OOMKilled"}
+		}
+		st.InitContainerStatuses = append(st.InitContainerStatuses, ics)
+	}
 	return p.DeepCopy()
 }
 

@@ -3,16 +3,43 @@ package kind
 import (
 	"encoding/json"
 	"math"
+	"path"
+	"strconv"
 	"strings"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // ContainerName is the name of the workload's container in every manifest.
 const ContainerName = "workload"
+
+// SidecarContainerName is the sidecar's container in the pod-level layout,
+// and SidecarPort the port it listens on once it holds its memory (its
+// startup probe).
+const (
+	SidecarContainerName = "sidecar"
+	SidecarPort          = 8642
+)
+
+// MemoryLimitVar is fitgo's explicit memory limit, which the pod-level
+// layout sets from the downward API.
+const MemoryLimitVar = "FITGO_MEMORY_LIMIT"
+
+// Sidecar is the shared scenario's sidecar next to a workload.
+type Sidecar struct {
+	// Layout is LayoutCoprocess (in the workload's container, started by
+	// bench/cmd/coprocess) or LayoutPodLevel (a native sidecar container;
+	// the limits are the pod's, the containers have none).
+	Layout string
+	// Bytes is the memory it holds, rounded up to whole MiB.
+	Bytes int64
+}
+
+func (s Sidecar) mibArg() string { return "-mib=" + strconv.FormatInt((s.Bytes+(1<<20)-1)>>20, 10) }
 
 // Labels on everything the runner creates.
 const (
@@ -53,7 +80,19 @@ type Workload struct {
 	Resizable bool
 	// Deadline bounds the pod's run time (activeDeadlineSeconds); 0 for none.
 	DeadlineSeconds int64
+	// Sidecar, when set, runs the shared scenario's sidecar with the
+	// workload, under the same memory limit.
+	Sidecar *Sidecar
+	// MemoryLimitEnv sets FITGO_MEMORY_LIMIT from the workload container's
+	// limits.memory through the downward API (bytes): the README's recipe
+	// for a pod-level limit, which fitgo cannot see from inside the
+	// container's cgroup namespace. For a container without a limit of its
+	// own the kubelet gives the pod's limit.
+	MemoryLimitEnv bool
 }
+
+// podLevel reports whether the limits are the pod's, not the container's.
+func (w Workload) podLevel() bool { return w.Sidecar != nil && w.Sidecar.Layout == LayoutPodLevel }
 
 // Fixed requests of a resizable pod: it keeps Burstable QoS whatever its
 // limits become, and always fits. A limit at or below them lowers the
@@ -147,6 +186,14 @@ func (w Workload) resources() corev1.ResourceRequirements {
 	return corev1.ResourceRequirements{Limits: lim, Requests: lim.DeepCopy()}
 }
 
+func containerSecurity() *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		AllowPrivilegeEscalation: ptr(false),
+		ReadOnlyRootFilesystem:   ptr(true),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+	}
+}
+
 func (w Workload) podSpec() corev1.PodSpec {
 	pull := w.PullPolicy
 	if pull == "" {
@@ -159,14 +206,39 @@ func (w Workload) podSpec() corev1.PodSpec {
 		Command:         w.Command,
 		Args:            w.Args,
 		Resources:       w.resources(),
-		SecurityContext: &corev1.SecurityContext{
-			AllowPrivilegeEscalation: ptr(false),
-			ReadOnlyRootFilesystem:   ptr(true),
-			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-		},
+		SecurityContext: containerSecurity(),
+	}
+	var podResources *corev1.ResourceRequirements
+	var initContainers []corev1.Container
+	switch {
+	case w.Sidecar != nil && w.Sidecar.Layout == LayoutCoprocess:
+		c.Command = append([]string{path.Join(ImageDir, "coprocess"), "-sidecar=" + path.Join(ImageDir, "sidecar"), w.Sidecar.mibArg(), "--"}, w.Command...)
+	case w.podLevel():
+		r := w.resources()
+		podResources = &r
+		c.Resources = corev1.ResourceRequirements{}
+		// A native sidecar (an init container that keeps running): the
+		// kubelet starts the workload once its startup probe passes, that
+		// is once it holds its memory, and stops it when the workload ends.
+		initContainers = []corev1.Container{{
+			Name:            SidecarContainerName,
+			Image:           w.Image,
+			ImagePullPolicy: pull,
+			Command:         []string{path.Join(ImageDir, "sidecar"), w.Sidecar.mibArg(), "-listen=:" + strconv.Itoa(SidecarPort)},
+			RestartPolicy:   ptr(corev1.ContainerRestartPolicyAlways),
+			StartupProbe: &corev1.Probe{
+				ProbeHandler:     corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(SidecarPort)}},
+				PeriodSeconds:    1,
+				FailureThreshold: 120,
+			},
+			SecurityContext: containerSecurity(),
+		}}
 	}
 	if w.DownwardEnv {
 		c.Env = DownwardEnv(ContainerName)
+	}
+	if w.MemoryLimitEnv {
+		c.Env = append(c.Env, MemoryLimitEnv(ContainerName))
 	}
 	for _, kv := range w.Env {
 		name, value, _ := strings.Cut(kv, "=")
@@ -189,9 +261,20 @@ func (w Workload) podSpec() corev1.PodSpec {
 			RunAsUser:      ptr(int64(65532)),
 			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 		},
-		Containers: []corev1.Container{c},
+		InitContainers: initContainers,
+		Containers:     []corev1.Container{c},
+		Resources:      podResources,
 	}
 	return s
+}
+
+// MemoryLimitEnv is FITGO_MEMORY_LIMIT from the container's limits.memory in
+// bytes: the README's recipe for a pod-level memory limit. Fixed when the
+// container starts.
+func MemoryLimitEnv(containerName string) corev1.EnvVar {
+	return corev1.EnvVar{Name: MemoryLimitVar, ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{
+		ContainerName: containerName, Resource: "limits.memory", Divisor: resource.MustParse("1"),
+	}}}
 }
 
 // DownwardEnv is the downward-API recipe: GOMAXPROCS from limits.cpu (which

@@ -133,3 +133,94 @@ func TestQuantities(t *testing.T) {
 		assert.Equal(t, in, q.Value())
 	}
 }
+
+func sharedWorkload(v, layout string) Workload {
+	w := testWorkload(v, 0, 512<<20)
+	w.Sidecar = &Sidecar{Layout: layout, Bytes: 200 << 20}
+	return w
+}
+
+// TestJobManifestCoprocess: one container, its memory limit, and the
+// launcher in front of the variant's command.
+func TestJobManifestCoprocess(t *testing.T) {
+	spec := decodeJob(t, sharedWorkload("fitgo", LayoutCoprocess)).Spec.Template.Spec
+	assert.Nil(t, spec.Resources, "the container's limit")
+	assert.Empty(t, spec.InitContainers)
+	require.Len(t, spec.Containers, 1)
+	c := spec.Containers[0]
+	assert.Equal(t, []string{"/bench/coprocess", "-sidecar=/bench/sidecar", "-mib=200", "--", "/bench/fitgo"}, c.Command)
+	assert.Equal(t, []string{"-duration=5s"}, c.Args)
+	assert.True(t, resource.MustParse("512Mi").Equal(c.Resources.Limits[corev1.ResourceMemory]))
+	assert.Equal(t, c.Resources.Limits, c.Resources.Requests)
+	assert.Empty(t, c.Env, "fitgo sees the container's limit and the sidecar under it")
+}
+
+// TestJobManifestPodLevel: the limit on the pod, none on the two
+// containers, the sidecar a native sidecar that is started first and probed,
+// and FITGO_MEMORY_LIMIT from the downward API for fitgo.
+func TestJobManifestPodLevel(t *testing.T) {
+	spec := decodeJob(t, func() Workload {
+		w := sharedWorkload("fitgo", LayoutPodLevel)
+		w.MemoryLimitEnv = true
+		return w
+	}()).Spec.Template.Spec
+	require.NotNil(t, spec.Resources)
+	assert.Equal(t, corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("512Mi")}, spec.Resources.Limits)
+	assert.Equal(t, spec.Resources.Limits, spec.Resources.Requests)
+
+	require.Len(t, spec.Containers, 1)
+	c := spec.Containers[0]
+	assert.Empty(t, c.Resources.Limits, "no limit of its own: the pod's")
+	assert.Empty(t, c.Resources.Requests)
+	assert.Equal(t, []string{"/bench/fitgo"}, c.Command)
+	require.Len(t, c.Env, 1)
+	e := c.Env[0]
+	assert.Equal(t, "FITGO_MEMORY_LIMIT", e.Name)
+	require.NotNil(t, e.ValueFrom)
+	require.NotNil(t, e.ValueFrom.ResourceFieldRef)
+	assert.Equal(t, corev1.ResourceFieldSelector{ContainerName: ContainerName, Resource: "limits.memory", Divisor: resource.MustParse("1")}, *e.ValueFrom.ResourceFieldRef,
+		"bytes, and the pod's limit for a container without one")
+
+	require.Len(t, spec.InitContainers, 1)
+	s := spec.InitContainers[0]
+	assert.Equal(t, SidecarContainerName, s.Name)
+	require.NotNil(t, s.RestartPolicy)
+	assert.Equal(t, corev1.ContainerRestartPolicyAlways, *s.RestartPolicy, "a native sidecar: it runs alongside and is stopped when the workload ends")
+	assert.Equal(t, []string{"/bench/sidecar", "-mib=200", "-listen=:8642"}, s.Command)
+	assert.Empty(t, s.Resources.Limits)
+	require.NotNil(t, s.StartupProbe)
+	require.NotNil(t, s.StartupProbe.TCPSocket, "no shell in the image: a TCP probe")
+	assert.Equal(t, int32(SidecarPort), s.StartupProbe.TCPSocket.Port.IntVal)
+	assert.True(t, *s.SecurityContext.ReadOnlyRootFilesystem)
+	assert.Equal(t, c.Image, s.Image)
+
+	// The env variant's recipe: GOMEMLIMIT from limits.memory, the pod's.
+	c = decodeJob(t, sharedWorkload("env", LayoutPodLevel)).Spec.Template.Spec.Containers[0]
+	require.Len(t, c.Env, 2)
+	assert.Equal(t, "GOMEMLIMIT", c.Env[1].Name)
+	assert.Empty(t, c.Resources.Limits)
+}
+
+func TestSidecarMiB(t *testing.T) {
+	assert.Equal(t, "-mib=200", Sidecar{Bytes: 200 << 20}.mibArg())
+	assert.Equal(t, "-mib=2", Sidecar{Bytes: 1<<20 + 1}.mibArg(), "rounded up")
+}
+
+// TestPodRequests: what the scheduler counts of the runner's own pods, and
+// of others' pods with pod-level resources on a node the runner checks.
+func TestPodRequests(t *testing.T) {
+	for _, layout := range []string{LayoutCoprocess, LayoutPodLevel} {
+		p := Pod(sharedWorkload("fitgo", layout))
+		got := podRequests(p)
+		assert.True(t, resource.MustParse("512Mi").Equal(got[corev1.ResourceMemory]), "%s: %v", layout, got)
+		_, cpu := got[corev1.ResourceCPU]
+		assert.False(t, cpu, layout)
+	}
+	p := &corev1.Pod{Spec: corev1.PodSpec{
+		Resources:  &corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}},
+		Containers: []corev1.Container{{Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("1Gi")}}}},
+	}}
+	got := podRequests(p)
+	assert.True(t, resource.MustParse("2").Equal(got[corev1.ResourceCPU]), "the pod's CPU request, not its container's")
+	assert.True(t, resource.MustParse("1Gi").Equal(got[corev1.ResourceMemory]), "the containers' memory: the pod names none")
+}

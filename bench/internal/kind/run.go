@@ -71,6 +71,10 @@ type Runner struct {
 	failed       int     // runs that failed for a reason other than an OOM kill
 	errs         []error // why
 	notes        []string
+	// podLevel is why the cluster cannot run the pod-level layout ("" when
+	// it can), once podLevelChecked.
+	podLevel        string
+	podLevelChecked bool
 }
 
 type clusterInfo struct {
@@ -764,6 +768,9 @@ func (s Setting) slug() string {
 	if s.Memory > 0 {
 		out += "-m" + MemoryQuantity(s.Memory)
 	}
+	if s.Layout != "" {
+		out += "-" + s.Layout
+	}
 	return strings.ToLower(out)
 }
 
@@ -775,6 +782,9 @@ func (s Setting) String() string {
 	mem := ""
 	if s.Memory > 0 {
 		mem = " memory=" + MemoryQuantity(s.Memory)
+	}
+	if s.Layout != "" {
+		mem += " " + s.Layout + " sidecar=" + MemoryQuantity(s.Sidecar)
 	}
 	return s.Scenario + " " + cpu + mem
 }
@@ -793,19 +803,27 @@ type planned struct {
 }
 
 func (p planned) run(err string) results.Run {
-	return results.Run{Scenario: p.st.Scenario, Variant: p.v.Name, CPUs: p.st.CPUs, MemoryBytes: p.st.Memory, Round: p.round, Err: err}
+	return results.Run{Scenario: p.st.Scenario, Variant: p.v.Name, CPUs: p.st.CPUs, MemoryBytes: p.st.Memory,
+		Layout: p.st.Layout, SidecarBytes: p.st.Sidecar, Round: p.round, Err: err}
 }
 
-// benchmark runs the cpu and memory scenarios, round by round, each round
-// every setting and variant in turn as the local runner does, and writes the
-// report: after every run (with what has not run yet marked), and whatever
-// ends the benchmark.
+// benchmark runs the cpu, memory and shared scenarios, round by round, each
+// round every setting and variant in turn as the local runner does, and
+// writes the report: after every run (with what has not run yet marked), and
+// whatever ends the benchmark. A setting the cluster cannot run (a node too
+// small, no pod-level resources) is skipped with the reason.
 func (r *Runner) benchmark(ctx context.Context, start time.Time) error {
 	cfg := r.cfg
 	var fitting []Setting
 	var runs []results.Run
 	for _, st := range cfg.Settings() {
 		why := r.fit(st.CPUs, st.Memory)
+		if why == "" && st.Layout == LayoutPodLevel {
+			var err error
+			if why, err = r.podLevelSupport(ctx); err != nil {
+				return err
+			}
+		}
 		if why == "" {
 			fitting = append(fitting, st)
 			continue
@@ -868,6 +886,9 @@ func (r *Runner) benchmark(ctx context.Context, start time.Time) error {
 // or an image the node cannot get is an error.
 func (r *Runner) benchRun(ctx context.Context, pl planned) (results.Run, error) {
 	w := r.workload(pl.name, pl.v, pl.st.CPUs, pl.st.Memory, r.workloadArgs(pl.st.HeapMiB))
+	if pl.st.Layout != "" {
+		r.shareWith(&w, pl.v, pl.st)
+	}
 	p, logs, err := r.runJob(ctx, w, pl.label, r.cfg.Timeout)
 	if err != nil {
 		if fatal(ctx, err) {
@@ -879,11 +900,22 @@ func (r *Runner) benchRun(ctx context.Context, pl planned) (results.Run, error) 
 		r.deleteJob(ctx, pl.name)
 		return pl.run(err.Error()), nil
 	}
+	if pl.st.Layout == LayoutPodLevel {
+		// The sidecar's own log: its held line.
+		side, err := r.read(ctx, true, "logs", p.Name, "-c", SidecarContainerName)
+		if err != nil {
+			r.logf("  %s: the sidecar's log: %v", pl.label, err)
+		}
+		logs = append(append(slices.Clip(logs), '\n'), side...)
+	}
 	run := RunFromPod(&p.Pod, logs)
 	run.Scenario, run.Variant, run.CPUs, run.MemoryBytes, run.Round = pl.st.Scenario, pl.v.Name, pl.st.CPUs, pl.st.Memory, pl.round
+	run.Layout, run.SidecarBytes = pl.st.Layout, pl.st.Sidecar
 	switch {
 	case run.Killed():
 		r.logf("  %s: OOM-killed", pl.label)
+	case run.Sidecar != nil && run.Sidecar.OOMKilled:
+		r.logf("  %s: the sidecar was OOM-killed, not the workload", pl.label)
 	case run.Err != "":
 		r.failed++
 		r.errs = append(r.errs, fmt.Errorf("%s: %s", pl.label, run.Err))
@@ -922,7 +954,23 @@ func RunFromPod(pod *corev1.Pod, logs []byte) results.Run {
 	if !t.StartedAt.IsZero() && t.FinishedAt.After(t.StartedAt.Time) {
 		run.WallSeconds = t.FinishedAt.Sub(t.StartedAt.Time).Seconds()
 	}
+	run.Sidecar = sidecarFromLogs(logs)
+	if sc := p.sidecar(); sc != nil && (oomKilled(sc.State) || oomKilled(sc.LastTerminationState)) {
+		// The pod-level layout's sidecar container was OOM-killed (and, a
+		// native sidecar, restarted; a restart for another reason, a
+		// failed startup probe, is not counted).
+		if run.Sidecar == nil {
+			run.Sidecar = &results.Sidecar{}
+		}
+		run.Sidecar.OOMKilled = true
+	}
 	switch {
+	case t.Reason == "OOMKilled" && t.ExitCode == 0 && res != nil && run.Sidecar != nil:
+		// The container's main process exited by itself, with its result:
+		// the kill the runtime saw in the container was another process's,
+		// the coprocess layout's sidecar (the workload was not killed, as
+		// the local runner counts it).
+		run.Sidecar.OOMKilled = true
 	case t.Reason == "OOMKilled":
 		run.OOMKills = 1
 	case p.Status.Phase != corev1.PodSucceeded || t.ExitCode != 0:
@@ -931,6 +979,112 @@ func RunFromPod(pod *corev1.Pod, logs []byte) results.Run {
 		run.Err = perr.Error()
 	}
 	return run
+}
+
+func oomKilled(s corev1.ContainerState) bool {
+	return s.Terminated != nil && s.Terminated.Reason == "OOMKilled"
+}
+
+// sidecarFromLogs reads the sidecar's lines in a log: its RSS once it held
+// its memory, and the coprocess launcher's line for a sidecar killed by
+// SIGKILL. nil when there are none.
+func sidecarFromLogs(logs []byte) *results.Sidecar {
+	var sc *results.Sidecar
+	for _, l := range strings.Split(string(logs), "\n") {
+		if i := strings.IndexByte(l, '{'); i > 0 {
+			l = l[i:]
+		}
+		line, err := results.ParseSidecarLine([]byte(l))
+		if err != nil {
+			continue
+		}
+		if sc == nil {
+			sc = &results.Sidecar{}
+		}
+		switch line.State {
+		case "held":
+			if sc.RSSBytes == 0 {
+				sc.RSSBytes = line.RSSBytes
+			}
+		case results.SidecarKilled:
+			sc.OOMKilled = true
+		}
+	}
+	return sc
+}
+
+// shareWith puts the shared scenario's sidecar next to w in st's layout, and
+// gives the variant what its recipe takes: the oracle its GOMEMLIMIT, and in
+// the pod-level layout fitgo FITGO_MEMORY_LIMIT from the downward API (the
+// README's recipe: fitgo cannot see the pod's limit from inside its
+// container). The env variant's GOMEMLIMIT is limits.memory there too: the
+// pod's limit.
+func (r *Runner) shareWith(w *Workload, v variant.Variant, st Setting) {
+	w.Sidecar = &Sidecar{Layout: st.Layout, Bytes: st.Sidecar}
+	if v.HeadroomOracle {
+		w.Env = append(slices.Clip(w.Env), variant.HeadroomEnv(st.Memory, st.Sidecar)...)
+	}
+	w.MemoryLimitEnv = st.Layout == LayoutPodLevel && v.Binary() == "fitgo"
+}
+
+// podLevelSupport returns "" when the cluster can run the pod-level layout,
+// else why not: a Kubernetes before 1.34 (PodLevelResources is alpha and off
+// in 1.32 and 1.33, and missing before), an API server that drops a pod's
+// spec.resources in a dry run (the feature gate off), or nodes whose kubelet
+// is older than 1.34 (which refuses such pods, PodLevelResourcesNotAdmitted).
+// Only a cancelled context is an error.
+func (r *Runner) podLevelSupport(ctx context.Context) (string, error) {
+	if r.podLevelChecked {
+		return r.podLevel, nil
+	}
+	why, err := r.checkPodLevel(ctx)
+	if err != nil {
+		return "", err
+	}
+	r.podLevelChecked, r.podLevel = true, why
+	if why == "" {
+		r.logf("pod-level resources: supported (a dry run kept spec.resources)")
+	}
+	return why, nil
+}
+
+func (r *Runner) checkPodLevel(ctx context.Context) (string, error) {
+	const feature = "pod-level resources (the PodLevelResources feature, beta and on by default from Kubernetes 1.34)"
+	if r.info.minor < 34 {
+		return fmt.Sprintf("%s: the cluster runs %s", feature, r.info.serverVersion), nil
+	}
+	var old []string
+	for _, n := range r.nodes {
+		kv := n.node.Status.NodeInfo.KubeletVersion
+		if m, ok := nodeImageMinor("node:" + kv); ok && m < 34 {
+			old = append(old, n.node.Name+" "+kv)
+		}
+	}
+	if len(old) == len(r.nodes) {
+		return fmt.Sprintf("%s: the nodes' kubelets are older (%s) and refuse such pods", feature, strings.Join(old, ", ")), nil
+	}
+	v, _ := variant.Lookup("untuned")
+	w := r.workload("pod-level-check", v, 0, 64<<20, nil)
+	w.Sidecar = &Sidecar{Layout: LayoutPodLevel, Bytes: 1 << 20}
+	manifest, err := PodManifest(w)
+	if err != nil {
+		return "", err
+	}
+	out, err := r.Exec.Run(ctx, r.kubectlCmd(true, manifest, "create", "--dry-run=server", "-f", "-", "-o", "json"))
+	if err != nil {
+		if ctx.Err() != nil {
+			return "", ctx.Err()
+		}
+		return fmt.Sprintf("%s: the API server refused a pod with pod-level resources in a dry run: %v", feature, err), nil
+	}
+	p, err := decodePod(out)
+	if err != nil {
+		return fmt.Sprintf("%s: the dry run's answer: %v", feature, err), nil
+	}
+	if p.Spec.Resources == nil || len(p.Spec.Resources.Limits) == 0 {
+		return fmt.Sprintf("%s: the API server (%s) drops a pod's spec.resources, so the feature gate is off", feature, r.info.serverVersion), nil
+	}
+	return "", nil
 }
 
 func signalName(n int) string {
@@ -970,9 +1124,18 @@ func (r *Runner) meta(start time.Time, goVersion string) report.Meta {
 	m.Notes = append(m.Notes, vs.String(),
 		"Each run is a Kubernetes Job (one pod, no retry) with requests equal to its limits. Throttling is the workload's own reading of its container's cpu.stat over the measured window; an OOM kill is the container's OOMKilled termination.",
 		"The env variant's GOMAXPROCS and GOMEMLIMIT come from the downward API (resourceFieldRef limits.cpu, limits.memory): CPU rounded up to whole cores, and without a limit the node's allocatable CPUs and memory.")
+	if slices.Contains(cfg.Scenarios, ScenarioShared) {
+		m.Notes = append(m.Notes, sharedNote)
+	}
 	m.Notes = append(m.Notes, r.notes...)
 	return m
 }
+
+const sharedNote = "Shared: the sidecar (`bench/cmd/sidecar`) allocates and touches its memory and holds it; the workload starts once it does. " +
+	"In the coprocess layout `bench/cmd/coprocess` runs the sidecar and then the workload in the one container, under its memory limit. " +
+	"In the pod-level layout the pod has `resources.limits.memory` and its two containers none: the sidecar is a native sidecar (an init container with restartPolicy Always) whose startup probe passes once it holds its memory, and the fitgo variant gets `FITGO_MEMORY_LIMIT` from the downward API (`limits.memory` of its container, which is the pod's limit), the README's recipe; the env variant's GOMEMLIMIT is that value too. " +
+	"An OOM kill is the workload container's OOMKilled termination with the workload's own exit by SIGKILL; a kill of the sidecar alone (the launcher's line, or the sidecar container's OOMKilled state) is counted apart. " +
+	"`oracle-headroom` is given GOMEMLIMIT = 0.9 × (limit − sidecar) by the runner: what a limit that accounts for the others would set."
 
 func (r *Runner) workloadDesc() string {
 	cfg := r.cfg

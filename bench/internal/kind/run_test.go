@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
@@ -410,4 +413,256 @@ func TestExitErrorMessage(t *testing.T) {
 	assert.Equal(t, "kind get clusters: exit status 1: boom", err.Error())
 	var ee *ExitError
 	assert.True(t, errors.As(err, &ee))
+}
+
+// sharedOutcome plays the shared scenario: in the coprocess layout the
+// recorded launcher logs (fitgo survives, untuned is OOM-killed), the env
+// variant's sidecar killed while the workload finished; in the pod-level
+// layout fitgo OOM-killed and the runtime variant's sidecar killed and
+// restarted.
+func sharedOutcome(t *testing.T) func(p *corev1.Pod) outcome {
+	held := []byte(`{"type":"sidecar","state":"held","held_bytes":209715200,"rss_bytes":214016000}` + "\n")
+	killed := []byte(`{"type":"sidecar","state":"killed","held_bytes":0,"rss_bytes":0}` + "\n")
+	return func(p *corev1.Pod) outcome {
+		v := p.Labels[LabelVariant]
+		if strings.HasSuffix(p.Name, "-coprocess-r1-x7k2p") {
+			switch v {
+			case "fitgo":
+				return outcome{reason: "Completed", logs: recordedLog(t, "coprocess-fitgo")}
+			case "untuned":
+				return outcome{exitCode: 137, reason: "OOMKilled", logs: recordedLog(t, "coprocess-untuned")}
+			case "env":
+				// The runtime saw an OOM kill in the container, and the
+				// workload exited by itself with its result.
+				return outcome{reason: "OOMKilled", logs: slices.Concat(held, recordedLog(t, "env"), killed)}
+			}
+			return outcome{reason: "Completed", logs: slices.Concat(held, recordedLog(t, "runtime"))}
+		}
+		switch v {
+		case "fitgo":
+			return outcome{exitCode: 137, reason: "OOMKilled", logs: recordedLog(t, "oom-untuned")}
+		case "untuned":
+			return outcome{reason: "Completed", logs: recordedLog(t, "untuned"), sidecarKilled: true}
+		}
+		return outcome{reason: "Completed", logs: recordedLog(t, "runtime")}
+	}
+}
+
+func TestRunShared(t *testing.T) {
+	f := newFakeCluster(t)
+	f.outcome = sharedOutcome(t)
+	res := runWith(t, f, "-scenario=shared", "-runs=1", "-variants=untuned,env,fitgo,oracle-headroom", "-work-iters=1000")
+	require.NoError(t, res.err, res.stderr)
+	golden(t, "shared", f.Calls())
+	assert.Contains(t, res.stderr, "pod-level resources: supported")
+
+	sums := readSummaries(t, res.out)
+	require.Len(t, sums, 8)
+	got := map[string]results.Summary{}
+	for _, s := range sums {
+		assert.Equal(t, "shared", s.Scenario)
+		assert.Equal(t, int64(512<<20), s.MemoryBytes)
+		assert.Equal(t, int64(200<<20), s.SidecarBytes)
+		assert.Zero(t, s.FailedRuns, "%s %s", s.Layout, s.Variant)
+		got[s.Layout+" "+s.Variant] = s
+	}
+	for key, want := range map[string]struct {
+		oom, sidecarOOM int
+		completed       int
+	}{
+		"coprocess untuned":         {1, 0, 0},
+		"coprocess env":             {0, 1, 1},
+		"coprocess fitgo":           {0, 0, 1},
+		"coprocess oracle-headroom": {0, 0, 1},
+		"pod-level untuned":         {0, 1, 1},
+		"pod-level env":             {0, 0, 1},
+		"pod-level fitgo":           {1, 0, 0},
+		"pod-level oracle-headroom": {0, 0, 1},
+	} {
+		s, ok := got[key]
+		require.True(t, ok, key)
+		assert.Equal(t, uint64(want.oom), s.OOMKills, "%s: OOM kills", key)
+		assert.Equal(t, want.sidecarOOM, s.SidecarOOMKills, "%s: sidecar OOM kills", key)
+		assert.Equal(t, want.completed, s.CompletedRuns, "%s: completed", key)
+	}
+	// The recorded coprocess run: fitgo's GOMEMLIMIT from the headroom, the
+	// p99 and GC CPU of the report.
+	fit := got["coprocess fitgo"]
+	assert.InDelta(t, 336739676, float64(fit.GOMEMLIMITBytes), 0)
+	assert.Greater(t, float64(fit.LatencyP99MS), 0.0)
+	assert.Greater(t, float64(fit.GCCPUFraction), 0.0)
+	assert.True(t, math.IsNaN(float64(fit.LimitedUsageBytes)), "not read in a cluster")
+
+	// The manifests: the launcher in the coprocess layout, the pod's limit,
+	// the native sidecar and FITGO_MEMORY_LIMIT in the pod-level one, the
+	// oracle's GOMEMLIMIT in both.
+	jobs := map[string]*batchv1.Job{}
+	for _, obj := range f.created {
+		if j, ok := obj.(*batchv1.Job); ok {
+			jobs[j.Name] = j
+		}
+	}
+	require.Len(t, jobs, 8)
+	cop := jobs["shared-fitgo-cnone-m512mi-coprocess-r1"]
+	require.NotNil(t, cop, "%v", slices.Collect(maps.Keys(jobs)))
+	c := cop.Spec.Template.Spec.Containers[0]
+	assert.Equal(t, []string{"/bench/coprocess", "-sidecar=/bench/sidecar", "-mib=200", "--", "/bench/fitgo"}, c.Command)
+	assert.Contains(t, c.Args, "-heap-mib=187")
+	assert.True(t, resource.MustParse("512Mi").Equal(c.Resources.Limits[corev1.ResourceMemory]))
+	assert.Empty(t, c.Env)
+
+	pl := jobs["shared-fitgo-cnone-m512mi-pod-level-r1"].Spec.Template.Spec
+	require.NotNil(t, pl.Resources)
+	assert.True(t, resource.MustParse("512Mi").Equal(pl.Resources.Limits[corev1.ResourceMemory]))
+	assert.Empty(t, pl.Containers[0].Resources.Limits)
+	assert.Equal(t, []string{"/bench/fitgo"}, pl.Containers[0].Command)
+	require.Len(t, pl.Containers[0].Env, 1)
+	assert.Equal(t, MemoryLimitVar, pl.Containers[0].Env[0].Name)
+	require.Len(t, pl.InitContainers, 1)
+	assert.Equal(t, []string{"/bench/sidecar", "-mib=200", "-listen=:8642"}, pl.InitContainers[0].Command)
+	for _, name := range []string{"shared-untuned-cnone-m512mi-pod-level-r1", "shared-env-cnone-m512mi-pod-level-r1"} {
+		for _, e := range jobs[name].Spec.Template.Spec.Containers[0].Env {
+			assert.NotEqual(t, MemoryLimitVar, e.Name, "%s: only fitgo takes FITGO_MEMORY_LIMIT", name)
+		}
+	}
+	for _, layout := range []string{"coprocess", "pod-level"} {
+		env := jobs["shared-oracle-headroom-cnone-m512mi-"+layout+"-r1"].Spec.Template.Spec.Containers[0].Env
+		assert.Equal(t, []corev1.EnvVar{{Name: "GOMEMLIMIT", Value: "294440140"}}, env, "0.9 × (512 − 200) MiB")
+	}
+
+	md, err := os.ReadFile(filepath.Join(res.out, report.ReportFile))
+	require.NoError(t, err)
+	assert.Contains(t, string(md), "pod-level memory limit 512 MiB shared with a 200 MiB sidecar in another container")
+	assert.Contains(t, string(md), "memory limit 512 MiB shared with a 200 MiB sidecar in the same cgroup (coprocess)")
+	assert.Contains(t, string(md), "FITGO_MEMORY_LIMIT")
+	assert.Contains(t, res.stderr, "the sidecar was OOM-killed, not the workload")
+}
+
+// TestRunSharedWithoutPodLevelResources: where the cluster cannot run the
+// pod-level layout, it is skipped with the reason, and the coprocess layout
+// runs.
+func TestRunSharedWithoutPodLevelResources(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		setup  func(f *fakeCluster)
+		reason string
+		dryRun bool
+	}{
+		{"Kubernetes 1.33", func(f *fakeCluster) { f.minor = "33" }, "the cluster runs v1.33.8", false},
+		{"feature gate off", func(f *fakeCluster) { f.podLevelOff = true }, "the API server (v1.35.8) drops a pod's spec.resources, so the feature gate is off", true},
+		{"old kubelets", func(f *fakeCluster) {
+			n := kindNode("8")
+			n.Status.NodeInfo.KubeletVersion = "v1.33.4"
+			f.nodes = []corev1.Node{n}
+		}, "the nodes' kubelets are older (fitgo-bench-control-plane v1.33.4) and refuse such pods", false},
+		{"dry run refused", func(f *fakeCluster) {
+			f.fail["kubectl --kubeconfig $TMP/kubeconfig --context kind-fitgo-bench -n fitgo-bench-test create --dry-run=server"] = &ExitError{Cmd: "kubectl create", Code: 1, Stderr: `The Pod "pod-level-check" is invalid: spec.resources: Forbidden`}
+		}, "the API server refused a pod with pod-level resources in a dry run", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeCluster(t)
+			tc.setup(f)
+			f.outcome = sharedOutcome(t)
+			res := runWith(t, f, "-scenario=shared", "-runs=1", "-variants=fitgo,untuned", "-work-iters=1000")
+			require.NoError(t, res.err, res.stderr)
+			dry := slices.ContainsFunc(f.Calls(), func(c string) bool { return strings.Contains(c, "--dry-run=server") })
+			assert.Equal(t, tc.dryRun, dry, "a dry run")
+			for _, c := range f.Calls() {
+				assert.NotContains(t, c, "pod-level-r1", "no pod-level run")
+			}
+			sums := readSummaries(t, res.out)
+			require.Len(t, sums, 4)
+			for _, s := range sums {
+				if s.Layout == LayoutPodLevel {
+					assert.Zero(t, s.CompletedRuns)
+					continue
+				}
+				assert.Equal(t, LayoutCoprocess, s.Layout)
+				assert.Equal(t, 1, s.Runs)
+			}
+			md, err := os.ReadFile(filepath.Join(res.out, report.ReportFile))
+			require.NoError(t, err)
+			assert.Contains(t, string(md), "Skipped shared no CPU limit memory=512Mi pod-level sidecar=200Mi: pod-level resources (the PodLevelResources feature, beta and on by default from Kubernetes 1.34): "+tc.reason)
+		})
+	}
+}
+
+// TestRunSharedSidecarStuck: a pod-level pod whose sidecar container cannot
+// start is stuck, not a run to wait out: an image error ends the benchmark
+// (every run shares the image), another is a failed run.
+func TestRunSharedSidecarStuck(t *testing.T) {
+	for _, tc := range []struct {
+		reason string
+		fatal  bool
+	}{{"ErrImagePull", true}, {"CreateContainerConfigError", false}} {
+		t.Run(tc.reason, func(t *testing.T) {
+			f := newFakeCluster(t)
+			f.outcome = func(p *corev1.Pod) outcome {
+				if strings.Contains(p.Name, "pod-level") {
+					return outcome{sidecarWaiting: tc.reason}
+				}
+				return outcome{reason: "Completed", logs: recordedLog(t, "coprocess-fitgo")}
+			}
+			res := runWith(t, f, "-scenario=shared", "-runs=1", "-variants=fitgo", "-work-iters=1000")
+			require.Error(t, res.err)
+			assert.Contains(t, res.err.Error(), "cannot run: the sidecar container: "+tc.reason)
+			assert.Equal(t, tc.fatal, errors.Is(res.err, errImage), res.err)
+			sums := readSummaries(t, res.out)
+			require.Len(t, sums, 2)
+			assert.Equal(t, 1, sums[0].CompletedRuns, "the coprocess run before it")
+		})
+	}
+}
+
+// TestRunFromPodSidecar: whose OOM kill a shared run's pod shows.
+func TestRunFromPodSidecar(t *testing.T) {
+	held := `{"type":"sidecar","state":"held","held_bytes":209715200,"rss_bytes":214016000}` + "\n"
+	killed := `{"type":"sidecar","state":"killed","held_bytes":0,"rss_bytes":0}` + "\n"
+	fitgo := string(recordedLog(t, "coprocess-fitgo"))
+	pod := func(phase corev1.PodPhase, reason string, exit int32, sidecar *corev1.ContainerStatus) *corev1.Pod {
+		p := &corev1.Pod{Status: corev1.PodStatus{Phase: phase, ContainerStatuses: []corev1.ContainerStatus{{
+			Name: ContainerName, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: reason, ExitCode: exit}},
+		}}}}
+		if sidecar != nil {
+			p.Status.InitContainerStatuses = []corev1.ContainerStatus{*sidecar}
+		}
+		return p
+	}
+	restarted := func(reason string) *corev1.ContainerStatus {
+		s := &corev1.ContainerStatus{Name: SidecarContainerName, RestartCount: 1}
+		s.State.Terminated = &corev1.ContainerStateTerminated{Reason: "Completed"}
+		s.LastTerminationState.Terminated = &corev1.ContainerStateTerminated{Reason: reason, ExitCode: 137}
+		return s
+	}
+	for _, tc := range []struct {
+		name       string
+		pod        *corev1.Pod
+		logs       string
+		oom        uint64
+		sidecarOOM bool
+		rss        int64
+		err        bool
+	}{
+		{"coprocess, no kill", pod(corev1.PodSucceeded, "Completed", 0, nil), fitgo, 0, false, 213995520, false},
+		{"coprocess, the workload killed", pod(corev1.PodFailed, "OOMKilled", 137, nil), held, 1, false, 214016000, false},
+		{"coprocess, the sidecar killed", pod(corev1.PodSucceeded, "OOMKilled", 0, nil), fitgo + killed, 0, true, 213995520, false},
+		// The runtime saw a kill, the workload exited 0 with its result, and
+		// the launcher said nothing: still not the workload's kill.
+		{"coprocess, a kill the launcher did not see", pod(corev1.PodSucceeded, "OOMKilled", 0, nil), fitgo, 0, true, 213995520, false},
+		{"pod-level, the sidecar OOM-killed and restarted", pod(corev1.PodSucceeded, "Completed", 0, restarted("OOMKilled")), fitgo, 0, true, 213995520, false},
+		{"pod-level, the sidecar restarted for another reason", pod(corev1.PodSucceeded, "Completed", 0, restarted("Error")), fitgo, 0, false, 213995520, false},
+		{"pod-level, the workload killed", pod(corev1.PodFailed, "OOMKilled", 137, &corev1.ContainerStatus{Name: SidecarContainerName}), held, 1, false, 214016000, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			run := RunFromPod(tc.pod, []byte(tc.logs))
+			assert.Equal(t, tc.oom, run.OOMKills)
+			require.NotNil(t, run.Sidecar)
+			assert.Equal(t, tc.sidecarOOM, run.Sidecar.OOMKilled)
+			assert.Equal(t, tc.rss, run.Sidecar.RSSBytes, "from the held line")
+			assert.Equal(t, tc.err, run.Err != "", run.Err)
+		})
+	}
+	// No sidecar lines, no sidecar container: no sidecar in the run.
+	run := RunFromPod(pod(corev1.PodSucceeded, "Completed", 0, nil), recordedLog(t, "fitgo"))
+	assert.Nil(t, run.Sidecar)
 }

@@ -48,6 +48,17 @@ func (p podState) workload() *corev1.ContainerStatus {
 	return nil
 }
 
+// sidecar returns the status of the pod-level layout's sidecar container
+// (a native sidecar: an init container that keeps running), or nil.
+func (p podState) sidecar() *corev1.ContainerStatus {
+	for i := range p.Status.InitContainerStatuses {
+		if p.Status.InitContainerStatuses[i].Name == SidecarContainerName {
+			return &p.Status.InitContainerStatuses[i]
+		}
+	}
+	return nil
+}
+
 func (p podState) condition(typ corev1.PodConditionType) *corev1.PodCondition {
 	for i := range p.Status.Conditions {
 		if p.Status.Conditions[i].Type == typ {
@@ -81,10 +92,16 @@ var stuckReasons = map[string]bool{
 // stuck returns why the pod cannot make progress, or "", and whether the
 // reason is the image (which every run shares).
 func (p podState) stuck() (why string, image bool) {
-	if c := p.workload(); c != nil && c.State.Waiting != nil {
-		r := c.State.Waiting.Reason
-		if imageReasons[r] || stuckReasons[r] {
-			return strings.TrimSpace(r + ": " + c.State.Waiting.Message), imageReasons[r]
+	for _, c := range []*corev1.ContainerStatus{p.workload(), p.sidecar()} {
+		if c != nil && c.State.Waiting != nil {
+			r := c.State.Waiting.Reason
+			if imageReasons[r] || stuckReasons[r] {
+				why := strings.TrimSpace(r + ": " + c.State.Waiting.Message)
+				if c.Name != ContainerName {
+					why = "the " + c.Name + " container: " + why
+				}
+				return why, imageReasons[r]
+			}
 		}
 	}
 	if c := p.condition(corev1.PodScheduled); c != nil && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
@@ -130,8 +147,8 @@ func serverVersion(b []byte) (*version.Info, error) {
 }
 
 // podRequests is what a pod requests of its node, as the scheduler counts
-// it: the larger of its containers' sum and its largest init container, plus
-// its overhead.
+// it: the larger of its containers' sum and its largest init container (or
+// its pod-level requests), plus its overhead.
 func podRequests(p *corev1.Pod) corev1.ResourceList {
 	sum := corev1.ResourceList{}
 	add := func(to corev1.ResourceList, l corev1.ResourceList) {
@@ -153,6 +170,13 @@ func podRequests(p *corev1.Pod) corev1.ResourceList {
 			if q := sum[k]; v.Cmp(q) > 0 {
 				sum[k] = v
 			}
+		}
+	}
+	if p.Spec.Resources != nil {
+		// Pod-level requests are what the scheduler counts for the
+		// resources they name.
+		for k, v := range p.Spec.Resources.Requests {
+			sum[k] = v
 		}
 	}
 	add(sum, p.Spec.Overhead)

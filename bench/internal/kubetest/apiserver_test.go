@@ -2,6 +2,7 @@ package kubetest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io/fs"
 	"os"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
 
 	"github.com/fitgo/fitgo/bench/internal/k8stest"
 )
@@ -66,12 +68,22 @@ func TestAPIServer(t *testing.T) {
 				return nil
 			}
 			for i, doc := range k8stest.Documents(data) {
-				assert.NoError(t, s.DryRun(ctx, "examples", doc), "%s, document %d", path, i+1)
+				out, err := s.DryRunObject(ctx, "examples", doc)
+				assert.NoError(t, err, "%s, document %d", path, i+1)
 				n++
+				if filepath.Base(path) == "pod-level.yaml" && err == nil {
+					// A server with PodLevelResources off accepts the
+					// manifest and drops the pod's resources.
+					var d appsv1.Deployment
+					require.NoError(t, json.Unmarshal(out, &d))
+					if assert.NotNil(t, d.Spec.Template.Spec.Resources, "%s: the server (%s) kept the pod-level resources", path, s.Version) {
+						assert.NotEmpty(t, d.Spec.Template.Spec.Resources.Limits, path)
+					}
+				}
 			}
 			return nil
 		})
 		require.NoError(t, err)
-		assert.GreaterOrEqual(t, n, 2, "the Deployments of examples/kubernetes")
+		assert.GreaterOrEqual(t, n, 3, "the Deployments of examples/kubernetes")
 	})
 }

@@ -392,18 +392,18 @@ func collection(doc []byte, ns string) (string, typeMeta, error) {
 	return dir + "namespaces/" + url.PathEscape(ns) + "/" + res, tm, nil
 }
 
-// create POSTs one manifest (YAML or JSON) with the given query.
-func (s *Server) create(ctx context.Context, ns string, doc []byte, query string) error {
+// create POSTs one manifest (YAML or JSON) with the given query and
+// returns the server's answer: the object as it would store it.
+func (s *Server) create(ctx context.Context, ns string, doc []byte, query string) ([]byte, error) {
 	path, _, err := collection(doc, ns)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	js, err := yaml.YAMLToJSON(doc)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	_, err = s.do(ctx, http.MethodPost, path+"?"+query, "application/json", js)
-	return err
+	return s.do(ctx, http.MethodPost, path+"?"+query, "application/json", js)
 }
 
 // strict rejects unknown and duplicate fields, as kubectl's default
@@ -415,12 +415,21 @@ const strict = "fieldValidation=Strict"
 // validates and admits it, and stores nothing. ns is the namespace for a
 // manifest that names none.
 func (s *Server) DryRun(ctx context.Context, ns string, doc []byte) error {
+	_, err := s.DryRunObject(ctx, ns, doc)
+	return err
+}
+
+// DryRunObject is DryRun, and returns the object as the server would have
+// stored it (kubectl create --dry-run=server -o json): defaulted, and
+// without the fields of the features the server has off.
+func (s *Server) DryRunObject(ctx context.Context, ns string, doc []byte) ([]byte, error) {
 	return s.create(ctx, ns, doc, "dryRun=All&"+strict)
 }
 
 // Create stores one manifest (kubectl create --validate=strict).
 func (s *Server) Create(ctx context.Context, ns string, doc []byte) error {
-	return s.create(ctx, ns, doc, strict)
+	_, err := s.create(ctx, ns, doc, strict)
+	return err
 }
 
 // Namespace creates the namespace and its default ServiceAccount (which the

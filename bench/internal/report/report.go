@@ -301,6 +301,8 @@ func SettingTitle(st results.Setting) string {
 		m = "memory limit " + MiB(float64(st.MemoryBytes))
 	}
 	switch {
+	case st.SidecarBytes > 0 && st.Layout == "pod-level":
+		m = "pod-level memory limit " + MiB(float64(st.MemoryBytes)) + " shared with a " + MiB(float64(st.SidecarBytes)) + " sidecar in another container (pod-level)"
 	case st.SidecarBytes > 0 && st.Layout == "sibling":
 		m += " on the parent, shared with a " + MiB(float64(st.SidecarBytes)) + " sidecar in a sibling cgroup"
 	case st.SidecarBytes > 0:

@@ -249,6 +249,8 @@ func TestSharedAndLeakTables(t *testing.T) {
 		SettingTitle(results.Setting{Scenario: "shared", MemoryBytes: 512 << 20, Layout: "sibling", SidecarBytes: 200 << 20}))
 	assert.Equal(t, "shared: no CPU quota, memory limit 512 MiB shared with a 200 MiB sidecar in the same cgroup (coprocess)",
 		SettingTitle(results.Setting{Scenario: "shared", MemoryBytes: 512 << 20, Layout: "coprocess", SidecarBytes: 200 << 20}))
+	assert.Equal(t, "shared: no CPU quota, pod-level memory limit 512 MiB shared with a 200 MiB sidecar in another container (pod-level)",
+		SettingTitle(results.Setting{Scenario: "shared", MemoryBytes: 512 << 20, Layout: "pod-level", SidecarBytes: 200 << 20}))
 
 	runs := []results.Run{
 		{Scenario: "shared", Variant: "fitgo", MemoryBytes: 512 << 20, Layout: "sibling", SidecarBytes: 200 << 20, OOMKills: 1,

@@ -18,6 +18,8 @@ func TestParseSidecarLine(t *testing.T) {
 			want: SidecarLine{Type: TypeSidecar, State: "held", HeldBytes: 200 << 20, RSSBytes: 211000000}},
 		{name: "freed", in: `{"type":"sidecar","state":"freed","rss_bytes":3000000}`,
 			want: SidecarLine{Type: TypeSidecar, State: "freed", RSSBytes: 3000000}},
+		{name: "killed (the co-process launcher's)", in: `{"type":"sidecar","state":"killed","held_bytes":0,"rss_bytes":0}`,
+			want: SidecarLine{Type: TypeSidecar, State: SidecarKilled}},
 		{name: "a workload line", in: `{"type":"progress","requests":5}`, err: true},
 		{name: "an unknown state", in: `{"type":"sidecar","state":"sleeping"}`, err: true},
 		{name: "not JSON", in: `fatal error: out of memory`, err: true},

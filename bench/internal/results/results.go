@@ -21,7 +21,9 @@ const (
 )
 
 // SidecarLine is a line the sidecar prints on stdout: State "held" once it
-// holds HeldBytes resident, "freed" after it returned them.
+// holds HeldBytes resident, "freed" after it returned them. State "killed" is
+// printed by the co-process launcher (bench/cmd/coprocess) when the sidecar
+// it runs was killed by a SIGKILL it did not send: the OOM killer's.
 type SidecarLine struct {
 	Type      string `json:"type"` // TypeSidecar
 	State     string `json:"state"`
@@ -29,13 +31,16 @@ type SidecarLine struct {
 	RSSBytes  int64  `json:"rss_bytes"`
 }
 
+// SidecarKilled is the State of the line that says the sidecar was killed.
+const SidecarKilled = "killed"
+
 // ParseSidecarLine decodes a line of the sidecar's output.
 func ParseSidecarLine(b []byte) (SidecarLine, error) {
 	var l SidecarLine
 	if err := json.Unmarshal(bytes.TrimSpace(b), &l); err != nil {
 		return l, fmt.Errorf("not a sidecar line: %w", err)
 	}
-	if l.Type != TypeSidecar || (l.State != "held" && l.State != "freed") {
+	if l.Type != TypeSidecar || (l.State != "held" && l.State != "freed" && l.State != SidecarKilled) {
 		return l, fmt.Errorf("not a sidecar line: type %q, state %q", l.Type, l.State)
 	}
 	return l, nil
@@ -319,7 +324,7 @@ type Sidecar struct {
 	// LimitedUsageBytes is the usage of the cgroup that carries the limit with
 	// the sidecar ready and before the workload started: it includes the
 	// sidecar when the limit accounts for it (hierarchically in the sibling
-	// layout).
+	// layout); 0 where the runner cannot read it (kind).
 	LimitedUsageBytes int64 `json:"limited_usage_bytes"`
 	// OOMKilled is true when the sidecar, not the workload, was killed.
 	OOMKilled bool `json:"oom_killed,omitempty"`

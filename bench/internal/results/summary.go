@@ -230,8 +230,8 @@ var metrics = []metric{
 	}), func(s *Summary, v Float) { s.RequestsPerSec = v }},
 	{"peak_rss_bytes", fromWorkload(func(w *Workload) float64 { return float64(w.PeakRSSBytes) }), func(s *Summary, v Float) { s.PeakRSSBytes = v }},
 	{"limited_usage_bytes", func(r Run) float64 {
-		if r.Sidecar == nil {
-			return math.NaN()
+		if r.Sidecar == nil || r.Sidecar.LimitedUsageBytes <= 0 {
+			return math.NaN() // the kind runner cannot read it
 		}
 		return float64(r.Sidecar.LimitedUsageBytes)
 	}, func(s *Summary, v Float) { s.LimitedUsageBytes = v }},

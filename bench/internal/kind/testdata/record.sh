@@ -7,8 +7,14 @@
 # automaxprocs+automemlimit variants with -report-every, whose cgroup limits
 # change to 3 CPUs and 512Mi mid-run, as an in-place resize rewrites them.
 #
+# The shared scenario's logs (bash testdata/record.sh shared records only
+# them) are bench/cmd/coprocess running the sidecar (200 MiB) and the fitgo
+# and untuned variants with the scenario's live heap (187 MiB) in one cgroup
+# with a 512 MiB limit and no CPU limit, as in a container of the coprocess
+# layout: fitgo's headroom keeps it alive, untuned is OOM-killed.
+#
 # Needs root and cgroup v1 cpu and memory hierarchies (this project's CI
-# machines). Run from bench/internal/kind: bash testdata/record.sh
+# machines). Run from bench/internal/kind: bash testdata/record.sh [shared]
 set -euo pipefail
 cd "$(dirname "$0")"
 out=logs
@@ -42,6 +48,20 @@ run() {
 }
 
 iters=$("$bin/untuned" -calibrate)
+
+# The shared scenario in the coprocess layout.
+echo -1 >"$cpu/cpu.cfs_quota_us"
+echo $((512 << 20)) >"$mem/memory.limit_in_bytes"
+for v in fitgo untuned; do
+	run "coprocess-$v.log" "$bin/coprocess" -sidecar "$bin/sidecar" -mib 200 -- \
+		"$bin/$v" -duration=5s -heap-mib=187 -work-iters="$iters" -report-every=1s
+done
+echo 100000 >"$cpu/cpu.cfs_quota_us"
+echo $((256 << 20)) >"$mem/memory.limit_in_bytes"
+if [ "${1:-}" = shared ]; then
+	ls -l "$out"/coprocess-*
+	exit 0
+fi
 common=(-duration=3s -heap-mib=40 -work-iters="$iters")
 for b in "$bin"/*; do
 	v=$(basename "$b")
