@@ -129,7 +129,8 @@ type Result struct {
 	// for Limit, because the others left too little (see the README), else 0.
 	Floor int64
 	// Events are the memory events counted at Source, read by Status and
-	// Plan (not by Apply or the refresh) from that cgroup directory: on v2
+	// Plan (not by Apply or the refresh) from that cgroup directory of the
+	// real root, also when Options.Limits were read elsewhere: on v2
 	// memory.events (Max: times the usage was about to exceed memory.max,
 	// High: throttled above memory.high, OOM, OOMKill, ...), on v1 only Max
 	// (memory.failcnt) and OOMKill (oom_kill of memory.oom_control), as
