@@ -69,9 +69,10 @@ type Options struct {
 // env is the world Apply works in: the process, or a fake in tests.
 type env struct {
 	knob.Env[int64]
-	fsys    fs.FS        // for /proc/meminfo
-	cgroups fs.FS        // for the memory events; nil: the real root
-	floor   func() int64 // nil: the floor from runtime/metrics
+	fsys  fs.FS        // for /proc/meminfo
+	floor func() int64 // nil: the floor from runtime/metrics
+
+	cgroups fs.FS // for the memory events; nil: the real root
 }
 
 // processKnob is the process's memory limit.
