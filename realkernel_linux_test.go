@@ -61,6 +61,7 @@ func TestRealKernelV1BlankImport(t *testing.T) {
 			assert.True(t, first.Changed)
 			assert.True(t, first.MaxProcsFollowing)
 			assert.True(t, first.MemLimitFollowing)
+			assert.True(t, first.MemLimitEvents, "Status reads memory.failcnt and oom_kill of %s", cg.MemParent)
 
 			// Resize the parent while the program runs.
 			cg.SetParentCPU(t, 200000)

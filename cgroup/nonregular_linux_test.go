@@ -44,3 +44,19 @@ func TestRealFIFOAndDevZero(t *testing.T) {
 	got, gotErr := w.Read()
 	sameResult(t, lim, readErr, got, gotErr)
 }
+
+// TestReadStatsDirRealRootFIFO: ReadStatsDir with a nil fsys opens the real
+// files as Read does: a FIFO at memory.events is an error at once, and the
+// other files are read all the same.
+func TestReadStatsDirRealRootFIFO(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "cgroup.controllers"), []byte("cpu memory\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "memory.current"), []byte("4096\n"), 0o644))
+	require.NoError(t, syscall.Mkfifo(filepath.Join(dir, "memory.events"), 0o644))
+	st, err := ReadStatsDir(nil, dir)
+	require.ErrorIs(t, err, errNotRegular)
+	assert.Contains(t, err.Error(), filepath.Join(dir, "memory.events"))
+	assert.False(t, st.Memory.HasEvents)
+	assert.Equal(t, dir, st.Memory.Dir)
+	assert.Equal(t, int64(4096), st.Memory.Usage)
+}

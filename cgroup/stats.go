@@ -120,7 +120,8 @@ func (w *Watcher) Stats() (Stats, error) {
 
 // ReadStatsDir reads the statistics in the absolute directory dir of fsys,
 // which is rooted at "/", such as ReadStatsDir(os.DirFS("/"),
-// "/sys/fs/cgroup/cpu/mygroup"). A cgroup v2 directory (one with
+// "/sys/fs/cgroup/cpu/mygroup"); nil is the real root, opened as Read opens
+// it (a FIFO cannot block the open). A cgroup v2 directory (one with
 // cgroup.controllers) gives CPU, memory and pressure; a v1 directory gives
 // what its hierarchy's controllers have: CPU in the cpu hierarchy, memory in
 // the memory one.
@@ -129,6 +130,9 @@ func ReadStatsDir(fsys fs.FS, dir string) (Stats, error) {
 		return Stats{}, fmt.Errorf("cgroup: ReadStatsDir: %q is not an absolute path", dir)
 	}
 	dir = path.Clean(dir)
+	if fsys == nil {
+		fsys = dirFS("")
+	}
 	if _, err := fs.Stat(fsys, fsName(dir)); err != nil {
 		return Stats{}, pathError("stat", dir, err)
 	}

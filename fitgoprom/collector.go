@@ -19,9 +19,18 @@ type Option func(*collector)
 // WithFits makes fitgo_cgroup_info show the policies of the two
 // managements, such as fitgo.Startup().MaxProcs and fitgo.Startup().MemLimit
 // for the blank import, or what maxprocs.Apply and memlimit.Apply returned.
-// Either may be nil; its label is then empty.
+// Either may be nil; its label is then empty. A Fit's policy is fixed, so
+// it is taken once, here.
 func WithFits(mp *maxprocs.Fit, ml *memlimit.Fit) Option {
-	return func(c *collector) { c.mp, c.ml = mp, ml }
+	return func(c *collector) {
+		c.mpPolicy, c.mlPolicy = "", ""
+		if mp != nil {
+			c.mpPolicy = procsPolicy(mp.Status().Policy)
+		}
+		if ml != nil {
+			c.mlPolicy = memPolicy(ml.Status().Policy)
+		}
+	}
 }
 
 // WithFS reads the cgroup files from fsys, rooted at "/", instead of the
@@ -42,9 +51,8 @@ func NewCollector(opts ...Option) prometheus.Collector {
 }
 
 type collector struct {
-	fsys fs.FS
-	mp   *maxprocs.Fit
-	ml   *memlimit.Fit
+	fsys               fs.FS
+	mpPolicy, mlPolicy string // the policies of WithFits' Fits
 
 	mu     sync.Mutex // a Watcher is used by one goroutine at a time
 	w      *cgroup.Watcher
@@ -118,16 +126,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
 	}
 	counter(descErrors, errors)
-	var mpPolicy, mlPolicy string
-	if c.mp != nil {
-		mpPolicy = procsPolicy(c.mp.Status().Policy)
-	}
-	if c.ml != nil {
-		mlPolicy = memPolicy(c.ml.Status().Policy)
-	}
 	gauge(descInfo, 1, lim.CPU.Version.String(), lim.CPU.Dir, lim.CPU.Source,
 		lim.Memory.Version.String(), lim.Memory.Dir, lim.Memory.MaxSource, lim.Memory.HighSource,
-		mpPolicy, mlPolicy)
+		c.mpPolicy, c.mlPolicy)
 	if cores, ok := lim.CPUQuota(); ok {
 		gauge(descCPULimit, cores)
 	}

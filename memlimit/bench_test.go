@@ -1,8 +1,12 @@
 package memlimit
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/fitgo/fitgo/cgroup"
 )
 
 // BenchmarkApply measures Apply on this machine's own cgroup files and
@@ -44,5 +48,33 @@ func BenchmarkTick(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		fit.tick(now, lim, nil)
+	}
+}
+
+// BenchmarkStatus is a Status that reads the memory events: of the limited
+// cgroup of the stats-v2 fixture tree on disk (events in memory.events),
+// and without a cgroup limit (nothing to read).
+func BenchmarkStatus(b *testing.B) {
+	for _, name := range []string{"stats-v2", "no-limit"} {
+		b.Run(name, func(b *testing.B) {
+			te := newTestEnv(&fakeKnob{value: noLimit}, v2FS("", "", ""))
+			if name != "no-limit" {
+				fsys := os.DirFS(filepath.Join("..", "cgroup", "testdata", name))
+				te.fsys, te.cgroups = fsys, fsys
+				te.src.setReading(cgroup.ReadFS(fsys))
+			}
+			fit, err := Apply(te.opts(Options{}))
+			if err != nil {
+				b.Fatal(err)
+			}
+			if got := fit.Status().HasEvents; got != (name != "no-limit") {
+				b.Fatalf("HasEvents %v", got)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				fit.Status()
+			}
+		})
 	}
 }

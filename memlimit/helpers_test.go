@@ -122,7 +122,7 @@ func newTestEnv(fk *fakeKnob, fsys fstest.MapFS) *testEnv {
 	te.env = &env{
 		Env: knob.Env[int64]{GOOS: "linux", Getenv: func(string) string { return "" }, Knob: fk.knob(),
 			Read: src.Read, Open: func() (knob.Source, error) { return src, nil }, Ticks: te.tickC},
-		fsys: fsys,
+		fsys: fsys, cgroups: fsys, // a nil MapFS is an empty tree: never the real root
 	}
 	if fsys != nil {
 		src.setReading(cgroup.ReadFS(fsys))

@@ -71,6 +71,8 @@ type env struct {
 	knob.Env[int64]
 	fsys  fs.FS        // for /proc/meminfo
 	floor func() int64 // nil: the floor from runtime/metrics
+
+	cgroups fs.FS // for the memory events; nil: the real root
 }
 
 // processKnob is the process's memory limit.
@@ -127,6 +129,16 @@ type Result struct {
 	// Floor is the floor that raised the value above the policy's result
 	// for Limit, because the others left too little (see the README), else 0.
 	Floor int64
+	// Events are the memory events counted at Source, read by Status and
+	// Plan (not by Apply or the refresh) from that cgroup directory of the
+	// real root, also when Options.Limits were read elsewhere: on v2
+	// memory.events (Max: times the usage was about to exceed memory.max,
+	// High: throttled above memory.high, OOM, OOMKill, ...), on v1 only Max
+	// (memory.failcnt) and OOMKill (oom_kill of memory.oom_control), as
+	// cgroup.Stats has them. HasEvents is false when Source is not a cgroup
+	// directory (MemTotal, UpperLimit) or its event files cannot be read.
+	Events    struct{ Low, High, Max, OOM, OOMKill, OOMGroupKill uint64 }
+	HasEvents bool
 	// Memory is the memory limit as read at Apply, with the hierarchy.
 	Memory cgroup.Memory
 	// Policy is the policy used, with its defaults filled in.
@@ -235,6 +247,7 @@ func Apply(o Options) (*Fit, error) {
 // the memory limit or starting a refresh.
 func Plan(o Options) (Result, error) {
 	f := apply(&o, true)
+	f.readEvents(&f.res)
 	return f.res, f.res.Err
 }
 
@@ -407,7 +420,8 @@ func automemlimitRatio(env string) float64 {
 }
 
 // Status returns a snapshot of the management: the Result of Apply with
-// After, the limit, Err and Reason of now.
+// After, the limit, Err and Reason of now, and the memory events at Source
+// read now.
 func (f *Fit) Status() Result {
 	if f == nil {
 		return Result{Before: processKnob.Current(), After: processKnob.Current(), Reason: "not applied"}
@@ -416,6 +430,7 @@ func (f *Fit) Status() Result {
 	if l, ok := f.f.Fill(f.env.Knob, r.out(), formatBytes); ok {
 		r.Limit, r.Source, r.From, r.Others, r.LevelLimit, r.Floor = l.bytes, l.source, l.from, l.others, l.level, l.floor
 	}
+	f.readEvents(&r)
 	return r
 }
 
@@ -443,6 +458,9 @@ func (r Result) String() string {
 	if r.Floor > 0 {
 		lim += " (held at the floor " + formatBytes(r.Floor) + ")"
 	}
+	if ev := r.eventsText(); ev != "" {
+		lim += "; " + ev
+	}
 	return knob.Summary("GOMEMLIMIT", r.out(), formatBytes, lim, r.Policy.text())
 }
 
@@ -457,6 +475,9 @@ func (r Result) LogValue() slog.Value {
 	}
 	if r.Floor > 0 {
 		lim = append(lim, slog.Int64("floor", r.Floor))
+	}
+	if ev := r.eventCounts(); len(ev) > 0 {
+		lim = append(lim, slog.Attr{Key: "memory_events", Value: slog.GroupValue(ev...)})
 	}
 	return knob.LogValue(r.out(), append(lim, slog.String("policy", r.Policy.text()))...)
 }

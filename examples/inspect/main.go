@@ -1,6 +1,8 @@
 // Command inspect prints what fitgo sees in the current process: the cgroup
 // version and path, each effective limit and the directory that imposed it,
-// the CPU throttling counters, and the GOMAXPROCS and GOMEMLIMIT in force.
+// the CPU throttling counters, the memory usage, working set and events where
+// the memory limit is imposed, the pressure (cgroup v2), and the GOMAXPROCS and
+// GOMEMLIMIT in force.
 //
 //	go run ./examples/inspect         # aligned text
 //	go run ./examples/inspect -json   # one JSON object
@@ -22,8 +24,10 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"syscall"
 	"text/tabwriter"
+	"time"
 
 	"github.com/fitgo/fitgo/cgroup"
 	"github.com/fitgo/fitgo/maxprocs"
@@ -60,6 +64,10 @@ type cgroupReport struct {
 	MemoryHighSrc   string   `json:"memory_high_source,omitempty"`
 
 	Throttling *throttling `json:"throttling,omitempty"`
+	// MemoryUse and Pressure are the memory and pressure parts of
+	// cgroup.Stats.
+	MemoryUse *memoryUse      `json:"memory_use,omitempty"`
+	Pressure  *pressureReport `json:"pressure,omitempty"`
 	// Headroom is the level that leaves the process the least memory,
 	// with what the others hold there (cgroup.Headroom).
 	Headroom *headroom `json:"headroom,omitempty"`
@@ -90,6 +98,42 @@ type throttling struct {
 	UsageSeconds     float64 `json:"usage_seconds,omitempty"`
 	Error            string  `json:"error,omitempty"`
 }
+
+// memoryUse is the memory statistics where the memory limit is imposed.
+type memoryUse struct {
+	Dir             string `json:"dir,omitempty"`
+	UsageBytes      int64  `json:"usage_bytes"`
+	WorkingSetBytes int64  `json:"working_set_bytes"`
+	PeakBytes       *int64 `json:"peak_bytes,omitempty"`
+	// Events by their memory.events names; v1 has only max (memory.failcnt)
+	// and oom_kill.
+	Events map[string]uint64 `json:"events,omitempty"`
+	Error  string            `json:"error,omitempty"`
+}
+
+// pressureReport is the pressure stall information of the process's cgroup.
+type pressureReport struct {
+	Dir       string     `json:"dir"`
+	Resources []pressure `json:"resources"`
+}
+
+type pressure struct {
+	Resource string `json:"resource"`
+	Some     *stall `json:"some,omitempty"`
+	Full     *stall `json:"full,omitempty"`
+}
+
+// stall is one line of a pressure file: the averages in percent.
+type stall struct {
+	Avg10        float64 `json:"avg10"`
+	Avg60        float64 `json:"avg60"`
+	Avg300       float64 `json:"avg300"`
+	TotalSeconds float64 `json:"total_seconds"`
+}
+
+// eventOrder is the order of the memory events in the text: those that tell
+// how hard the limit was hit first.
+var eventOrder = []string{"high", "max", "oom", "oom_kill", "oom_group_kill", "low"}
 
 // policy is what one fitgo policy would set in this process.
 type policy struct {
@@ -171,9 +215,22 @@ func inspect() report {
 			c.Headroom.Error = h.Err.Error()
 		}
 	}
+	if lim.CPU.Version != 0 || lim.Memory.Version != 0 {
+		st, err := readStats()
+		addStats(c, lim, st, err)
+	}
+	r.Cgroup = c
+	r.Summary = summary(c, err)
+	r.Policies = policies()
+	return r
+}
+
+// addStats adds to c the statistics st, read with the error err, of the
+// cgroups whose limits are lim.
+func addStats(c *cgroupReport, lim cgroup.Limits, st cgroup.Stats, err error) {
 	if lim.CPU.Version != 0 {
 		t := &throttling{}
-		if st, err := readStats(); err != nil {
+		if err != nil {
 			t.Error = err.Error()
 		} else {
 			t.Periods = st.CPU.Periods
@@ -185,10 +242,44 @@ func inspect() report {
 		}
 		c.Throttling = t
 	}
-	r.Cgroup = c
-	r.Summary = summary(c, err)
-	r.Policies = policies()
-	return r
+	if m := st.Memory; lim.Memory.Version != 0 && (m.Dir != "" || err != nil) {
+		u := &memoryUse{Dir: m.Dir, UsageBytes: m.Usage, WorkingSetBytes: m.WorkingSet}
+		if m.HasPeak {
+			u.PeakBytes = &m.Peak
+		}
+		if e := m.Events; m.HasEvents {
+			u.Events = map[string]uint64{"max": e.Max, "oom_kill": e.OOMKill}
+			if lim.Memory.Version == cgroup.V2 {
+				u.Events["low"], u.Events["high"], u.Events["oom"], u.Events["oom_group_kill"] = e.Low, e.High, e.OOM, e.OOMGroupKill
+			}
+		}
+		if m.Dir == "" {
+			u.Error = err.Error() // nothing read: say why
+		}
+		c.MemoryUse = u
+	}
+	if ps := st.Pressure; ps.Dir != "" {
+		p := &pressureReport{Dir: ps.Dir}
+		line := func(has bool, l struct {
+			Avg10, Avg60, Avg300 float64
+			Total                time.Duration
+		}) *stall {
+			if !has {
+				return nil
+			}
+			return &stall{Avg10: l.Avg10, Avg60: l.Avg60, Avg300: l.Avg300, TotalSeconds: l.Total.Seconds()}
+		}
+		for _, r := range []struct {
+			name string
+			p    cgroup.Pressure
+		}{{"cpu", ps.CPU}, {"memory", ps.Memory}, {"io", ps.IO}} {
+			if r.p.HasSome || r.p.HasFull {
+				p.Resources = append(p.Resources, pressure{Resource: r.name,
+					Some: line(r.p.HasSome, r.p.Some), Full: line(r.p.HasFull, r.p.Full)})
+			}
+		}
+		c.Pressure = p
+	}
 }
 
 // readStats reads the statistics of the process's cgroups once.
@@ -265,6 +356,7 @@ func printText(w io.Writer, r report) error {
 				row("throttling", fmt.Sprintf("%d of %d periods throttled, %.3f s throttled", t.ThrottledPeriods, t.Periods, t.ThrottledSeconds))
 			}
 		}
+		printStats(row, c)
 	}
 	for _, p := range r.Policies {
 		v := p.Value
@@ -274,6 +366,44 @@ func printText(w io.Writer, r report) error {
 		row(p.Name, v)
 	}
 	return tw.Flush()
+}
+
+// printStats writes the rows of the memory and pressure statistics.
+func printStats(row func(k, v string), c *cgroupReport) {
+	if u := c.MemoryUse; u != nil && u.Dir == "" {
+		row("memory usage", "error: "+u.Error)
+	} else if u != nil {
+		v := bytesString(u.UsageBytes) + ", working set " + bytesString(u.WorkingSetBytes)
+		if u.PeakBytes != nil {
+			v += ", peak " + bytesString(*u.PeakBytes)
+		}
+		row("memory usage", v+" at "+u.Dir)
+		if len(u.Events) > 0 {
+			var ev []string
+			for _, k := range eventOrder {
+				if n, ok := u.Events[k]; ok {
+					ev = append(ev, fmt.Sprintf("%s %d", k, n))
+				}
+			}
+			row("memory events", strings.Join(ev, ", "))
+		}
+	}
+	if p := c.Pressure; p != nil {
+		var parts []string
+		for _, r := range p.Resources {
+			s := r.Resource
+			for _, l := range []struct {
+				kind string
+				s    *stall
+			}{{"some", r.Some}, {"full", r.Full}} {
+				if l.s != nil {
+					s += fmt.Sprintf(" %s %.2f/%.2f/%.2f%%", l.kind, l.s.Avg10, l.s.Avg60, l.s.Avg300)
+				}
+			}
+			parts = append(parts, s)
+		}
+		row("pressure avg10/60/300", strings.Join(parts, "; ")+" at "+p.Dir)
+	}
 }
 
 func controllerString(c controller) string {

@@ -3,12 +3,17 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/fitgo/fitgo/cgroup"
 )
 
 func TestBytesString(t *testing.T) {
@@ -104,4 +109,85 @@ func TestInspectHere(t *testing.T) {
 	for _, k := range []string{"go_version", "num_cpu", "gomaxprocs", "gomemlimit", "summary", "policies"} {
 		assert.Contains(t, back, k)
 	}
+}
+
+// fixtureStats reads the limits and statistics of a cgroup fixture tree.
+func fixtureStats(t *testing.T, name string) (cgroup.Limits, cgroup.Stats) {
+	t.Helper()
+	w, err := cgroup.NewWatcher(os.DirFS(filepath.Join("..", "..", "cgroup", "testdata", name)))
+	require.NoError(t, err)
+	defer w.Close()
+	lim, err := w.Read()
+	require.NoError(t, err)
+	st, err := w.Stats()
+	require.NoError(t, err)
+	return lim, st
+}
+
+// TestPrintTextStats: plain inspect shows the memory usage, working set,
+// peak and events where the memory limit is imposed, and the pressure, next
+// to the throttling; as JSON too.
+func TestPrintTextStats(t *testing.T) {
+	for _, tc := range []struct {
+		fixture string
+		want    []string
+		absent  []string
+		events  map[string]uint64
+	}{
+		{"stats-v2", []string{
+			"throttling: 24 of 30 periods throttled, 1.100 s throttled",
+			"memory usage: 50 MiB, working set 38 MiB, peak 64 MiB at /sys/fs/cgroup/pod/ctr",
+			"memory events: high 0, max 12, oom 1, oom_kill 1, oom_group_kill 0, low 0",
+			"pressure avg10/60/300: cpu some 12.34/3.21/0.75% full 11.00/3.00/0.70%; memory some 0.00/0.10/0.02% full 0.00/0.05/0.01%; io some 1.50/0.40/0.10% full 1.00/0.30/0.05% at /sys/fs/cgroup/pod/ctr",
+		}, nil, map[string]uint64{"low": 0, "high": 0, "max": 12, "oom": 1, "oom_kill": 1, "oom_group_kill": 0}},
+		{"stats-v1", []string{
+			"memory usage: 40 MiB, working set 32 MiB, peak 60 MiB at /sys/fs/cgroup/memory",
+			"memory events: max 3, oom_kill 2",
+		}, []string{"pressure"}, map[string]uint64{"max": 3, "oom_kill": 2}},
+	} {
+		t.Run(tc.fixture, func(t *testing.T) {
+			lim, st := fixtureStats(t, tc.fixture)
+			c := &cgroupReport{}
+			addStats(c, lim, st, nil)
+			var buf bytes.Buffer
+			require.NoError(t, printText(&buf, report{Cgroup: c}))
+			rows := rowsOf(buf.String())
+			for _, line := range tc.want {
+				assert.Contains(t, rows, line)
+			}
+			for _, s := range tc.absent {
+				assert.NotContains(t, buf.String(), s)
+			}
+			data, err := json.Marshal(c)
+			require.NoError(t, err)
+			var back struct {
+				MemoryUse struct {
+					Events map[string]uint64 `json:"events"`
+				} `json:"memory_use"`
+			}
+			require.NoError(t, json.Unmarshal(data, &back))
+			assert.Equal(t, tc.events, back.MemoryUse.Events)
+		})
+	}
+
+	// Statistics that could not be read at all say why, in both rows.
+	lim, _ := fixtureStats(t, "stats-v1")
+	c := &cgroupReport{}
+	addStats(c, lim, cgroup.Stats{}, errors.New("too many open files"))
+	var buf bytes.Buffer
+	require.NoError(t, printText(&buf, report{Cgroup: c}))
+	rows := rowsOf(buf.String())
+	assert.Contains(t, rows, "throttling: error: too many open files")
+	assert.Contains(t, rows, "memory usage: error: too many open files")
+	assert.NotContains(t, buf.String(), "memory events")
+}
+
+// rowsOf returns the rows of printText's output as "key: value".
+func rowsOf(out string) []string {
+	var rows []string
+	for _, l := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+		k, v, _ := strings.Cut(l, "  ")
+		rows = append(rows, k+": "+strings.TrimLeft(v, " "))
+	}
+	return rows
 }

@@ -59,6 +59,9 @@ func TestWatchTicks(t *testing.T) {
 	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
 	require.Len(t, lines, 3, out.String())
 	assert.Contains(t, lines[0], "throttled 12/15 periods")
+	assert.Contains(t, lines[0], "  working set 32.0 MiB of 256.0 MiB (12%)  events max +3 oom_kill +2  pressure n/a",
+		"v1: memory.failcnt as max and oom_kill since the cgroup was created, no high")
+	assert.Contains(t, lines[1], "events max +0 oom_kill +0")
 	assert.Contains(t, lines[1], "throttled 0/0 periods", "nothing changed in the fixture")
 	assert.Contains(t, lines[2], "pressure n/a", "no PSI on v1")
 }

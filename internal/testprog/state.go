@@ -14,4 +14,5 @@ type State struct {
 	MaxProcsReason    string `json:"maxprocs_reason,omitempty"`
 	MemLimitFollowing bool   `json:"memlimit_following"`
 	MemLimitReason    string `json:"memlimit_reason,omitempty"`
+	MemLimitEvents    bool   `json:"memlimit_events"` // its Status has memory events
 }

@@ -224,6 +224,8 @@ func TestCgroupV2(t *testing.T) {
 			assert.Zero(t, ml.Others)
 			assert.Equal(t, fitgoMemLimit(512*mib), w.Samples[len(w.Samples)-1].GOMEMLIMIT, "raised once the sidecar freed its memory: %+v", w.Samples)
 			assert.True(t, w.Fitgo.MemLimitStatus.Following)
+			assert.Equal(t, tc.source, w.Fitgo.MemLimitStatus.Source)
+			assert.True(t, w.Fitgo.MemLimitStatus.HasEvents, "Status reads memory.events of %s", tc.source)
 		})
 	}
 

@@ -355,7 +355,10 @@ func (g *Group) Stats() (cgroup.Stats, error) {
 // OOMKills returns the number of processes the kernel's OOM killer killed in
 // the process's memory cgroup (MemoryLeaf): oom_kill in memory.events (v2) or
 // memory.oom_control (v1). On v1 a kill counts only in the victim's own
-// cgroup, so the leaf is where the process's kill shows in every layout.
+// cgroup, so the leaf is where the process's kill shows in every layout. It
+// reads the file itself rather than through cgroup.Stats, which reads a
+// kernel without the counter (before 4.13) as no kills: here that is an
+// error.
 func (g *Group) OOMKills() (uint64, error) {
 	return g.oomKillsIn(g.leaf())
 }
@@ -379,7 +382,11 @@ func (g *Group) oomKillsIn(dir string) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return parseOOMKill(s)
+	n, err := parseCounter(s, "oom_kill")
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w (kernel older than 4.13?)", file, err)
+	}
+	return n, nil
 }
 
 // MemoryUsage returns the current usage of the limited cgroup (MemoryDir):
@@ -398,93 +405,63 @@ func (g *Group) MemoryUsage() (int64, error) {
 
 // MemoryEvents returns the event counters of the limited cgroup (see
 // results.Run.MemoryEvents) and its peak usage (0 where the kernel has no
-// such file).
+// such file), as fitgo's cgroup package reads them (cgroup.ReadStatsDir):
+// on v2 the counters of memory.events it knows; on v1 failcnt
+// (memory.failcnt) and oom_kill. The v1 counters that cgroup.Stats does not
+// have, memsw_failcnt (memory.memsw.failcnt, where swap is accounted) and
+// under_oom (a state of memory.oom_control rather than an event), are read
+// here.
 func (g *Group) MemoryEvents() (map[string]uint64, int64, error) {
-	read := func(file string) (string, error) { return g.fs.read(path.Join(g.MemoryDir, file)) }
-	peakFile := "memory.max_usage_in_bytes"
-	var ev map[string]uint64
-	if g.v == cgroup.V2 {
-		s, err := read("memory.events")
-		if err != nil {
-			return nil, 0, err
-		}
-		if ev, err = parseFlatKeyed(s); err != nil {
-			return nil, 0, fmt.Errorf("memory.events: %w", err)
-		}
-		peakFile = "memory.peak"
-	} else {
-		s, err := read("memory.oom_control")
-		if err != nil {
-			return nil, 0, err
-		}
-		oc, err := parseFlatKeyed(s)
-		if err != nil {
-			return nil, 0, fmt.Errorf("memory.oom_control: %w", err)
-		}
-		ev = map[string]uint64{}
-		for _, k := range []string{"oom_kill", "under_oom"} {
-			if v, ok := oc[k]; ok {
-				ev[k] = v
-			}
-		}
-		// With swap accounting the memory+swap counter, whose limit the
-		// runner sets equal, is charged first and fails first: its failcnt
-		// is the one that counts then.
-		for _, c := range []struct{ file, key string }{{"memory.failcnt", "failcnt"}, {"memory.memsw.failcnt", "memsw_failcnt"}} {
-			f, err := read(c.file)
-			if errors.Is(err, fs.ErrNotExist) && c.key == "memsw_failcnt" {
-				continue
-			}
-			if err != nil {
-				return nil, 0, err
-			}
-			if ev[c.key], err = strconv.ParseUint(strings.TrimSpace(f), 10, 64); err != nil {
-				return nil, 0, fmt.Errorf("%s: %w", c.file, err)
-			}
-		}
+	st, err := cgroup.ReadStatsDir(os.DirFS(g.fs.real("/")), g.MemoryDir)
+	if err == nil && !st.Memory.HasEvents {
+		err = fmt.Errorf("%s: no memory event files", g.MemoryDir)
 	}
+	if err != nil {
+		return nil, 0, err
+	}
+	e := st.Memory.Events
 	var peak int64
-	if s, err := read(peakFile); err == nil {
-		peak, _ = strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	if st.Memory.HasPeak {
+		peak = st.Memory.Peak
+	}
+	if g.v == cgroup.V2 {
+		return map[string]uint64{"low": e.Low, "high": e.High, "max": e.Max, "oom": e.OOM,
+			"oom_kill": e.OOMKill, "oom_group_kill": e.OOMGroupKill}, peak, nil
+	}
+	ev := map[string]uint64{"failcnt": e.Max, "oom_kill": e.OOMKill}
+	read := func(file string) (string, error) { return g.fs.read(path.Join(g.MemoryDir, file)) }
+	s, err := read("memory.oom_control")
+	if err != nil {
+		return nil, 0, err
+	}
+	if ev["under_oom"], err = parseCounter(s, "under_oom"); err != nil {
+		return nil, 0, fmt.Errorf("memory.oom_control: %w", err)
+	}
+	// With swap accounting the memory+swap counter, whose limit the runner
+	// sets equal, is charged first and fails first: its failcnt is the one
+	// that counts then.
+	if f, err := read("memory.memsw.failcnt"); err == nil {
+		if ev["memsw_failcnt"], err = strconv.ParseUint(strings.TrimSpace(f), 10, 64); err != nil {
+			return nil, 0, fmt.Errorf("memory.memsw.failcnt: %w", err)
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, 0, err
 	}
 	return ev, peak, nil
 }
 
-// parseFlatKeyed parses a cgroup flat-keyed file ("key value" lines, the
-// values unsigned integers), such as memory.events or memory.oom_control.
-func parseFlatKeyed(s string) (map[string]uint64, error) {
-	out := map[string]uint64{}
-	for _, l := range strings.Split(s, "\n") {
-		f := strings.Fields(l)
-		switch {
-		case len(f) == 0:
-			continue
-		case len(f) != 2:
-			return nil, fmt.Errorf("malformed line %q", l)
-		}
-		v, err := strconv.ParseUint(f[1], 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("malformed line %q: %w", l, err)
-		}
-		out[f[0]] = v
-	}
-	if len(out) == 0 {
-		return nil, errors.New("no counters")
-	}
-	return out, nil
-}
-
-// parseOOMKill returns the oom_kill counter of a memory.events or
-// memory.oom_control file.
-func parseOOMKill(s string) (uint64, error) {
+// parseCounter returns the counter key of a flat-keyed file ("key value"
+// lines) such as memory.events or memory.oom_control; a file without it is
+// an error.
+func parseCounter(s, key string) (uint64, error) {
 	sc := bufio.NewScanner(strings.NewReader(s))
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
-		if len(f) == 2 && f[0] == "oom_kill" {
+		if len(f) == 2 && f[0] == key {
 			return strconv.ParseUint(f[1], 10, 64)
 		}
 	}
-	return 0, errors.New("no oom_kill counter (kernel older than 4.13?)")
+	return 0, fmt.Errorf("no %s counter", key)
 }
 
 // Remove removes the group's cgroups, deepest first. It is safe to call more

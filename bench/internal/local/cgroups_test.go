@@ -200,13 +200,27 @@ func TestRemoveStale(t *testing.T) {
 }
 
 func TestParseOOMKill(t *testing.T) {
-	n, err := parseOOMKill("oom_kill_disable 0\nunder_oom 0\noom_kill 7\n")
+	n, err := parseCounter("oom_kill_disable 0\nunder_oom 0\noom_kill 7\n", "oom_kill")
 	require.NoError(t, err)
 	assert.Equal(t, uint64(7), n)
-	_, err = parseOOMKill("oom_kill_disable 0\nunder_oom 0\n")
+	_, err = parseCounter("oom_kill_disable 0\nunder_oom 0\n", "oom_kill")
 	require.Error(t, err)
-	_, err = parseOOMKill("oom_kill x\n")
+	_, err = parseCounter("oom_kill x\n", "oom_kill")
 	require.Error(t, err)
+}
+
+// TestOOMKillsWithoutCounter: a kernel without the oom_kill counter is an
+// error, not 0 kills.
+func TestOOMKillsWithoutCounter(t *testing.T) {
+	k := newFakeV1(t)
+	h, err := open(k.sysfs(), "")
+	require.NoError(t, err)
+	g, err := h.NewGroup("fitgo-bench-1-9-x", Spec{Memory: 128 << 20})
+	require.NoError(t, err)
+	defer g.Remove()
+	k.put("/sys/fs/cgroup/memory/user/fitgo-bench-1-9-x/memory.oom_control", "oom_kill_disable 0\nunder_oom 0\n")
+	_, err = g.OOMKills()
+	require.ErrorContains(t, err, "no oom_kill counter")
 }
 
 func TestQuotaMicros(t *testing.T) {

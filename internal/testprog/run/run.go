@@ -34,6 +34,7 @@ func Run() {
 			MaxProcsReason:    mp.Reason,
 			MemLimitFollowing: ml.Following,
 			MemLimitReason:    ml.Reason,
+			MemLimitEvents:    ml.HasEvents,
 		}
 	}
 	first := cur()

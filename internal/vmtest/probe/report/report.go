@@ -221,13 +221,14 @@ type MemLimitStatus struct {
 	From       string
 	Err        string
 	Reason     string
+	HasEvents  bool // the memory events at Source were read
 }
 
 // NewMemLimitStatus converts a memlimit.Fit.Status.
 func NewMemLimitStatus(s memlimit.Result) MemLimitStatus {
 	return MemLimitStatus{
 		GOMEMLIMIT: s.After, Following: s.Following, Updates: s.Updates, LastUpdate: s.LastUpdate,
-		Limit: s.Limit, Source: s.Source, From: s.From, Err: errText(s.Err), Reason: s.Reason,
+		Limit: s.Limit, Source: s.Source, From: s.From, Err: errText(s.Err), Reason: s.Reason, HasEvents: s.HasEvents,
 	}
 }
 
