@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"path"
 	"strings"
 	"time"
@@ -237,27 +238,27 @@ func readStats(src fileSource, d statDirs) (Stats, error) {
 // readMemory fills s.Memory from the files of dir.
 func readMemory(s *Stats, v Version, dir string, get func(string, string) []byte, parsed func(error, string, string) bool) {
 	m := &s.Memory
-	usage, peak := fileMemoryCurrent, fileMemoryPeak
+	usage, inactiveKey := usageFiles(v)
+	peak := fileMemoryPeak
 	if v == V1 {
-		usage, peak = fileMemoryUsage, fileMemoryMaxUsage
+		peak = fileMemoryMaxUsage
 	}
 	if data := get(dir, usage); data != nil {
-		u, err := parseCount(data, usage)
+		u, err := parseCount(data, usage, math.MaxInt64)
 		if parsed(err, dir, usage) {
 			m.Dir, m.Usage, m.WorkingSet = dir, u, u
 		}
 	}
 	if m.Dir != "" {
 		if data := get(dir, fileMemoryStat); data != nil {
-			key := inactiveFileKey(v)
-			inactive, found, err := parseStatValue(data, key)
+			inactive, found, err := statValue(data, inactiveKey, math.MaxInt64)
 			if parsed(err, dir, fileMemoryStat) && found {
-				m.WorkingSet = workingSet(m.Usage, inactive)
+				m.WorkingSet = workingSet(m.Usage, int64(inactive))
 			}
 		}
 	}
 	if data := get(dir, peak); data != nil {
-		p, err := parseCount(data, peak)
+		p, err := parseCount(data, peak, math.MaxInt64)
 		if parsed(err, dir, peak) {
 			m.Peak, m.HasPeak = p, true
 		}
@@ -269,15 +270,15 @@ func readMemory(s *Stats, v Version, dir string, get func(string, string) []byte
 		return
 	}
 	if data := get(dir, fileMemoryFailcnt); data != nil {
-		n, err := parseCount(data, fileMemoryFailcnt)
+		n, err := parseCount(data, fileMemoryFailcnt, math.MaxInt64)
 		if parsed(err, dir, fileMemoryFailcnt) {
 			m.Events.Max, m.HasEvents = uint64(n), true
 		}
 	}
 	if data := get(dir, fileOOMControl); data != nil {
-		n, found, err := parseStatValue(data, "oom_kill")
+		n, found, err := statValue(data, "oom_kill", math.MaxInt64)
 		if parsed(err, dir, fileOOMControl) && found {
-			m.Events.OOMKill, m.HasEvents = uint64(n), true
+			m.Events.OOMKill, m.HasEvents = n, true
 		}
 	}
 }

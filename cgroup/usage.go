@@ -35,12 +35,6 @@ type Headroom struct {
 	Err    error
 }
 
-// Usage files.
-const (
-	fileProcStatus = "status"
-	fileMemStat    = "memory.stat"
-)
-
 var errNoRssAnon = errors.New("no RssAnon line")
 
 // minMargin is the smallest margin of others taken as the process's own.
@@ -72,30 +66,27 @@ func (e *headroomEval) level(src fileSource, v Version, dir string, lmax, high i
 	}
 	if !e.ownRead {
 		e.ownRead = true
-		e.own, e.ownOK = e.read(src, "/proc/self", fileProcStatus, parseProcStatusOwn)
+		e.own, e.ownOK = e.read(src, "/proc/self", "status", parseProcStatusOwn)
 	}
 	if !e.ownOK {
 		return
 	}
-	usageFile, inactiveKey := "memory.current", "inactive_file"
-	if v == V1 {
-		usageFile, inactiveKey = "memory.usage_in_bytes", "total_inactive_file"
-	}
+	usageFile, inactiveKey := usageFiles(v)
 	usage, ok := e.read(src, dir, usageFile, parseUsage)
 	if !ok {
 		return
 	}
-	data, found, err := src.file(dir, fileMemStat)
+	data, found, err := src.file(dir, fileMemoryStat)
 	if err != nil || !found {
 		e.fail(err)
 		return
 	}
-	inactive, err := parseMemStatKey(data, inactiveKey)
+	inactive, _, err := statValue(data, inactiveKey, unlimitedMemory-1)
 	if err != nil {
-		e.fail(withFile(err, dir, fileMemStat))
+		e.fail(withFile(err, dir, fileMemoryStat))
 		return
 	}
-	ws := max(usage-inactive, 0)
+	ws := workingSet(usage, int64(inactive))
 	others := max(ws-e.own, 0)
 	avail := limit
 	if others > margin(limit) {
@@ -130,32 +121,7 @@ func (e *headroomEval) fail(err error) {
 
 // parseUsage parses memory.current (v2) or memory.usage_in_bytes (v1): bytes.
 func parseUsage(data []byte) (int64, error) {
-	line, err := singleLine(data)
-	if err != nil {
-		return 0, err
-	}
-	v, ok := parseUint(line)
-	if !ok || v >= unlimitedMemory {
-		return 0, invalid(1, "memory usage", line)
-	}
-	return int64(v), nil
-}
-
-// parseMemStatKey returns the value of key in a memory.stat ("key value"
-// lines), 0 when the key is missing.
-func parseMemStatKey(data []byte, key string) (int64, error) {
-	for n := 1; len(data) > 0; n++ {
-		var line []byte
-		line, data = nextLine(data)
-		if k, v := nextField(line); string(k) == key {
-			u, ok := parseUint(v)
-			if !ok || u >= unlimitedMemory {
-				return 0, invalid(n, key, line)
-			}
-			return int64(u), nil
-		}
-	}
-	return 0, nil
+	return parseCount(data, "memory usage", unlimitedMemory-1)
 }
 
 // parseProcStatusOwn returns RssAnon + RssShmem of /proc/self/status, lines
