@@ -76,17 +76,14 @@ func (e *headroomEval) level(src fileSource, v Version, dir string, lmax, high i
 	if !ok {
 		return
 	}
-	data, found, err := src.file(dir, fileMemoryStat)
-	if err != nil || !found {
-		e.fail(err)
+	inactive, ok := e.read(src, dir, fileMemoryStat, func(b []byte) (int64, error) {
+		v, _, err := statValue(b, inactiveKey, unlimitedMemory-1)
+		return int64(v), err
+	})
+	if !ok {
 		return
 	}
-	inactive, _, err := statValue(data, inactiveKey, unlimitedMemory-1)
-	if err != nil {
-		e.fail(withFile(err, dir, fileMemoryStat))
-		return
-	}
-	ws := workingSet(usage, int64(inactive))
+	ws := workingSet(usage, inactive)
 	others := max(ws-e.own, 0)
 	avail := limit
 	if others > margin(limit) {
