@@ -37,12 +37,9 @@ type Headroom struct {
 
 var errNoRssAnon = errors.New("no RssAnon line")
 
-// minMargin is the smallest margin of others taken as the process's own.
-const minMargin = 8 << 20
-
 // margin is the amount of others at a level with limit bytes that is taken
-// as the process's own kernel memory and file cache: max(limit/32, 8 MiB).
-func margin(limit int64) int64 { return max(limit/32, minMargin) }
+// as the process's own kernel memory and file cache (see Headroom).
+func margin(limit int64) int64 { return max(limit/32, 8<<20) }
 
 // headroomEval collects the levels of one evaluation.
 type headroomEval struct {
