@@ -166,13 +166,10 @@ func Start[V comparable, D any](k *Knob[V], log *slog.Logger, before, want V, ch
 // called when it stops, and it stops when ctx is done.
 func (f *Fit[V, D]) Follow(ctx context.Context, wake func()) {
 	f.k.mu.Lock()
+	defer f.k.mu.Unlock()
 	f.wake = wake
-	f.k.mu.Unlock()
-	if ctx != nil {
-		rel := context.AfterFunc(ctx, func() { f.stop("stopped: " + context.Cause(ctx).Error()) })
-		f.k.mu.Lock()
-		f.release = rel
-		f.k.mu.Unlock()
+	if ctx != nil { // AfterFunc calls stop in a goroutine of its own
+		f.release = context.AfterFunc(ctx, func() { f.stop("stopped: " + context.Cause(ctx).Error()) })
 	}
 }
 
