@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"math"
 	"path"
-	"strings"
 	"time"
 )
 
@@ -138,14 +137,6 @@ func ReadStatsDir(fsys fs.FS, dir string) (Stats, error) {
 		v = V2
 	}
 	return readStats(&fsReader{fsys: fsys}, statDirs{cpu: dir, mem: dir, psi: dir, cpuV: v, memV: v})
-}
-
-// fsName is the fs.FS name of the absolute path abs.
-func fsName(abs string) string {
-	if abs == "/" {
-		return "."
-	}
-	return strings.TrimPrefix(abs, "/")
 }
 
 // statDirs are the directories that Stats reads, and their versions; an
