@@ -1,6 +1,7 @@
 package fitgo
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -46,7 +47,7 @@ func init() {
 		read:     cgroup.Read,
 		maxprocs: maxprocs.Apply,
 		memlimit: memlimit.Apply,
-		loop:     func(d time.Duration) *knob.Loop { return knob.NewLoop(d, openProcessHinted(d), nil) },
+		loop:     func(d time.Duration) *knob.Loop { return knob.NewLoop(d, openHinted(nil, d, slog.Default), nil) },
 		log:      slog.Default,
 	})
 }
@@ -84,10 +85,7 @@ func start(d deps) (rep Report) {
 	logger := slog.New(&laterHandler{armed: &armed})
 	ctx, every := context.Background(), time.Duration(0)
 	if cfg.Refresh {
-		every = defaultRefresh
-		if cfg.Interval > 0 {
-			every = cfg.Interval
-		}
+		every = knob.Interval(cmp.Or(cfg.Interval, defaultRefresh))
 		ctx = knob.WithLoop(ctx, d.loop(every))
 	}
 	var shared *cgroup.Limits

@@ -91,8 +91,8 @@ type hinted struct {
 	log      func() *slog.Logger // nil logger: no hint
 }
 
-// openHinted returns the Source opener of a loop reading fsys every
-// interval, warning through log.
+// openHinted returns the Source opener of a loop reading fsys (nil: the real
+// root, opened as Read opens it) every interval, warning through log.
 func openHinted(fsys fs.FS, interval time.Duration, log func() *slog.Logger) func() (knob.Source, error) {
 	return func() (knob.Source, error) {
 		w, err := cgroup.NewWatcher(fsys)
@@ -101,11 +101,6 @@ func openHinted(fsys fs.FS, interval time.Duration, log func() *slog.Logger) fun
 		}
 		return &hinted{Watcher: w, hint: newThrottleHint(interval), interval: interval, log: log}, nil
 	}
-}
-
-// openProcessHinted is openHinted on the real root, opened as Read opens it.
-func openProcessHinted(interval time.Duration) func() (knob.Source, error) {
-	return openHinted(nil, knob.Interval(interval), slog.Default)
 }
 
 // Read reads the limits, then the statistics for the hint. The statistics'

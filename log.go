@@ -3,6 +3,7 @@ package fitgo
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"sync/atomic"
 )
 
@@ -12,7 +13,7 @@ import (
 // start-up line itself.
 type laterHandler struct {
 	armed *atomic.Bool
-	wrap  func(slog.Handler) slog.Handler // the WithAttrs and WithGroup calls; nil: none
+	ops   []func(slog.Handler) slog.Handler // the WithAttrs and WithGroup calls, in order
 }
 
 func (h *laterHandler) Enabled(ctx context.Context, level slog.Level) bool {
@@ -23,22 +24,15 @@ func (h *laterHandler) Handle(ctx context.Context, r slog.Record) error {
 	if !h.armed.Load() {
 		return nil
 	}
-	return h.target().Handle(ctx, r)
-}
-
-func (h *laterHandler) target() slog.Handler {
-	if h.wrap == nil {
-		return slog.Default().Handler()
+	t := slog.Default().Handler()
+	for _, op := range h.ops {
+		t = op(t)
 	}
-	return h.wrap(slog.Default().Handler())
+	return t.Handle(ctx, r)
 }
 
 func (h *laterHandler) with(op func(slog.Handler) slog.Handler) *laterHandler {
-	outer := h.wrap
-	if outer == nil {
-		return &laterHandler{h.armed, op}
-	}
-	return &laterHandler{h.armed, func(t slog.Handler) slog.Handler { return op(outer(t)) }}
+	return &laterHandler{h.armed, append(slices.Clip(h.ops), op)}
 }
 
 func (h *laterHandler) WithAttrs(attrs []slog.Attr) slog.Handler {

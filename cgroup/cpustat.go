@@ -68,20 +68,6 @@ func parseCPUStat(data []byte, s *Stats) error {
 
 // parseCPUAcctUsage parses cgroup v1 cpuacct.usage: CPU time in nanoseconds.
 func parseCPUAcctUsage(data []byte) (time.Duration, error) {
-	v, err := parseCount(data, fileCPUAcctUsage)
+	v, err := parseCount(data, fileCPUAcctUsage, math.MaxInt64)
 	return time.Duration(v), err
-}
-
-// parseCount parses a one-line file holding one counter or byte count that
-// fits an int64, such as cpuacct.usage, memory.current or memory.failcnt.
-func parseCount(data []byte, what string) (int64, error) {
-	line, err := singleLine(data)
-	if err != nil {
-		return 0, err
-	}
-	v, ok := parseUint(line)
-	if !ok || v > math.MaxInt64 {
-		return 0, invalid(1, what, line)
-	}
-	return int64(v), nil
 }

@@ -1,5 +1,7 @@
 package cgroup
 
+import "math"
+
 // unlimitedMemory is the smallest memory value that means no limit: v1 shows
 // none as the largest page-aligned int64, and no machine has 4 EiB.
 const unlimitedMemory = 1 << 62
@@ -29,19 +31,11 @@ func memBytes(v uint64) (int64, bool, error) {
 // the tightest limit of the cgroup and all its ancestors, seen or not.
 // limited is false when the key is missing or means no limit.
 func parseMemoryStatLimit(data []byte) (bytes int64, limited bool, err error) {
-	const key = "hierarchical_memory_limit"
-	for n := 1; len(data) > 0; n++ {
-		var line []byte
-		line, data = nextLine(data)
-		if k, v := nextField(line); string(k) == key {
-			u, ok := parseUint(v)
-			if !ok {
-				return 0, false, invalid(n, key, line)
-			}
-			return memBytes(u)
-		}
+	v, found, err := statValue(data, "hierarchical_memory_limit", math.MaxUint64)
+	if err != nil || !found {
+		return 0, false, err
 	}
-	return 0, false, nil
+	return memBytes(v)
 }
 
 // evalMemory sets m's Max, High and sources, or m.Err and no limit.

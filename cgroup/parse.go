@@ -91,6 +91,38 @@ func parseUint(b []byte) (v uint64, ok bool) {
 	return v, len(b) > 0
 }
 
+// statValue finds key in a "key value" file such as memory.stat and returns
+// its value, a number of at most limit; found is false when no line has the
+// key, and other lines are not looked at.
+func statValue(data []byte, key string, limit uint64) (v uint64, found bool, err error) {
+	for n := 1; len(data) > 0; n++ {
+		var line []byte
+		line, data = nextLine(data)
+		if k, val := nextField(line); string(k) == key {
+			u, ok := parseUint(val)
+			if !ok || u > limit {
+				return 0, false, invalid(n, key, line)
+			}
+			return u, true, nil
+		}
+	}
+	return 0, false, nil
+}
+
+// parseCount parses a one-line file holding one count of at most limit,
+// such as cpuacct.usage, memory.current or memory.failcnt.
+func parseCount(data []byte, what string, limit uint64) (int64, error) {
+	line, err := singleLine(data)
+	if err != nil {
+		return 0, err
+	}
+	v, ok := parseUint(line)
+	if !ok || v > limit {
+		return 0, invalid(1, what, line)
+	}
+	return int64(v), nil
+}
+
 // singleLine returns the only line of a one-line file, trimmed. Anything but
 // white space after the first line is an error on line 2.
 func singleLine(data []byte) ([]byte, error) {

@@ -1,6 +1,9 @@
 package cgroup
 
-import "time"
+import (
+	"bytes"
+	"time"
+)
 
 // The pressure stall information files of cgroup v2 (Linux 4.20 and later,
 // with CONFIG_PSI and unless booted with psi=0).
@@ -33,7 +36,7 @@ func parsePressure(data []byte) (Pressure, error) {
 		for len(rest) > 0 {
 			var f []byte
 			f, rest = nextField(rest)
-			k, v, ok := cutByte(f, '=')
+			k, v, ok := bytes.Cut(f, []byte{'='})
 			if !ok {
 				return Pressure{}, invalid(n, "pressure field", f)
 			}
@@ -69,22 +72,12 @@ type pressureLine = struct {
 	Total                time.Duration
 }
 
-// cutByte splits b around the first c.
-func cutByte(b []byte, c byte) (before, after []byte, found bool) {
-	for i := range b {
-		if b[i] == c {
-			return b[:i], b[i+1:], true
-		}
-	}
-	return b, nil, false
-}
-
 // parseDecimal parses digits with an optional fraction ("12.34"), as the
 // kernel prints the pressure averages. At most 15 digits keep both integers
 // exact in a float64, so the quotient is correctly rounded: "5.64" gives the
 // float64 5.64.
 func parseDecimal(b []byte) (float64, bool) {
-	ip, fp, dot := cutByte(b, '.')
+	ip, fp, dot := bytes.Cut(b, []byte{'.'})
 	if len(ip) == 0 || (dot && len(fp) == 0) || len(ip)+len(fp) > 15 {
 		return 0, false
 	}

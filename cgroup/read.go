@@ -116,7 +116,7 @@ func (r *fsReader) file(dir, name string) ([]byte, bool, error) {
 // openFile opens the file at abs and checks that it is a regular file: a
 // device such as /dev/zero would never end.
 func openFile(fsys fs.FS, abs string) (fs.File, error) {
-	f, err := fsys.Open(strings.TrimPrefix(abs, "/"))
+	f, err := fsys.Open(fsName(abs))
 	if err != nil {
 		return nil, pathError("open", abs, err)
 	}
@@ -162,6 +162,14 @@ func readFile(f fs.File, b []byte, limit int) ([]byte, error) {
 			return b, err
 		}
 	}
+}
+
+// fsName is the fs.FS name of the absolute path abs.
+func fsName(abs string) string {
+	if abs == "/" {
+		return "."
+	}
+	return strings.TrimPrefix(abs, "/")
 }
 
 // pathError reports err about abs instead of the name in fsys.

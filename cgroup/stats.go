@@ -4,8 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"path"
-	"strings"
 	"time"
 )
 
@@ -143,14 +143,6 @@ func ReadStatsDir(fsys fs.FS, dir string) (Stats, error) {
 	return readStats(&fsReader{fsys: fsys}, statDirs{cpu: dir, mem: dir, psi: dir, cpuV: v, memV: v})
 }
 
-// fsName is the fs.FS name of the absolute path abs.
-func fsName(abs string) string {
-	if abs == "/" {
-		return "."
-	}
-	return strings.TrimPrefix(abs, "/")
-}
-
 // statDirs are the directories that Stats reads, and their versions; an
 // empty directory is not read.
 type statDirs struct {
@@ -179,109 +171,97 @@ func statDirsOf(lim *Limits) statDirs {
 	return d
 }
 
+// statReader reads statistics files and keeps their errors.
+type statReader struct {
+	src  fileSource
+	errs error
+}
+
+// read gives dir/name to parse and reports whether it exists and parsed;
+// an error, of the file or of parse, is kept.
+func (r *statReader) read(dir, name string, parse func([]byte) error) bool {
+	data, found, err := r.src.file(dir, name)
+	if err == nil && found {
+		err = withFile(parse(data), dir, name)
+	}
+	if err != nil {
+		r.errs = errors.Join(r.errs, err)
+	}
+	return found && err == nil
+}
+
 // readStats reads the statistics in the directories d from src.
 func readStats(src fileSource, d statDirs) (Stats, error) {
 	var s Stats
-	var errs error
-	// get returns the content of a file, or nil when it does not exist or
-	// fails (then its error is kept).
-	get := func(dir, name string) []byte {
-		data, found, err := src.file(dir, name)
-		if err != nil {
-			errs = errors.Join(errs, err)
-			return nil
-		}
-		if !found {
-			return nil
-		}
-		if data == nil {
-			data = []byte{}
-		}
-		return data
-	}
-	parsed := func(err error, dir, name string) bool {
-		if err != nil {
-			errs = errors.Join(errs, withFile(err, dir, name))
-		}
-		return err == nil
-	}
-	if dir := d.cpu; dir != "" {
-		if data := get(dir, fileCPUStat); data != nil && parsed(parseCPUStat(data, &s), dir, fileCPUStat) {
-			s.CPU.Dir = dir
-		}
-		if s.CPU.Dir != "" && !s.CPU.HasUsage && d.cpuV == V1 {
-			if data := get(dir, fileCPUAcctUsage); data != nil {
-				u, err := parseCPUAcctUsage(data)
-				if parsed(err, dir, fileCPUAcctUsage) {
-					s.CPU.Usage, s.CPU.HasUsage = u, true
-				}
-			}
+	r := &statReader{src: src}
+	if dir := d.cpu; dir != "" && r.read(dir, fileCPUStat, func(b []byte) error { return parseCPUStat(b, &s) }) {
+		s.CPU.Dir = dir
+		if !s.CPU.HasUsage && d.cpuV == V1 {
+			r.read(dir, fileCPUAcctUsage, func(b []byte) (err error) {
+				s.CPU.Usage, err = parseCPUAcctUsage(b)
+				s.CPU.HasUsage = err == nil
+				return err
+			})
 		}
 	}
 	if dir := d.mem; dir != "" {
-		readMemory(&s, d.memV, dir, get, parsed)
+		readMemory(&s, d.memV, dir, r)
 	}
 	if dir := d.psi; dir != "" {
 		into := [3]*Pressure{&s.Pressure.CPU, &s.Pressure.Memory, &s.Pressure.IO}
 		for i, name := range [3]string{fileCPUPressure, fileMemoryPressure, fileIOPressure} {
-			data := get(dir, name)
-			if data == nil {
-				continue
+			parse := func(b []byte) (err error) {
+				*into[i], err = parsePressure(b)
+				return err
 			}
-			p, err := parsePressure(data)
-			if parsed(err, dir, name) {
-				*into[i] = p
+			if r.read(dir, name, parse) {
 				s.Pressure.Dir = dir
 			}
 		}
 	}
-	return s, errs
+	return s, r.errs
 }
 
 // readMemory fills s.Memory from the files of dir.
-func readMemory(s *Stats, v Version, dir string, get func(string, string) []byte, parsed func(error, string, string) bool) {
+func readMemory(s *Stats, v Version, dir string, r *statReader) {
 	m := &s.Memory
-	usage, peak := fileMemoryCurrent, fileMemoryPeak
+	usage, inactiveKey := usageFiles(v)
+	peak := fileMemoryPeak
 	if v == V1 {
-		usage, peak = fileMemoryUsage, fileMemoryMaxUsage
+		peak = fileMemoryMaxUsage
 	}
-	if data := get(dir, usage); data != nil {
-		u, err := parseCount(data, usage)
-		if parsed(err, dir, usage) {
-			m.Dir, m.Usage, m.WorkingSet = dir, u, u
-		}
+	var n int64
+	count := func(name string) bool {
+		return r.read(dir, name, func(b []byte) (err error) {
+			n, err = parseCount(b, name, math.MaxInt64)
+			return err
+		})
 	}
-	if m.Dir != "" {
-		if data := get(dir, fileMemoryStat); data != nil {
-			key := inactiveFileKey(v)
-			inactive, found, err := parseStatValue(data, key)
-			if parsed(err, dir, fileMemoryStat) && found {
-				m.WorkingSet = workingSet(m.Usage, inactive)
+	if count(usage) {
+		m.Dir, m.Usage, m.WorkingSet = dir, n, n
+		r.read(dir, fileMemoryStat, func(b []byte) error {
+			inactive, found, err := statValue(b, inactiveKey, math.MaxInt64)
+			if found {
+				m.WorkingSet = workingSet(m.Usage, int64(inactive))
 			}
-		}
+			return err
+		})
 	}
-	if data := get(dir, peak); data != nil {
-		p, err := parseCount(data, peak)
-		if parsed(err, dir, peak) {
-			m.Peak, m.HasPeak = p, true
-		}
+	if count(peak) {
+		m.Peak, m.HasPeak = n, true
 	}
 	if v == V2 {
-		if data := get(dir, fileMemoryEvents); data != nil && parsed(parseMemoryEvents(data, s), dir, fileMemoryEvents) {
-			m.HasEvents = true
-		}
+		m.HasEvents = r.read(dir, fileMemoryEvents, func(b []byte) error { return parseMemoryEvents(b, s) })
 		return
 	}
-	if data := get(dir, fileMemoryFailcnt); data != nil {
-		n, err := parseCount(data, fileMemoryFailcnt)
-		if parsed(err, dir, fileMemoryFailcnt) {
-			m.Events.Max, m.HasEvents = uint64(n), true
-		}
+	if count(fileMemoryFailcnt) {
+		m.Events.Max, m.HasEvents = uint64(n), true
 	}
-	if data := get(dir, fileOOMControl); data != nil {
-		n, found, err := parseStatValue(data, "oom_kill")
-		if parsed(err, dir, fileOOMControl) && found {
-			m.Events.OOMKill, m.HasEvents = uint64(n), true
+	r.read(dir, fileOOMControl, func(b []byte) error {
+		kills, found, err := statValue(b, "oom_kill", math.MaxInt64)
+		if found {
+			m.Events.OOMKill, m.HasEvents = kills, true
 		}
-	}
+		return err
+	})
 }

@@ -1,6 +1,7 @@
 package cgroup
 
 import (
+	"math"
 	"testing"
 )
 
@@ -79,12 +80,12 @@ func FuzzStatValue(f *testing.F) {
 	}
 	f.Add("52428800\n", "")
 	f.Fuzz(func(t *testing.T, in, key string) {
-		v, found, err := parseStatValue([]byte(in), key)
+		v, found, err := statValue([]byte(in), key, math.MaxInt64)
 		requireParseError(t, err)
-		if v < 0 || (!found && v != 0) || (err != nil && found) {
+		if v > math.MaxInt64 || (!found && v != 0) || (err != nil && found) {
 			t.Fatalf("%q %q: %d %v %v", in, key, v, found, err)
 		}
-		n, err := parseCount([]byte(in), "memory.current")
+		n, err := parseCount([]byte(in), "memory.current", math.MaxInt64)
 		requireParseError(t, err)
 		if n < 0 || (err != nil && n != 0) {
 			t.Fatalf("%q: %d, %v", in, n, err)

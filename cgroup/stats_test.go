@@ -3,6 +3,7 @@ package cgroup
 import (
 	"errors"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -210,13 +211,13 @@ var statValueTests = []struct {
 	{name: "too large", in: "oom_kill 9223372036854775808\n", key: "oom_kill", errLine: 1},
 }
 
-func TestParseStatValue(t *testing.T) {
+func TestStatValue(t *testing.T) {
 	for _, tc := range statValueTests {
 		t.Run(tc.name, func(t *testing.T) {
-			v, found, err := parseStatValue([]byte(tc.in), tc.key)
+			v, found, err := statValue([]byte(tc.in), tc.key, math.MaxInt64)
 			if tc.errLine == 0 {
 				require.NoError(t, err)
-				assert.Equal(t, tc.want, v)
+				assert.Equal(t, uint64(tc.want), v)
 				assert.Equal(t, tc.found, found)
 				return
 			}

@@ -35,20 +35,11 @@ type Headroom struct {
 	Err    error
 }
 
-// Usage files.
-const (
-	fileProcStatus = "status"
-	fileMemStat    = "memory.stat"
-)
-
 var errNoRssAnon = errors.New("no RssAnon line")
 
-// minMargin is the smallest margin of others taken as the process's own.
-const minMargin = 8 << 20
-
 // margin is the amount of others at a level with limit bytes that is taken
-// as the process's own kernel memory and file cache: max(limit/32, 8 MiB).
-func margin(limit int64) int64 { return max(limit/32, minMargin) }
+// as the process's own kernel memory and file cache (see Headroom).
+func margin(limit int64) int64 { return max(limit/32, 8<<20) }
 
 // headroomEval collects the levels of one evaluation.
 type headroomEval struct {
@@ -72,30 +63,24 @@ func (e *headroomEval) level(src fileSource, v Version, dir string, lmax, high i
 	}
 	if !e.ownRead {
 		e.ownRead = true
-		e.own, e.ownOK = e.read(src, "/proc/self", fileProcStatus, parseProcStatusOwn)
+		e.own, e.ownOK = e.read(src, "/proc/self", "status", parseProcStatusOwn)
 	}
 	if !e.ownOK {
 		return
 	}
-	usageFile, inactiveKey := "memory.current", "inactive_file"
-	if v == V1 {
-		usageFile, inactiveKey = "memory.usage_in_bytes", "total_inactive_file"
-	}
+	usageFile, inactiveKey := usageFiles(v)
 	usage, ok := e.read(src, dir, usageFile, parseUsage)
 	if !ok {
 		return
 	}
-	data, found, err := src.file(dir, fileMemStat)
-	if err != nil || !found {
-		e.fail(err)
+	inactive, ok := e.read(src, dir, fileMemoryStat, func(b []byte) (int64, error) {
+		v, _, err := statValue(b, inactiveKey, unlimitedMemory-1)
+		return int64(v), err
+	})
+	if !ok {
 		return
 	}
-	inactive, err := parseMemStatKey(data, inactiveKey)
-	if err != nil {
-		e.fail(withFile(err, dir, fileMemStat))
-		return
-	}
-	ws := max(usage-inactive, 0)
+	ws := workingSet(usage, inactive)
 	others := max(ws-e.own, 0)
 	avail := limit
 	if others > margin(limit) {
@@ -130,32 +115,7 @@ func (e *headroomEval) fail(err error) {
 
 // parseUsage parses memory.current (v2) or memory.usage_in_bytes (v1): bytes.
 func parseUsage(data []byte) (int64, error) {
-	line, err := singleLine(data)
-	if err != nil {
-		return 0, err
-	}
-	v, ok := parseUint(line)
-	if !ok || v >= unlimitedMemory {
-		return 0, invalid(1, "memory usage", line)
-	}
-	return int64(v), nil
-}
-
-// parseMemStatKey returns the value of key in a memory.stat ("key value"
-// lines), 0 when the key is missing.
-func parseMemStatKey(data []byte, key string) (int64, error) {
-	for n := 1; len(data) > 0; n++ {
-		var line []byte
-		line, data = nextLine(data)
-		if k, v := nextField(line); string(k) == key {
-			u, ok := parseUint(v)
-			if !ok || u >= unlimitedMemory {
-				return 0, invalid(n, key, line)
-			}
-			return int64(u), nil
-		}
-	}
-	return 0, nil
+	return parseCount(data, "memory usage", unlimitedMemory-1)
 }
 
 // parseProcStatusOwn returns RssAnon + RssShmem of /proc/self/status, lines

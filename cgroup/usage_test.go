@@ -211,9 +211,9 @@ func FuzzUsage(f *testing.F) {
 			t.Fatalf("usage %d out of range", u)
 		}
 		for _, key := range []string{"inactive_file", "total_inactive_file"} {
-			v, err := parseMemStatKey([]byte(stat), key)
+			v, _, err := statValue([]byte(stat), key, unlimitedMemory-1)
 			requireParseError(t, err)
-			if v < 0 || v >= unlimitedMemory {
+			if v >= unlimitedMemory {
 				t.Fatalf("%s %d out of range", key, v)
 			}
 		}

@@ -75,8 +75,13 @@ type cpuLimit struct {
 	source string // "" when there is none
 }
 
-func (l cpuLimit) LogValue() slog.Value {
-	return slog.GroupValue(slog.Float64("cores", l.cores), slog.String("source", l.source))
+// cpuLimitOf returns the CPU limit of lim, and whether there is one.
+func cpuLimitOf(lim cgroup.Limits) (cpuLimit, bool) {
+	q, ok := lim.CPUQuota()
+	if !ok {
+		return cpuLimit{}, false
+	}
+	return cpuLimit{q, lim.CPU.Source}, true
 }
 
 // Result is a snapshot of what Apply did, or what Plan would do, and of its
@@ -191,12 +196,9 @@ func apply(o *Options, dry bool) *Fit {
 	}
 	ko := knob.Options{Insist: o.Insist, Logger: o.Logger, Refresh: o.Refresh, Context: o.Context, Limits: o.Limits}
 	lim, err := e.Limits(ko)
-	r.CPU = lim.CPU
-	q, has := lim.CPUQuota()
-	if has {
-		f.seen = cpuLimit{q, lim.CPU.Source}
-		r.Limit, r.Source = q, lim.CPU.Source
-	}
+	seen, has := cpuLimitOf(lim)
+	q := seen.cores
+	f.seen, r.CPU, r.Limit, r.Source = seen, lim.CPU, q, seen.source
 	f.rtDef = e.rt.runtimeDefault(lim, f.ncpu)
 	f.rtPrev = f.rtDef
 	f.setOther()
@@ -258,11 +260,7 @@ func (f *Fit) tick(now time.Time, lim cgroup.Limits, err error) bool {
 		return f.f.Step(now, rd)
 	}
 	rt := f.env.rt
-	q, has := lim.CPUQuota()
-	cl := cpuLimit{}
-	if has {
-		cl = cpuLimit{q, lim.CPU.Source}
-	}
+	cl, has := cpuLimitOf(lim)
 	seen, moved := f.f.Moved()
 	moved = moved && rt.updates
 	if moved {
@@ -278,7 +276,7 @@ func (f *Fit) tick(now time.Time, lim cgroup.Limits, err error) bool {
 		f.setOther()
 	}
 	rd.Limit, rd.Has = cl, has
-	rd.Want = f.res.Policy.Procs(q, f.ncpu)
+	rd.Want = f.res.Policy.Procs(cl.cores, f.ncpu)
 	rd.Adopting, rd.Adopt = rt.updates, [2]int{f.rtDef, f.rtPrev}
 	rd.Wait = rt.updates && f.rtDef == rd.Want && now.Sub(f.changedAt) < runtimeGrace
 	rd.Seen, rd.Checked = seen, rt.updates

@@ -166,13 +166,10 @@ func Start[V comparable, D any](k *Knob[V], log *slog.Logger, before, want V, ch
 // called when it stops, and it stops when ctx is done.
 func (f *Fit[V, D]) Follow(ctx context.Context, wake func()) {
 	f.k.mu.Lock()
+	defer f.k.mu.Unlock()
 	f.wake = wake
-	f.k.mu.Unlock()
-	if ctx != nil {
-		rel := context.AfterFunc(ctx, func() { f.stop("stopped: " + context.Cause(ctx).Error()) })
-		f.k.mu.Lock()
-		f.release = rel
-		f.k.mu.Unlock()
+	if ctx != nil { // AfterFunc calls stop in a goroutine of its own
+		f.release = context.AfterFunc(ctx, func() { f.stop("stopped: " + context.Cause(ctx).Error()) })
 	}
 }
 
@@ -252,8 +249,7 @@ func (f *Fit[V, D]) other(cur V, r *Reading[V, D]) string {
 func (f *Fit[V, D]) reassert(r *Reading[V, D]) event {
 	k := f.k
 	cur := k.get()
-	if !f.insist || cur == k.last || r.Checked && cur != r.Seen ||
-		!k.owned && r.Adopting && (cur == r.Adopt[0] || cur == r.Adopt[1]) {
+	if !f.insist || cur == k.last || r.Checked && cur != r.Seen || f.adopts(cur, r) {
 		return event{}
 	}
 	mine, by := k.last, f.other(cur, r)
@@ -271,11 +267,24 @@ func (f *Fit[V, D]) reassert(r *Reading[V, D]) event {
 	if f.kept++; f.kept > 1 {
 		return event{}
 	}
-	args := []any{f.k.txt.Name, mine, "was", cur}
+	return event{level: slog.LevelInfo, msg: "fitgo: " + f.k.txt.Name + " changed by someone else; fitgo puts its value back (insist)",
+		args: f.changeArgs(mine, cur, by)}
+}
+
+// adopts reports whether cur, which fitgo did not set, is the runtime's own
+// update that r accepts. The lock is held.
+func (f *Fit[V, D]) adopts(cur V, r *Reading[V, D]) bool {
+	return !f.k.owned && r.Adopting && (cur == r.Adopt[0] || cur == r.Adopt[1])
+}
+
+// changeArgs are the log arguments of someone else's change of was to cur
+// (by: the likely other library).
+func (f *Fit[V, D]) changeArgs(cur, was V, by string) []any {
+	args := []any{f.k.txt.Name, cur, "was", was}
 	if by != "" {
 		args = append(args, "by", "another library, matching "+by)
 	}
-	return event{level: slog.LevelInfo, msg: "fitgo: " + f.k.txt.Name + " changed by someone else; fitgo puts its value back (insist)", args: args}
+	return args
 }
 
 func (f *Fit[V, D]) step(now time.Time, r *Reading[V, D]) event {
@@ -286,7 +295,7 @@ func (f *Fit[V, D]) step(now time.Time, r *Reading[V, D]) event {
 	}
 	if cur != k.last {
 		switch {
-		case !k.owned && r.Adopting && (cur == r.Adopt[0] || cur == r.Adopt[1]):
+		case f.adopts(cur, r):
 			k.last = cur // the runtime's own update
 		case f.insist:
 			return event{} // raced with the put-back: left to the next reading
@@ -342,11 +351,8 @@ func (f *Fit[V, D]) handOver(from, cur V, by string) event {
 	f.stopLocked("")
 	f.handed, f.from, f.to, f.by = true, from, cur, by
 	k.owned, k.last, k.stack = false, cur, nil
-	args := []any{f.k.txt.Name, cur, "was", from}
-	if by != "" {
-		args = append(args, "by", "another library, matching "+by)
-	}
-	return event{level: slog.LevelInfo, msg: "fitgo: " + f.k.txt.Name + " changed by someone else; fitgo stops managing it", args: args}
+	return event{level: slog.LevelInfo, msg: "fitgo: " + f.k.txt.Name + " changed by someone else; fitgo stops managing it",
+		args: f.changeArgs(cur, from, by)}
 }
 
 // stop stops following for reason.
@@ -428,24 +434,27 @@ type State[V comparable, D any] struct {
 func (f *Fit[V, D]) Why(s State[V, D], format func(V) string) string {
 	txt := &f.k.txt
 	switch {
-	case s.HandedOver && s.By != "":
-		return txt.Value + " was changed from " + format(s.From) + " to " + format(s.To) + " by another library, matching " +
-			s.By + "; no longer managed (to keep fitgo's value: FITGO=insist=on or Options.Insist)"
-	case s.HandedOver:
-		return txt.Value + " was changed from " + format(s.From) + " to " + format(s.To) + " outside fitgo; no longer managed"
 	case s.Following && s.Err != nil:
 		return "the " + txt.Limit + " cannot be read: " + txt.Name + " is not fitted until it can"
-	case s.Following && s.Kept > 0:
-		by := " outside fitgo"
-		if s.By != "" {
-			by = " by another library, matching " + s.By
-		}
-		return txt.Value + " was changed from " + format(s.From) + " to " + format(s.To) + by +
-			"; fitgo put its value back (insist, " + strconv.Itoa(s.Kept) + " times)"
-	case !s.Following:
+	case !s.HandedOver && !s.Following:
 		return s.Reason
+	case !s.HandedOver && s.Kept == 0:
+		return ""
 	}
-	return ""
+	// Someone else changed the value: fitgo handed it over or put it back.
+	why := txt.Value + " was changed from " + format(s.From) + " to " + format(s.To)
+	if s.By != "" {
+		why += " by another library, matching " + s.By
+	} else {
+		why += " outside fitgo"
+	}
+	switch {
+	case !s.HandedOver:
+		return why + "; fitgo put its value back (insist, " + strconv.Itoa(s.Kept) + " times)"
+	case s.By != "":
+		return why + "; no longer managed (to keep fitgo's value: FITGO=insist=on or Options.Insist)"
+	}
+	return why + "; no longer managed"
 }
 
 // Join makes a following Fit a member of the Loop that ctx carries (see

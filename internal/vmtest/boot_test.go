@@ -9,7 +9,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -110,10 +109,8 @@ func buildInitramfs(busybox string) (string, error) {
 		if !inModule {
 			dir, pkg = ".", dir
 		}
-		cmd := exec.Command("go", "build", "-C", dir, "-trimpath", "-ldflags=-s -w", "-o", out, pkg)
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
-		if b, err := cmd.CombinedOutput(); err != nil {
-			return "", fmt.Errorf("go build %s: %v\n%s", pkg, err, b)
+		if err := BuildStatic(dir, out, pkg); err != nil {
+			return "", err
 		}
 		progs[name] = out
 	}

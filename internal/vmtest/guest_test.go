@@ -2,7 +2,6 @@ package vmtest
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -33,10 +32,7 @@ func TestLookupHostFound(t *testing.T) {
 	// Any static x86-64 program stands in for qemu and busybox: a Go binary
 	// built without cgo is one.
 	prog := filepath.Join(dir, "prog")
-	cmd := exec.Command("go", "build", "-o", prog, "./probe/plain")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	require.NoError(t, BuildStatic("", prog, "./probe/plain"))
 
 	t.Setenv("FITGO_VMTEST_CACHE", "")
 	t.Setenv("FITGO_VMTEST_KERNEL", "")

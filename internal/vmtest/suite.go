@@ -3,7 +3,9 @@ package vmtest
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -69,4 +71,18 @@ func RunSuite(t *testing.T, h Host, name, script string, progs map[string]string
 	require.True(t, c.Done, "the guest did not finish:\n%s", console)
 	require.Empty(t, c.Errors, console)
 	return console
+}
+
+// BuildStatic builds pkgs of the module in dir ("" or "." for the current
+// directory) into out as static linux/amd64 programs that a guest runs: out
+// is the file of one package, or a directory ending in a separator for
+// several.
+func BuildStatic(dir, out string, pkgs ...string) error {
+	cmd := exec.Command("go", append([]string{"build", "-trimpath", "-ldflags=-s -w", "-o", out}, pkgs...)...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build %s: %v\n%s", strings.Join(pkgs, " "), err, b)
+	}
+	return nil
 }

@@ -2,8 +2,6 @@ package coexist
 
 import (
 	"encoding/json"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -95,10 +93,7 @@ func TestCoexistV2(t *testing.T) {
 	host := vmtest.Require(t)
 	bin := t.TempDir()
 	prog := filepath.Join(bin, "prog")
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", prog, "./prog")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
-	b, err := cmd.CombinedOutput()
-	require.NoError(t, err, "%s", b)
+	require.NoError(t, vmtest.BuildStatic("", prog, "./prog"))
 	console := vmtest.RunSuite(t, host, "coexist", vmScript, map[string]string{"prog": prog}, 4, 1024)
 
 	states, stderr := map[string]testprog.State{}, map[string]string{}

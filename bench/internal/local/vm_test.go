@@ -3,7 +3,6 @@ package local
 import (
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -50,15 +49,8 @@ func TestVMCgroupV2(t *testing.T) {
 	require.NoError(t, err)
 
 	bin := t.TempDir()
-	build := func(out string, pkgs ...string) {
-		cmd := exec.Command("go", append([]string{"build", "-trimpath", "-ldflags=-s -w", "-o", out}, pkgs...)...)
-		cmd.Dir = mod
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
-		b, err := cmd.CombinedOutput()
-		require.NoError(t, err, "%s", b)
-	}
-	build(filepath.Join(bin, "bench"), ".")
-	build(bin+string(os.PathSeparator), "./cmd/untuned", "./cmd/fitgo", "./cmd/runtime", "./cmd/sidecar")
+	require.NoError(t, vmtest.BuildStatic(mod, filepath.Join(bin, "bench"), "."))
+	require.NoError(t, vmtest.BuildStatic(mod, bin+string(os.PathSeparator), "./cmd/untuned", "./cmd/fitgo", "./cmd/runtime", "./cmd/sidecar"))
 	const cpus = 4
 	console := vmtest.RunSuite(t, host, "bench", vmScript, map[string]string{
 		"bench":   filepath.Join(bin, "bench"),
