@@ -41,7 +41,8 @@ func TestSharedAndLeakSettings(t *testing.T) {
 
 	o, err = parseFlags([]string{"-scenario", "leak"}, io.Discard)
 	require.NoError(t, err)
-	assert.Equal(t, []string{"untuned", "runtime", "env", "automaxprocs+automemlimit", "fitgo"}, names(o.Variants))
+	assert.Equal(t, []string{"untuned", "runtime", "env", "automaxprocs+automemlimit", "fitgo", "fitgo-noguard"}, names(o.Variants))
+	assert.Equal(t, []string{"FITGO=leakguard=off"}, o.Variants[5].Env)
 	assert.False(t, o.DurationSet)
 	sets, err = o.settings()
 	require.NoError(t, err)
@@ -51,7 +52,7 @@ func TestSharedAndLeakSettings(t *testing.T) {
 	o, err = parseFlags([]string{"-scenario", "leak,shared", "-duration", "30s", "-grow-mib", "8", "-memory", "1Gi"}, io.Discard)
 	require.NoError(t, err)
 	assert.True(t, o.DurationSet)
-	assert.Equal(t, []string{"untuned", "runtime", "env", "automaxprocs+automemlimit", "fitgo", "oracle-headroom"}, names(o.Variants), "the union")
+	assert.Equal(t, []string{"untuned", "runtime", "env", "automaxprocs+automemlimit", "fitgo", "fitgo-noguard", "oracle-headroom"}, names(o.Variants), "the union")
 	sets, err = o.settings()
 	require.NoError(t, err)
 	require.Len(t, sets, 3)
