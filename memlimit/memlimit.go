@@ -375,16 +375,13 @@ func (f *Fit) tick(now time.Time, lim cgroup.Limits, err error) bool {
 	}
 	if rd.Err == nil {
 		l, has := f.effective(lim)
-		floor, gc := f.readRuntime(l.others > 0, f.guard.on && has)
+		floor, gc := f.readRuntime(l.others > 0, f.guard.on)
 		want := f.softLimit(&l, floor)
 		if l.others > 0 && want > f.last && f.last > 0 && want-f.last < f.last/raiseStep {
 			want = f.last // hysteresis: raise only by a step worth taking
 		}
 		f.last = want
 		if f.guard.on {
-			if !has {
-				want = 0
-			}
 			want, gev = f.guard.step(want, l.bytes, gc, &l)
 		}
 		rd.Limit, rd.Want = l, want
