@@ -107,7 +107,8 @@ func start(d deps) (rep Report) {
 	}
 	if cfg.MemLimit {
 		rep.MemLimit, _ = d.memlimit(memlimit.Options{KeepExisting: !cfg.InsistMemLimit, Insist: cfg.InsistMemLimit,
-			Logger: logger, Refresh: every, Context: ctx, Limits: shared, NoHeadroom: cfg.NoHeadroom})
+			Logger: logger, Refresh: every, Context: ctx, Limits: shared, NoHeadroom: cfg.NoHeadroom,
+			NoLeakGuard: cfg.NoLeakGuard})
 		ml = rep.MemLimit.Status()
 	}
 	logStart(d.log(), rep, mp, ml)

@@ -20,6 +20,12 @@
 // never clears a limit the program set. The runtime's value with no limit
 // is math.MaxInt64.
 //
+// The refresh also guards against a leak: when GOMEMLIMIT sets the heap goal
+// and the GC takes more than a fifth of the CPU for 30 readings in a row, it
+// steps GOMEMLIMIT up toward the limit, so that the process is OOM-killed
+// and restarted instead of browning out (Result.LeakGuard; off with
+// Options.NoLeakGuard).
+//
 // A refresh owns the memory limit only while it has the value fitgo set:
 // when someone else changes it, fitgo stops managing it and Status says so,
 // naming automemlimit where the new value is its rule's; with

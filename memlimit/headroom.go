@@ -40,8 +40,13 @@ func (f *Fit) floor(samples []metrics.Sample) int64 {
 		samples[i].Name = floorMetrics[i]
 	}
 	metrics.Read(samples)
+	return floorOf(samples)
+}
+
+// floorOf is the floor from samples of floorMetrics (or runtimeMetrics).
+func floorOf(samples []metrics.Sample) int64 {
 	var v [len(floorMetrics)]uint64
-	for i := range samples {
+	for i := range v {
 		if samples[i].Value.Kind() == metrics.KindUint64 {
 			v[i] = samples[i].Value.Uint64()
 		}

@@ -62,6 +62,11 @@ type Options struct {
 	// downward API's resourceFieldRef limits.memory with divisor "1" writes
 	// them), if set. It is fixed for the life of the Apply.
 	UpperLimit int64
+	// NoLeakGuard turns off the leak guard of the refresh, which steps
+	// GOMEMLIMIT up toward the memory limit when the GC is pinned at it (a
+	// leak; see LeakGuard and the README). The blank import sets it for
+	// FITGO=leakguard=off.
+	NoLeakGuard bool
 
 	env *env // nil: the process
 }
@@ -69,8 +74,9 @@ type Options struct {
 // env is the world Apply works in: the process, or a fake in tests.
 type env struct {
 	knob.Env[int64]
-	fsys  fs.FS        // for /proc/meminfo
-	floor func() int64 // nil: the floor from runtime/metrics
+	fsys  fs.FS            // for /proc/meminfo
+	floor func() int64     // nil: the floor from runtime/metrics
+	gc    func() gcReading // nil: the leak guard's reading from runtime/metrics
 
 	cgroups fs.FS // for the memory events; nil: the real root
 }
@@ -96,14 +102,18 @@ type memLimit struct {
 	others, level int64
 	plain         int64 // the limit without the headroom
 	floor         int64 // the floor that raised the value, else 0
+	guard         LeakGuard
 }
 
 func (l memLimit) LogValue() slog.Value {
-	if l.others == 0 {
-		return slog.GroupValue(slog.Int64("bytes", l.bytes), slog.String("source", l.source), slog.String("from", l.from))
+	attrs := []slog.Attr{slog.Int64("bytes", l.bytes), slog.String("source", l.source), slog.String("from", l.from)}
+	if l.others != 0 {
+		attrs = append(attrs, slog.Int64("level_limit", l.level), slog.Int64("others", l.others))
 	}
-	return slog.GroupValue(slog.Int64("bytes", l.bytes), slog.String("source", l.source), slog.String("from", l.from),
-		slog.Int64("level_limit", l.level), slog.Int64("others", l.others))
+	if l.guard.Steps > 0 {
+		attrs = append(attrs, slog.Int("leak_guard_steps", l.guard.Steps))
+	}
+	return slog.GroupValue(attrs...)
 }
 
 // Result is a snapshot of what Apply did, or what Plan would do, and of its
@@ -129,6 +139,9 @@ type Result struct {
 	// Floor is the floor that raised the value above the policy's result
 	// for Limit, because the others left too little (see the README), else 0.
 	Floor int64
+	// LeakGuard says, from Fit.Status, whether and why the leak guard
+	// raised the value above the policy's toward Limit.
+	LeakGuard LeakGuard
 	// Events are the memory events counted at Source, read by Status and
 	// Plan (not by Apply or the refresh) from that cgroup directory of the
 	// real root, also when Options.Limits were read elsewhere: on v2
@@ -183,6 +196,7 @@ type Fit struct {
 	last    int64
 	warned  bool
 	samples []metrics.Sample
+	guard   guard
 
 	// automemlimit's value for the hard limit hard, used by the refresh's
 	// goroutine only.
@@ -258,6 +272,7 @@ func apply(o *Options, dry bool) *Fit {
 	}
 	p := o.Policy.resolved()
 	f := &Fit{env: e, res: Result{Policy: p, Env: e.Getenv("GOMEMLIMIT")}, headroom: !o.NoHeadroom, log: o.Logger}
+	f.guard.on = guardByDefault && !o.NoLeakGuard
 	r := &f.res
 	r.Before = e.Knob.Current()
 	r.After = r.Before
@@ -367,25 +382,23 @@ func memoryErr(lim cgroup.Limits, err error) error {
 // tick fits the memory limit to a reading of the refresh loop.
 func (f *Fit) tick(now time.Time, lim cgroup.Limits, err error) bool {
 	var rd knob.Reading[int64, memLimit]
+	gev := guardNone
 	if rd.Err = memoryErr(lim, err); rd.Err == nil && errors.Is(err, cgroup.ErrNoCgroup) && f.memTotal == 0 && f.upper.bytes == 0 {
 		rd.Err = err
 	}
 	if rd.Err == nil {
 		l, has := f.effective(lim)
-		floor := int64(0)
-		if l.others > 0 {
-			if f.samples == nil {
-				f.samples = make([]metrics.Sample, len(floorMetrics))
-			}
-			floor = f.floor(f.samples)
-		}
+		floor, gc := f.readRuntime(l.others > 0, f.guard.on)
 		want := f.softLimit(&l, floor)
 		if l.others > 0 && want > f.last && f.last > 0 && want-f.last < f.last/raiseStep {
 			want = f.last // hysteresis: raise only by a step worth taking
 		}
+		f.last = want
+		if f.guard.on {
+			want, gev = f.guard.step(want, l.bytes, gc, &l)
+		}
 		rd.Limit, rd.Want = l, want
 		rd.Has = has && rd.Want != 0
-		f.last = want
 		if l.floor > 0 && !f.warned && f.log != nil {
 			f.warned = true
 			f.log.Warn("fitgo: the other processes leave too little memory; GOMEMLIMIT held at the floor",
@@ -402,7 +415,11 @@ func (f *Fit) tick(now time.Time, lim cgroup.Limits, err error) bool {
 			rd.Other, rd.OtherWhy = f.other, f.otherWhy
 		}
 	}
-	return f.f.Step(now, rd)
+	keep := f.f.Step(now, rd)
+	if keep && gev != guardNone {
+		f.logGuard(gev, rd.Want, rd.Limit)
+	}
+	return keep
 }
 
 // automemlimitRatio is the ratio automemlimit's Set applies to the hard
@@ -429,6 +446,7 @@ func (f *Fit) Status() Result {
 	r := f.res
 	if l, ok := f.f.Fill(f.env.Knob, r.out(), formatBytes); ok {
 		r.Limit, r.Source, r.From, r.Others, r.LevelLimit, r.Floor = l.bytes, l.source, l.from, l.others, l.level, l.floor
+		r.LeakGuard = l.guard
 	}
 	f.readEvents(&r)
 	return r
@@ -458,6 +476,9 @@ func (r Result) String() string {
 	if r.Floor > 0 {
 		lim += " (held at the floor " + formatBytes(r.Floor) + ")"
 	}
+	if g := r.LeakGuard.String(); g != "" {
+		lim += "; " + g
+	}
 	if ev := r.eventsText(); ev != "" {
 		lim += "; " + ev
 	}
@@ -475,6 +496,9 @@ func (r Result) LogValue() slog.Value {
 	}
 	if r.Floor > 0 {
 		lim = append(lim, slog.Int64("floor", r.Floor))
+	}
+	if r.LeakGuard.Steps > 0 {
+		lim = append(lim, slog.Any("leak_guard", r.LeakGuard))
 	}
 	if ev := r.eventCounts(); len(ev) > 0 {
 		lim = append(lim, slog.Attr{Key: "memory_events", Value: slog.GroupValue(ev...)})

@@ -233,6 +233,10 @@ func TestFITGO(t *testing.T) {
 		{"headroom=off", Fitgo{MaxProcs: true, MemLimit: true, Refresh: true, NoHeadroom: true}, ""},
 		{"headroom=off,headroom=on", def, ""},
 		{"headroom=no", def, `"headroom=no": want on or off`},
+		{"leakguard=off", Fitgo{MaxProcs: true, MemLimit: true, Refresh: true, NoLeakGuard: true}, ""},
+		{"leakguard=off,leakguard=on", def, ""},
+		{"leakguard=no", def, `"leakguard=no": want on or off`},
+		{"headroom=off,leakguard=off", Fitgo{MaxProcs: true, MemLimit: true, Refresh: true, NoHeadroom: true, NoLeakGuard: true}, ""},
 		{"refresh=0s", def, `"refresh=0s"`},
 		{"refresh=-1s", def, `"refresh=-1s"`},
 		{"refresh=soon", def, `"refresh=soon"`},
@@ -406,7 +410,7 @@ func FuzzGODEBUG(f *testing.F) {
 }
 
 func FuzzFITGO(f *testing.F) {
-	for _, s := range []string{"", "off", "maxprocs=off", "memlimit=off,refresh=250ms", "refresh=off", "x", "refresh=-1s", " off , maxprocs=on ", "rounding=nearest", "rounding=ceil,rounding=x", "insist=on", "insist=memlimit,insist=x", "headroom=off", "headroom=on,headroom=x"} {
+	for _, s := range []string{"", "off", "maxprocs=off", "memlimit=off,refresh=250ms", "refresh=off", "x", "refresh=-1s", " off , maxprocs=on ", "rounding=nearest", "rounding=ceil,rounding=x", "insist=on", "insist=memlimit,insist=x", "headroom=off", "headroom=on,headroom=x", "leakguard=off", "leakguard=on,leakguard=x"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -425,6 +429,9 @@ func FuzzFITGO(f *testing.F) {
 		}
 		if got.NoHeadroom && !strings.Contains(s, "headroom") {
 			t.Fatalf("FITGO(%q) = %+v: headroom off without a headroom field", s, got)
+		}
+		if got.NoLeakGuard && !strings.Contains(s, "leakguard") {
+			t.Fatalf("FITGO(%q) = %+v: leak guard off without a leakguard field", s, got)
 		}
 		if err != nil && len(err.Error()) > maxErrText {
 			t.Fatalf("FITGO(%q): error of %d bytes", s, len(err.Error()))

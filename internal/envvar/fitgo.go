@@ -20,6 +20,9 @@ type Fitgo struct {
 	// NoHeadroom fits GOMEMLIMIT to the whole memory limit, ignoring what
 	// other processes under it hold (headroom=off).
 	NoHeadroom bool
+	// NoLeakGuard turns off the leak guard, which raises GOMEMLIMIT toward
+	// the memory limit when the GC is pinned by it (leakguard=off).
+	NoLeakGuard bool
 }
 
 // FITGO parses the value of FITGO: comma-separated fields, like GODEBUG.
@@ -34,6 +37,8 @@ type Fitgo struct {
 //	                    later changes by other code; off (the default): hand over
 //	headroom=off|on     fit GOMEMLIMIT to the whole memory limit, or to what the other
 //	                    processes under it leave (default on)
+//	leakguard=off|on    leave GOMEMLIMIT where the policy puts it even when it pins the GC,
+//	                    or step it up toward the memory limit then (default on)
 //
 // Spaces around fields are ignored, later fields override earlier ones, and
 // empty fields are skipped. A field that cannot be understood is skipped and
@@ -65,11 +70,13 @@ func FITGO(s string) (f Fitgo, err error) {
 			} else {
 				f.InsistMaxProcs, f.InsistMemLimit = on || value == "maxprocs", on || value == "memlimit"
 			}
-		case key == "headroom":
+		case key == "headroom" || key == "leakguard":
 			if value != "on" && value != "off" {
 				bad = "want on or off"
-			} else {
+			} else if key == "headroom" {
 				f.NoHeadroom = !on
+			} else {
+				f.NoLeakGuard = !on
 			}
 		case key != "maxprocs" && key != "memlimit" && key != "refresh":
 			unknown = key
@@ -93,7 +100,7 @@ func FITGO(s string) (f Fitgo, err error) {
 		}
 		switch {
 		case unknown != "": // the key says it all: quote it alone, keeping the error short
-			errs = append(errs, fmt.Errorf("FITGO: unknown setting %q (want maxprocs, memlimit, refresh, rounding, insist or headroom)", short(unknown)))
+			errs = append(errs, fmt.Errorf("FITGO: unknown setting %q (want maxprocs, memlimit, refresh, rounding, insist, headroom or leakguard)", short(unknown)))
 		case bad != "":
 			errs = append(errs, fmt.Errorf("FITGO: %q: %s", short(field), bad))
 		}

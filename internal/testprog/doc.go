@@ -3,5 +3,6 @@
 // like an application; blankgo125 does the same with the Go 1.25+ runtime's
 // own container support switched on; blankpreset with a library that sets
 // the memory limit in an init that runs before fitgo's; sidecar holds
-// memory resident as another process under the same limit.
+// memory resident as another process under the same limit; blankleak
+// blank-imports fitgo and leaks until the kernel kills it.
 package testprog

@@ -41,7 +41,8 @@ func TestSharedAndLeakSettings(t *testing.T) {
 
 	o, err = parseFlags([]string{"-scenario", "leak"}, io.Discard)
 	require.NoError(t, err)
-	assert.Equal(t, []string{"untuned", "runtime", "env", "automaxprocs+automemlimit", "fitgo"}, names(o.Variants))
+	assert.Equal(t, []string{"untuned", "runtime", "env", "automaxprocs+automemlimit", "fitgo", "fitgo-noguard"}, names(o.Variants))
+	assert.Equal(t, []string{"FITGO=leakguard=off"}, o.Variants[5].Env)
 	assert.False(t, o.DurationSet)
 	sets, err = o.settings()
 	require.NoError(t, err)
@@ -51,7 +52,7 @@ func TestSharedAndLeakSettings(t *testing.T) {
 	o, err = parseFlags([]string{"-scenario", "leak,shared", "-duration", "30s", "-grow-mib", "8", "-memory", "1Gi"}, io.Discard)
 	require.NoError(t, err)
 	assert.True(t, o.DurationSet)
-	assert.Equal(t, []string{"untuned", "runtime", "env", "automaxprocs+automemlimit", "fitgo", "oracle-headroom"}, names(o.Variants), "the union")
+	assert.Equal(t, []string{"untuned", "runtime", "env", "automaxprocs+automemlimit", "fitgo", "fitgo-noguard", "oracle-headroom"}, names(o.Variants), "the union")
 	sets, err = o.settings()
 	require.NoError(t, err)
 	require.Len(t, sets, 3)
@@ -222,6 +223,7 @@ func TestLeakTracker(t *testing.T) {
 		}
 		return pr
 	}
+	limit := func(pr results.Progress, mib int64) results.Progress { pr.GOMEMLIMIT = mib << 20; return pr }
 	for _, tc := range []struct {
 		name  string
 		lines []results.Progress
@@ -242,6 +244,16 @@ func TestLeakTracker(t *testing.T) {
 			end: 6400,
 			want: &results.LeakWindow{ReachedMS: 2000, EndMS: 6400, BrownoutMS: 3000,
 				Window: &results.Window{StartMS: 2000, Requests: 6000}},
+		},
+		{
+			name: "bound, then GOMEMLIMIT raised",
+			lines: []results.Progress{
+				limit(p(1000, 0.1, 2, false), 460), limit(p(2000, 0.2, 4, true), 460),
+				limit(p(3000, 0.4, 6, true), 473), limit(p(4000, 0.6, 8, true), 486),
+			},
+			end: 4500,
+			want: &results.LeakWindow{ReachedMS: 2000, EndMS: 4500, RaisedMS: 3000,
+				Window: &results.Window{StartMS: 2000, Requests: 4000}},
 		},
 		{
 			name:  "bound in the last line of a run killed at once",

@@ -232,6 +232,10 @@ type leakTracker struct {
 	// (they are updated at the end of each GC cycle), from the window on.
 	mark     *results.Progress
 	brownout float64
+	// first is the first line's GOMEMLIMIT; raisedMS the age at the first
+	// line with a higher one.
+	first    int64
+	raisedMS float64
 }
 
 // BrownoutGCFraction is the GC CPU fraction above which an interval counts as
@@ -239,6 +243,12 @@ type leakTracker struct {
 const BrownoutGCFraction = 0.5
 
 func (t *leakTracker) add(p results.Progress) {
+	switch {
+	case t.first == 0:
+		t.first = p.GOMEMLIMIT
+	case t.raisedMS == 0 && p.GOMEMLIMIT > t.first:
+		t.raisedMS = p.ElapsedMS
+	}
 	if p.Window == nil {
 		return
 	}
@@ -263,7 +273,7 @@ func (t *leakTracker) result(endMS float64) *results.LeakWindow {
 	if t.reachedMS == 0 {
 		return nil
 	}
-	return &results.LeakWindow{ReachedMS: t.reachedMS, EndMS: max(endMS, t.reachedMS), Window: t.window, BrownoutMS: t.brownout}
+	return &results.LeakWindow{ReachedMS: t.reachedMS, EndMS: max(endMS, t.reachedMS), Window: t.window, BrownoutMS: t.brownout, RaisedMS: t.raisedMS}
 }
 
 // othersLoad estimates the load of other processes during run: the host's

@@ -26,6 +26,12 @@ var leakColumns = []column{
 		}
 		return withRange(s, "reached_s", s.ReachedSeconds, seconds)
 	}},
+	{"GOMEMLIMIT raised at", func(s results.Summary, _ *results.Summary) string {
+		if math.IsNaN(float64(s.RaisedSeconds)) {
+			return "never"
+		}
+		return withRange(s, "raised_s", s.RaisedSeconds, seconds)
+	}},
 	{"then lasted", func(s results.Summary, _ *results.Summary) string {
 		return withRange(s, "window_s", s.WindowSeconds, seconds)
 	}},

@@ -480,7 +480,7 @@ Throttled periods are nr_throttled / nr_periods of the quota cgroup's cpu.stat o
 A load is the request work as a fraction of the CPU quota (0.7: requests take 0.7 × quota CPU-seconds per second); without one, each request does the fixed work of the workload line.
 CPU s is the process's user+system CPU time, setup included.
 Memory events are the counters of the cgroup that carries the memory limit, summed over the runs (v1: memory.failcnt and memory.memsw.failcnt, and oom_kill and under_oom of memory.oom_control, where oom_kill counts only kills in that very cgroup; v2: memory.events).
-In the leak scenario, "GOMEMLIMIT bound at" is the process's age when GOMEMLIMIT first set the heap goal (below GOGC's), "then lasted" the time from there to the kill or the end of the run; GC CPU, p99 and requests "in the window" cover that time up to the last progress line (at most 1 s before the end); "brown-out" is the time in it with the GC above half of the CPU.
+In the leak scenario, "GOMEMLIMIT bound at" is the process's age when GOMEMLIMIT first set the heap goal (below GOGC's), "GOMEMLIMIT raised at" when it first rose above its value at the start (fitgo's leak guard), "then lasted" the time from there to the kill or the end of the run; GC CPU, p99 and requests "in the window" cover that time up to the last progress line (at most 1 s before the end); "brown-out" is the time in it with the GC above half of the CPU.
 CPU and memory pressure, where the kernel has pressure stall information for the cgroup (cgroup v2), are the share of the window in which some task waited for the CPU or for memory (the some totals of ` + "`cpu.pressure`" + ` and ` + "`memory.pressure`" + `).`
 
 // BenchText writes the runs in the Go benchmark format, one line per run, named

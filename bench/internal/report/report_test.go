@@ -258,7 +258,7 @@ func TestSharedAndLeakTables(t *testing.T) {
 			MemoryEvents: map[string]uint64{"failcnt": 3, "oom_kill": 0}},
 		{Scenario: "leak", Variant: "fitgo", MemoryBytes: 512 << 20, OOMKills: 1,
 			LastProgress: &results.Progress{GOMEMLIMIT: 460 << 20, Requests: 64000},
-			Leak: &results.LeakWindow{ReachedMS: 1500, EndMS: 66500, BrownoutMS: 12000,
+			Leak: &results.LeakWindow{ReachedMS: 1500, EndMS: 66500, BrownoutMS: 12000, RaisedMS: 31500,
 				Window: &results.Window{StartMS: 1500, Requests: 63000, LatencyP99MS: 42, GCCPUFraction: 0.61}},
 			MemoryEvents: map[string]uint64{"oom_kill": 1}},
 		{Scenario: "leak", Variant: "untuned", MemoryBytes: 512 << 20, OOMKills: 1},
@@ -266,14 +266,14 @@ func TestSharedAndLeakTables(t *testing.T) {
 	var b bytes.Buffer
 	require.NoError(t, Table(&b, results.Summarize(runs)))
 	out := b.String()
-	assert.Regexp(t, `(?m)^variant\s+GOMEMLIMIT\s+GOMEMLIMIT bound at\s+then lasted\s+ended by\s+GC CPU in window\s+brown-out\s+p99 ms in window\s+requests in window\s+requests done\s+OOM kills\s+memory events$`, out)
-	assert.Regexp(t, `(?m)^fitgo\s+460 MiB\s+1\.5 s\s+65\.0 s\s+OOM kill\s+61\.0%\s+12\.0 s\s+42\.0\s+63000\s+64000\s+1/1\s+oom_kill 1$`, out)
-	assert.Regexp(t, `(?m)^untuned\s+–\s+never\s+–\s+OOM kill\s+–\s+–\s+–\s+–\s+0\s+1/1\s+–$`, out)
+	assert.Regexp(t, `(?m)^variant\s+GOMEMLIMIT\s+GOMEMLIMIT bound at\s+GOMEMLIMIT raised at\s+then lasted\s+ended by\s+GC CPU in window\s+brown-out\s+p99 ms in window\s+requests in window\s+requests done\s+OOM kills\s+memory events$`, out)
+	assert.Regexp(t, `(?m)^fitgo\s+460 MiB\s+1\.5 s\s+31\.5 s\s+65\.0 s\s+OOM kill\s+61\.0%\s+12\.0 s\s+42\.0\s+63000\s+64000\s+1/1\s+oom_kill 1$`, out)
+	assert.Regexp(t, `(?m)^untuned\s+–\s+never\s+never\s+–\s+OOM kill\s+–\s+–\s+–\s+–\s+0\s+1/1\s+–$`, out)
 	assert.Regexp(t, `(?m)^fitgo\s+–\s+460 MiB\s.*\s800\s+–\s+1/1\s+failcnt 3, oom_kill 0$`, out, "the shared table: the common columns and the memory events")
 
 	var md bytes.Buffer
 	require.NoError(t, Markdown(&md, Meta{Runner: "local"}, results.Summarize(runs)))
-	assert.Contains(t, md.String(), "| variant | GOMEMLIMIT | GOMEMLIMIT bound at | then lasted |")
+	assert.Contains(t, md.String(), "| variant | GOMEMLIMIT | GOMEMLIMIT bound at | GOMEMLIMIT raised at | then lasted |")
 	assert.Contains(t, md.String(), "| memory events |")
 
 	var bt bytes.Buffer

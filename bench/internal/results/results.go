@@ -343,6 +343,9 @@ type LeakWindow struct {
 	// BrownoutMS is the time in the window spent in reporting intervals
 	// where the GC took more than half of the CPU.
 	BrownoutMS float64 `json:"brownout_ms"`
+	// RaisedMS is the process's age at the first progress line whose
+	// GOMEMLIMIT is above the first line's (a leak guard raised it); 0: none.
+	RaisedMS float64 `json:"raised_ms,omitempty"`
 }
 
 // Killed reports whether the run ended by an OOM kill.

@@ -77,6 +77,9 @@ type Summary struct {
 	WindowLatencyP99MS  Float `json:"window_latency_p99_ms"`
 	WindowRequests      Float `json:"window_requests"`
 	BrownoutSeconds     Float `json:"brownout_s"`
+	// RaisedSeconds is when GOMEMLIMIT first rose (LeakWindow.RaisedMS),
+	// over the runs where it did.
+	RaisedSeconds Float `json:"raised_s"`
 	// FailedRuns counts runs that ended without a result for another reason.
 	FailedRuns int `json:"failed_runs"`
 	// MaxHostLoad is the highest host load average at the end of a run;
@@ -241,6 +244,12 @@ var metrics = []metric{
 	{"window_latency_p99_ms", fromWindow(func(w *Window) float64 { return float64(w.LatencyP99MS) }), func(s *Summary, v Float) { s.WindowLatencyP99MS = v }},
 	{"window_requests", fromWindow(func(w *Window) float64 { return float64(w.Requests) }), func(s *Summary, v Float) { s.WindowRequests = v }},
 	{"brownout_s", fromLeak(func(l *LeakWindow) float64 { return l.BrownoutMS / 1000 }), func(s *Summary, v Float) { s.BrownoutSeconds = v }},
+	{"raised_s", fromLeak(func(l *LeakWindow) float64 {
+		if l.RaisedMS <= 0 {
+			return math.NaN()
+		}
+		return l.RaisedMS / 1000
+	}), func(s *Summary, v Float) { s.RaisedSeconds = v }},
 	{"cpu_seconds", func(r Run) float64 {
 		if r.CPUSeconds <= 0 {
 			return math.NaN()

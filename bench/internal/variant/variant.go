@@ -62,9 +62,14 @@ var Memory = []Variant{All[0], All[1], All[2], All[3], All[4]}
 // Shared is the shared scenario's default variants: Memory and the oracle.
 var Shared = append(slices.Clone(Memory), Oracle)
 
-// Leak is the leak scenario's default variants. A variant for a leak guard
-// is one more line here.
-var Leak = slices.Clone(Memory)
+// NoGuard is fitgo's blank import with its leak guard off: the leak
+// scenario's fitgo without the guard.
+var NoGuard = Variant{Name: "fitgo-noguard", Cmd: "cmd/fitgo", Env: []string{"FITGO=leakguard=off"},
+	Doc: "fitgo blank-imported with FITGO=leakguard=off: GOMEMLIMIT stays at the policy's value while the GC is pinned at it"}
+
+// Leak is the leak scenario's default variants: Memory, and fitgo without
+// its leak guard.
+var Leak = append(slices.Clone(Memory), NoGuard)
 
 // Rules are fitgo's blank import with each of its rounding rules
 // (FITGO=rounding=...); All has the one that is not the default.
@@ -116,7 +121,7 @@ func Sweep(ncpu int) []Variant {
 // Names returns the names of All and of the other rules.
 func Names() []string {
 	var out []string
-	for _, v := range append(append(slices.Clone(All), Rules...), Oracle) {
+	for _, v := range append(append(slices.Clone(All), Rules...), Oracle, NoGuard) {
 		if !slices.Contains(out, v.Name) {
 			out = append(out, v.Name)
 		}
@@ -127,7 +132,7 @@ func Names() []string {
 // Lookup returns the variant called name: one of All or Rules, or
 // GOMAXPROCS=n for n ≥ 1.
 func Lookup(name string) (Variant, bool) {
-	for _, v := range append(append(slices.Clone(All), Rules...), Oracle) {
+	for _, v := range append(append(slices.Clone(All), Rules...), Oracle, NoGuard) {
 		if v.Name == name {
 			return v, true
 		}

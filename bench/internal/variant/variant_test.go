@@ -38,6 +38,13 @@ func TestParse(t *testing.T) {
 		require.ErrorContains(t, err, "unknown variant", bad)
 	}
 
+	vs, err = Parse("fitgo,fitgo-noguard", 2)
+	require.NoError(t, err)
+	require.Len(t, vs, 2)
+	assert.Equal(t, []string{"FITGO=leakguard=off"}, vs[1].Env)
+	assert.Equal(t, "fitgo", vs[1].Binary())
+	assert.Contains(t, Names(), "fitgo-noguard")
+
 	vs, err = Parse("static", 3)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"GOMAXPROCS=1", "GOMAXPROCS=2", "GOMAXPROCS=3"}, names(vs))

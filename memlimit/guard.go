@@ -1,0 +1,274 @@
+package memlimit
+
+import (
+	"log/slog"
+	"math"
+	"runtime/metrics"
+	"strconv"
+)
+
+// The leak guard. A process whose live heap grows into GOMEMLIMIT (a leak)
+// is not OOM-killed: the GC runs back to back to hold the heap at the soft
+// limit, for hours (golang/go#58106). The guard tells that state from the
+// runtime's metrics at each refresh reading and steps GOMEMLIMIT up toward
+// the hard limit, the memory limit the policy was applied to (Result.Limit:
+// memory.max or memory.high, or with the headroom what the others leave at
+// the binding level, LevelLimit − Others), so that the leak reaches that
+// limit and the process is killed and restarted instead of browning out.
+const (
+	// guardByDefault is whether the guard runs when the options do not turn
+	// it off (Options.NoLeakGuard, FITGO=leakguard=off): its one default.
+	guardByDefault = true
+
+	// guardShare is the share of the CPU above which the GC counts as
+	// pinned. While it marks, the GC's background workers take a quarter of
+	// GOMAXPROCS (the runtime's target; 20 to 30 % once rounded to whole
+	// workers), and the assists of the allocating goroutines come on top,
+	// up to the runtime's GC CPU limiter, which caps the whole at about
+	// 50 %. A GC held at the soft limit marks all the time, so it takes at
+	// least about a quarter of the CPU even without assists; 20 % means the
+	// GC marked at least two thirds of the window, which a GC with room
+	// between its cycles does not. Marking by idle Ps (which takes only
+	// what the program leaves idle) is not counted.
+	guardShare = 0.20
+
+	// guardWindow is how many readings in a row must find the heap goal set
+	// by GOMEMLIMIT, with the GC above guardShare over their intervals,
+	// before a step: 30 s at the blank import's one-second refresh. A
+	// transient peak (a burst of requests, a batch loaded and dropped)
+	// holds the heap at the limit for seconds; a leak holds it there for
+	// hours, so half a minute more of brown-out costs little. It is counted
+	// in readings, never by the clock: a faster refresh makes it shorter.
+	guardWindow = 30
+
+	// guardSteps is how many steps reach the hard limit: each is a quarter
+	// of the margin between the policy's value and the limit (51.2 MiB for
+	// a 512 MiB limit at ratio 0.9: 12.8 MiB a step). A step gives a heap
+	// that only peaked, or a leak that stops, the least room that ends the
+	// spiral; a leak that goes on is pinned again, and after another
+	// window the next step follows, until GOMEMLIMIT is the limit itself
+	// and the kernel kills the process.
+	guardSteps = 4
+)
+
+// guardMetrics are the runtime/metrics samples of the guard, read after
+// floorMetrics in one metrics.Read (see runtimeMetrics).
+var guardMetrics = [...]string{
+	"/gc/heap/goal:bytes",
+	"/gc/gogc:percent",
+	"/gc/scan/stack:bytes",
+	"/gc/scan/globals:bytes",
+	"/cpu/classes/gc/total:cpu-seconds",
+	"/cpu/classes/gc/mark/idle:cpu-seconds",
+	"/cpu/classes/total:cpu-seconds",
+}
+
+// runtimeMetrics are floorMetrics then guardMetrics: the samples of a tick.
+var runtimeMetrics = func() []string {
+	return append(append([]string(nil), floorMetrics[:]...), guardMetrics[:]...)
+}()
+
+// gcReading is what the guard reads from the runtime.
+type gcReading struct {
+	goal, live, stacks, globals uint64 // the heap goal; the marked heap, stacks and globals of the last GC
+	gogc                        int64  // GOGC; negative: off
+	// The CPU the GC took outside idle marking, and the total, since the
+	// start, in CPU-seconds (the runtime updates them at each GC).
+	gcCPU, cpu float64
+}
+
+// bound reports whether GOMEMLIMIT, not GOGC, sets the heap goal: the goal
+// is more than 1 % below GOGC's, the marked heap plus GOGC percent of the
+// marked heap, the scanned stacks and the globals (the runtime's formula).
+// With GOGC=off the limit always sets it.
+func (r gcReading) bound() bool {
+	if r.gogc < 0 {
+		return true
+	}
+	gogcGoal := float64(r.live) + float64(r.live+r.stacks+r.globals)*float64(r.gogc)/100
+	return float64(r.goal) < 0.99*gogcGoal
+}
+
+// readRuntime reads, with one metrics.Read into f.samples (allocated once),
+// what a tick needs: the floor when withFloor, the guard's reading when
+// withGuard.
+func (f *Fit) readRuntime(withFloor, withGuard bool) (floor int64, r gcReading) {
+	n := 0
+	switch {
+	case withGuard && f.env.gc == nil:
+		n = len(runtimeMetrics)
+	case withFloor && f.env.floor == nil:
+		n = len(floorMetrics)
+	}
+	if n > 0 {
+		if f.samples == nil {
+			f.samples = make([]metrics.Sample, len(runtimeMetrics))
+		}
+		for i := range n {
+			f.samples[i].Name = runtimeMetrics[i]
+		}
+		metrics.Read(f.samples[:n])
+	}
+	if withFloor {
+		if f.env.floor != nil {
+			floor = f.env.floor()
+		} else {
+			floor = floorOf(f.samples)
+		}
+	}
+	if withGuard {
+		if f.env.gc != nil {
+			r = f.env.gc()
+		} else {
+			r = gcOf(f.samples)
+		}
+	}
+	return floor, r
+}
+
+// gcOf is the guard's reading from samples of runtimeMetrics.
+func gcOf(s []metrics.Sample) gcReading {
+	u := func(i int) uint64 {
+		if s[i].Value.Kind() == metrics.KindUint64 {
+			return s[i].Value.Uint64()
+		}
+		return 0
+	}
+	fl := func(i int) float64 {
+		if s[i].Value.Kind() == metrics.KindFloat64 {
+			return s[i].Value.Float64()
+		}
+		return 0
+	}
+	g := len(floorMetrics)
+	// GOGC=off is -1, which the metric gives as a uint64.
+	return gcReading{live: u(0), goal: u(g), gogc: int64(u(g + 1)), stacks: u(g + 2), globals: u(g + 3),
+		gcCPU: max(fl(g+4)-fl(g+5), 0), cpu: fl(g + 6)}
+}
+
+// LeakGuard is what the leak guard did (see the README): its zero value
+// when it has not raised GOMEMLIMIT.
+type LeakGuard struct {
+	// Steps is how many of the guard's 4 steps toward Limit are in force;
+	// Policy is the value the policy gives (GOMEMLIMIT without the guard)
+	// and Limit the hard limit it steps toward (Result.Limit).
+	Steps         int
+	Policy, Limit int64
+	// Share is the share of the CPU the GC took over the Window readings
+	// (with the heap goal set by GOMEMLIMIT) that led to the last step.
+	Share  float64
+	Window int
+}
+
+// String says why the value was raised, e.g. "raised by the leak guard
+// (step 1 of 4 toward 512 MiB): the GC took 34 % of the CPU over 30
+// readings with the heap held at GOMEMLIMIT".
+func (g LeakGuard) String() string {
+	if g.Steps == 0 {
+		return ""
+	}
+	return "raised by the leak guard (step " + strconv.Itoa(g.Steps) + " of " + strconv.Itoa(guardSteps) + " toward " +
+		formatBytes(g.Limit) + "): the GC took " + strconv.Itoa(int(math.Round(g.Share*100))) + " % of the CPU over " +
+		strconv.Itoa(g.Window) + " readings with the heap held at GOMEMLIMIT"
+}
+
+// cpuMark is the cumulative CPU of one reading.
+type cpuMark struct{ gc, total float64 }
+
+// guard is the leak guard's state, used by the refresh's goroutine only.
+type guard struct {
+	on    bool
+	seq   int                      // readings marked
+	marks [guardWindow + 1]cpuMark // the last readings' CPU, by seq
+	bound int                      // readings in a row with the goal set by GOMEMLIMIT, each after a marked one
+	free  int                      // readings in a row with GOGC's goal while steps are in force
+	steps int
+	share float64 // of the window of the last step
+	warn  bool    // the first step's Warn line is logged
+}
+
+// guardEvent is what a reading made the guard do.
+type guardEvent int
+
+const (
+	guardNone  guardEvent = iota
+	guardStep             // it took a step
+	guardReset            // it dropped its steps: the heap left the limit
+)
+
+// step takes a reading r at which the policy gives want for the hard limit
+// hard, and returns the value with the guard's steps, filling in l.guard.
+func (g *guard) step(want, hard int64, r gcReading, l *memLimit) (int64, guardEvent) {
+	ev := guardNone
+	prev := g.seq > 0
+	g.marks[g.seq%len(g.marks)] = cpuMark{r.gcCPU, r.cpu}
+	g.seq++
+	switch {
+	case want <= 0 || hard <= want:
+		// No soft limit, or no room above it (the floor, a tiny limit): the
+		// steps go; the knob's own line logs the change.
+		g.bound, g.free, g.steps = 0, 0, 0
+	case !r.bound():
+		g.bound = 0
+		if g.steps > 0 {
+			if g.free++; g.free >= guardWindow {
+				g.steps, g.free, ev = 0, 0, guardReset
+			}
+		}
+	case prev:
+		g.free = 0
+		g.bound = min(g.bound+1, guardWindow)
+		if g.bound < guardWindow || g.steps >= guardSteps {
+			break
+		}
+		now, then := g.marks[(g.seq-1)%len(g.marks)], g.marks[(g.seq-1-guardWindow)%len(g.marks)]
+		share := 0.0
+		if d := now.total - then.total; d > 0 {
+			share = (now.gc - then.gc) / d
+		}
+		if share > guardShare {
+			g.steps++
+			g.share, g.bound, ev = share, 0, guardStep
+		}
+	}
+	l.guard = LeakGuard{}
+	if g.steps == 0 || want <= 0 || hard <= want {
+		return want, ev
+	}
+	v := hard
+	if g.steps < guardSteps {
+		v = want + (hard-want)/guardSteps*int64(g.steps)
+	}
+	l.guard = LeakGuard{Steps: g.steps, Policy: want, Limit: hard, Share: g.share, Window: guardWindow}
+	return v, ev
+}
+
+// LogValue makes a LeakGuard log as a group of its fields.
+func (g LeakGuard) LogValue() slog.Value {
+	return slog.GroupValue(slog.Int("steps", g.Steps), slog.Int64("policy", g.Policy), slog.Int64("limit", g.Limit),
+		slog.String("gc_cpu", strconv.Itoa(int(math.Round(g.Share*100)))+"%"), slog.Int("readings", g.Window))
+}
+
+// logGuard logs what the guard did at a reading that set want for l: a Warn
+// line for its first step, which tells that the heap is held at
+// GOMEMLIMIT (a leak, or a heap too large for the limit) and that the
+// process will reach the limit; Info lines for the later steps and for a
+// reset, which only follow up on it.
+func (f *Fit) logGuard(ev guardEvent, want int64, l memLimit) {
+	if f.log == nil {
+		return
+	}
+	switch {
+	case ev == guardReset:
+		f.log.Info("fitgo: the heap is no longer held at GOMEMLIMIT; the leak guard gives GOMEMLIMIT back to the policy",
+			"GOMEMLIMIT", want, "readings", guardWindow)
+	case !f.guard.warn:
+		f.guard.warn = true
+		f.log.Warn("fitgo: the GC is pinned at GOMEMLIMIT (a leak?); the leak guard raises GOMEMLIMIT toward the memory limit, "+
+			"where the process is killed instead of browning out (FITGO=leakguard=off or Options.NoLeakGuard to keep it)",
+			"GOMEMLIMIT", want, "leak_guard", l.guard, "source", l.source)
+	default:
+		f.log.Info("fitgo: the GC is pinned at GOMEMLIMIT again; the leak guard raises it another step",
+			"GOMEMLIMIT", want, "leak_guard", l.guard)
+	}
+}

@@ -1,0 +1,256 @@
+package memlimit
+
+import (
+	"bytes"
+	"log/slog"
+	"runtime/metrics"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// fakeGC is a runtime whose GC the test drives: each reading adds one
+// second of two CPUs, share of it to the GC, with a 400 MiB marked heap
+// whose goal GOMEMLIMIT sets (460 MiB) when bound, else GOGC's (800 MiB).
+type fakeGC struct {
+	r     gcReading
+	bound bool
+	share float64
+	reads int
+}
+
+func (g *fakeGC) read() gcReading {
+	g.reads++
+	g.r.cpu += 2
+	g.r.gcCPU += 2 * g.share
+	g.r.live, g.r.gogc, g.r.goal = 400<<20, 100, 800<<20
+	if g.bound {
+		g.r.goal = 460 << 20
+	}
+	return g.r
+}
+
+// phase is a run of readings with the same GC.
+type phase struct {
+	n     int
+	bound bool
+	share float64
+	steps int // the guard's steps in force after the phase
+}
+
+// stepValue is GOMEMLIMIT with k of the guard's steps for a 512 MiB limit.
+func stepValue(k int) int64 {
+	base := soft(512)
+	if k == guardSteps {
+		return 512 * MiB
+	}
+	return base + (512*MiB-base)/guardSteps*int64(k)
+}
+
+// TestLeakGuard: readings sent to the tick, with a fake GC, no clock. The
+// first reading only marks the CPU counters: the window counts the
+// readings after one.
+func TestLeakGuard(t *testing.T) {
+	pinned, busy, calm := 0.45, 0.45, 0.10
+	for _, tc := range []struct {
+		name   string
+		opts   Options
+		phases []phase
+		warns  int
+	}{
+		{"pinned for the window: one step", Options{}, []phase{{1, false, calm, 0}, {guardWindow - 1, true, pinned, 0}, {1, true, pinned, 1}}, 1},
+		{"transient peaks shorter than the window", Options{}, []phase{{1, false, calm, 0},
+			{guardWindow - 1, true, pinned, 0}, {1, false, busy, 0}, {guardWindow - 1, true, pinned, 0}, {1, false, calm, 0},
+			{guardWindow - 1, true, pinned, 0}}, 0},
+		{"GC CPU high, the goal GOGC's", Options{}, []phase{{3 * guardWindow, false, busy, 0}}, 0},
+		{"the goal GOMEMLIMIT's, the GC calm", Options{}, []phase{{3 * guardWindow, true, calm, 0}}, 0},
+		{"just below the threshold", Options{}, []phase{{1, false, calm, 0}, {2 * guardWindow, true, guardShare - 0.01, 0}}, 0},
+		{"the window slides", Options{}, []phase{{1, false, calm, 0}, {guardWindow, true, calm, 0},
+			{8, true, pinned, 0}, {1, true, pinned, 1}}, 1}, // (9 × 0.45 + 21 × 0.10) / 30 > 0.20 > (8 × 0.45 + 22 × 0.10) / 30
+		{"a step, then a new window for the next", Options{}, []phase{{1, false, calm, 0}, {guardWindow, true, pinned, 1},
+			{guardWindow - 1, true, pinned, 1}, {1, true, pinned, 2}}, 1},
+		{"the steps stop at the hard limit", Options{}, []phase{{1, false, calm, 0}, {guardWindow, true, pinned, 1},
+			{guardWindow, true, pinned, 2}, {guardWindow, true, pinned, 3}, {guardWindow, true, pinned, 4},
+			{3 * guardWindow, true, pinned, 4}}, 1},
+		{"the spiral stops, the heap still at the limit: the step stays", Options{}, []phase{{1, false, calm, 0},
+			{guardWindow, true, pinned, 1}, {3 * guardWindow, true, calm, 1}}, 1},
+		{"the heap leaves the limit: back to the policy after a window", Options{}, []phase{{1, false, calm, 0},
+			{guardWindow, true, pinned, 1}, {guardWindow - 1, false, calm, 1}, {1, true, calm, 1},
+			{guardWindow - 1, false, calm, 1}, {1, false, calm, 0}}, 1},
+		{"NoLeakGuard", Options{NoLeakGuard: true}, []phase{{1, false, calm, 0}, {3 * guardWindow, true, pinned, 0}}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fk := &fakeKnob{value: noLimit}
+			te := newTestEnv(fk, nil)
+			gc := &fakeGC{}
+			te.gc = gc.read
+			var logs bytes.Buffer
+			te.src.set(memLimits(512*MiB, 0))
+			tc.opts.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+			res, s := applyFollowing(t, te, tc.opts)
+			require.Equal(t, soft(512), res.Status().After)
+			now := time.Now()
+			n := 0
+			for i, p := range tc.phases {
+				gc.bound, gc.share = p.bound, p.share
+				for range p.n {
+					require.True(t, s.tick(now, memLimits(512*MiB, 0), nil))
+					n++
+				}
+				v, _ := fk.get()
+				assert.Equal(t, stepValue(p.steps), v, "phase %d, after %d readings: %d steps", i, n, p.steps)
+				g := res.Status().LeakGuard
+				assert.Equal(t, p.steps, g.Steps, "phase %d", i)
+				if p.steps > 0 {
+					assert.Equal(t, soft(512), g.Policy)
+					assert.Equal(t, 512*MiB, g.Limit)
+					assert.Equal(t, guardWindow, g.Window)
+					assert.Greater(t, g.Share, guardShare)
+				}
+			}
+			if tc.opts.NoLeakGuard {
+				assert.Zero(t, gc.reads, "the guard reads nothing when off")
+			}
+			assert.Equal(t, tc.warns, strings.Count(logs.String(), "level=WARN"), logs.String())
+			if tc.warns > 0 {
+				assert.Contains(t, logs.String(), "the leak guard raises GOMEMLIMIT toward the memory limit")
+			}
+		})
+	}
+}
+
+// TestLeakGuardStatus: the Result says that the guard raised the value,
+// and why; a later step logs Info, not Warn.
+func TestLeakGuardStatus(t *testing.T) {
+	fk := &fakeKnob{value: noLimit}
+	te := newTestEnv(fk, nil)
+	gc := &fakeGC{share: 0.45, bound: true}
+	te.gc = gc.read
+	var logs bytes.Buffer
+	te.src.set(memLimits(512*MiB, 0))
+	res, s := applyFollowing(t, te, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	for range 2*guardWindow + 1 {
+		require.True(t, s.tick(time.Now(), memLimits(512*MiB, 0), nil))
+	}
+	st := res.Status()
+	assert.Equal(t, stepValue(2), st.After)
+	assert.Equal(t, 512*MiB, st.Limit)
+	assert.Contains(t, st.String(), "; raised by the leak guard (step 2 of 4 toward 512 MiB): the GC took 45 % of the CPU over 30 readings with the heap held at GOMEMLIMIT")
+	assert.Equal(t, 1, strings.Count(logs.String(), "level=WARN"), logs.String())
+	assert.Contains(t, logs.String(), "level=INFO msg=\"fitgo: the GC is pinned at GOMEMLIMIT again; the leak guard raises it another step\"")
+	assert.Contains(t, logs.String(), "leak_guard.steps=2")
+
+	// A resize keeps the steps' share of the margin, never above the new
+	// limit; the limit going away drops them.
+	require.True(t, s.tick(time.Now(), memLimits(256*MiB, 0), nil))
+	v, _ := fk.get()
+	assert.Equal(t, soft(256)+(256*MiB-soft(256))/guardSteps*2, v)
+	require.True(t, s.tick(time.Now(), memLimits(0, 0), nil))
+	v, _ = fk.get()
+	assert.Equal(t, noLimit, v)
+	require.True(t, s.tick(time.Now(), memLimits(512*MiB, 0), nil))
+	v, _ = fk.get()
+	assert.Equal(t, soft(512), v)
+	assert.Zero(t, res.Status().LeakGuard)
+}
+
+// TestLeakGuardHeadroom: with the headroom, the hard limit is what the
+// others leave at the binding level; a floor at or above it leaves no room
+// to step into.
+func TestLeakGuardHeadroom(t *testing.T) {
+	fk := &fakeKnob{value: noLimit}
+	te := newTestEnv(fk, nil)
+	gc := &fakeGC{share: 0.45, bound: true}
+	te.gc = gc.read
+	floor := int64(0)
+	te.floor = func() int64 { return floor }
+	te.src.set(headroomLimits(200))
+	res, s := applyFollowing(t, te, Options{})
+	for range guardSteps*guardWindow + 1 {
+		require.True(t, s.tick(time.Now(), headroomLimits(200), nil))
+	}
+	v, _ := fk.get()
+	assert.Equal(t, 312*MiB, v, "512 MiB − the others' 200 MiB")
+	assert.Equal(t, 312*MiB, res.Status().LeakGuard.Limit)
+	floor = 320 * MiB
+	require.True(t, s.tick(time.Now(), headroomLimits(200), nil))
+	v, _ = fk.get()
+	assert.Equal(t, floor, v, "the floor, not a step")
+	assert.Zero(t, res.Status().LeakGuard.Steps)
+}
+
+// TestLeakGuardKeepsHandOver: the guard's value is fitgo's: someone else's
+// change over it is handed over, Insist puts it back, Undo restores the
+// value from before fitgo.
+func TestLeakGuardKeepsHandOver(t *testing.T) {
+	for _, insist := range []bool{false, true} {
+		fk := &fakeKnob{value: noLimit}
+		te := newTestEnv(fk, nil)
+		gc := &fakeGC{share: 0.45, bound: true}
+		te.gc = gc.read
+		te.src.set(memLimits(512*MiB, 0))
+		res, s := applyFollowing(t, te, Options{Insist: insist})
+		for range guardWindow + 1 {
+			require.True(t, s.tick(time.Now(), memLimits(512*MiB, 0), nil))
+		}
+		require.Equal(t, stepValue(1), res.Status().After)
+		fk.appSet(GiB)
+		assert.Equal(t, insist, s.tick(time.Now(), memLimits(512*MiB, 0), nil))
+		v, _ := fk.get()
+		if insist {
+			assert.Equal(t, stepValue(1), v, "put back")
+		} else {
+			assert.Equal(t, GiB, v, "handed over")
+			assert.Contains(t, res.Status().Reason, "changed from 473.6 MiB to 1 GiB outside fitgo")
+			continue
+		}
+		res.Undo()
+		v, _ = fk.get()
+		assert.Equal(t, noLimit, v)
+	}
+}
+
+func TestGCReadingBound(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		r    gcReading
+		want bool
+	}{
+		{"GOGC's goal", gcReading{goal: 800, live: 400, gogc: 100}, false},
+		{"stacks and globals count", gcReading{goal: 510, live: 400, stacks: 60, globals: 40, gogc: 25}, true}, // 525 with them, 500 without,
+		{"below GOGC's", gcReading{goal: 460, live: 400, gogc: 100}, true},
+		{"within 1 %", gcReading{goal: 795, live: 400, gogc: 100}, false},
+		{"GOGC=off", gcReading{goal: 460, live: 400, gogc: -1}, true},
+		{"no GC yet", gcReading{goal: 4 << 20}, false},
+	} {
+		assert.Equal(t, tc.want, tc.r.bound(), tc.name)
+	}
+}
+
+// TestGCReadingFromMetrics: the real reading of this test process, whose
+// GOMEMLIMIT is off: GOGC sets the goal, and the GC's CPU is part of the
+// total.
+func TestGCReadingFromMetrics(t *testing.T) {
+	runtimeGC()
+	f := &Fit{env: &env{}}
+	_, r := f.readRuntime(false, true)
+	assert.Greater(t, r.live, uint64(0))
+	assert.Greater(t, r.goal, r.live)
+	assert.NotZero(t, r.gogc)
+	assert.False(t, r.bound())
+	assert.Greater(t, r.cpu, 0.0)
+	assert.LessOrEqual(t, r.gcCPU, r.cpu)
+	s := make([]metrics.Sample, len(runtimeMetrics))
+	for i := range s {
+		s[i].Name = runtimeMetrics[i]
+	}
+	metrics.Read(s)
+	for i := range s {
+		assert.NotEqual(t, metrics.KindBad, s[i].Value.Kind(), s[i].Name)
+	}
+	s[len(floorMetrics)+1].Value = metrics.Value{} // a GOGC the runtime does not give: 0, not bound
+	assert.Zero(t, gcOf(s).gogc)
+}
