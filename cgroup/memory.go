@@ -40,7 +40,7 @@ func parseMemoryStatLimit(data []byte) (bytes int64, limited bool, err error) {
 
 // evalMemory sets m's Max, High and sources, or m.Err and no limit.
 func evalMemory(src fileSource, m *Memory) {
-	m.Max, m.MaxSource, m.High, m.HighSource, m.Headroom = 0, "", 0, "", Headroom{}
+	m.Max, m.MaxSource, m.High, m.HighSource, m.Headroom = 0, "", 0, "", headroom{}
 	if m.Err != nil || m.Version == 0 {
 		return
 	}

@@ -2,48 +2,22 @@ package cgroup
 
 import "errors"
 
-// Headroom is the memory the process can count on at the level of its
-// hierarchy that leaves it the least: the limit there minus what the others
-// (other processes of its own cgroup and of every cgroup below that level)
-// hold there. The level's figure is its working set, usage minus the
-// inactive file pages that the kernel reclaims first (as the kubelet
-// measures it): v2 memory.current minus inactive_file of memory.stat, v1
-// memory.usage_in_bytes minus total_inactive_file. The process's own share
-// is its anonymous and shared memory, RssAnon + RssShmem of
-// /proc/self/status: what its heap and stacks are made of and what stays
-// charged while it runs. The others hold the rest, at least 0.
-//
-// Others up to max(Limit/32, 8 MiB) are taken as the process's own kernel
-// memory and file cache (page tables, socket buffers, its binary's pages),
-// which the GOMEMLIMIT policy's ratio leaves room for: Avail is the whole
-// Limit then, so that a process alone in its cgroups sees no change.
-//
-// Only levels that carry a limit of their own (memory.max or memory.high;
-// v1 memory.limit_in_bytes) and show their usage count; a v1 limit seen
-// only through hierarchical_memory_limit has no visible usage and is not a
-// level here. Source is "" when no level counts; Err is why a level's usage
-// or the process's share could not be read (that level is left out; the
-// limits themselves are unaffected).
-type Headroom struct {
-	Source string // the level's directory
-	From   string // its limit's file: memory.max, memory.high or memory.limit_in_bytes
-	Limit  int64  // the level's limit in bytes
-	Usage  int64  // the level's working set in bytes
-	Own    int64  // the process's share in bytes
-	Others int64  // Usage − Own, at least 0
-	Avail  int64  // Limit − Others (Limit when Others is within the margin); may be <= 0
-	Err    error
+// headroom is Memory.Headroom's type.
+type headroom = struct {
+	Source, From                     string
+	Limit, Usage, Own, Others, Avail int64
+	Err                              error
 }
 
 var errNoRssAnon = errors.New("no RssAnon line")
 
 // margin is the amount of others at a level with limit bytes that is taken
-// as the process's own kernel memory and file cache (see Headroom).
+// as the process's own kernel memory and file cache (see Memory.Headroom).
 func margin(limit int64) int64 { return max(limit/32, 8<<20) }
 
 // headroomEval collects the levels of one evaluation.
 type headroomEval struct {
-	h       Headroom
+	h       headroom
 	own     int64
 	ownRead bool // own has been read (or failed, in h.Err)
 	ownOK   bool
@@ -87,7 +61,7 @@ func (e *headroomEval) level(src fileSource, v Version, dir string, lmax, high i
 		avail = limit - others
 	}
 	if e.h.Source == "" || avail < e.h.Avail {
-		e.h = Headroom{Source: dir, From: from, Limit: limit, Usage: ws, Own: e.own, Others: others, Avail: avail, Err: e.h.Err}
+		e.h = headroom{Source: dir, From: from, Limit: limit, Usage: ws, Own: e.own, Others: others, Avail: avail, Err: e.h.Err}
 	}
 }
 

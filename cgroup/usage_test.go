@@ -55,67 +55,67 @@ func TestHeadroom(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		fsys fstest.MapFS
-		want Headroom // Err is checked for being set only
+		want headroom // Err is checked for being set only
 		err  bool
 	}{
 		{"v2 alone: no change", headroomV2(300, map[string]string{
 			"pod/memory.max": mibs(512), "pod/memory.current": mibs(305), "pod/memory.stat": "anon 1\ninactive_file 0\n",
-		}), Headroom{Source: pod, From: "memory.max", Limit: 512 * mib, Usage: 305 * mib, Own: 300 * mib, Others: 5 * mib, Avail: 512 * mib}, false},
+		}), headroom{Source: pod, From: "memory.max", Limit: 512 * mib, Usage: 305 * mib, Own: 300 * mib, Others: 5 * mib, Avail: 512 * mib}, false},
 		{"v2 sibling at the binding level", headroomV2(100, map[string]string{
 			"pod/memory.max": mibs(512), "pod/memory.current": mibs(300), "pod/memory.stat": "inactive_file 0\n",
 			"pod/app/memory.current": mibs(100), "pod/app/memory.stat": "inactive_file 0\n",
-		}), Headroom{Source: pod, From: "memory.max", Limit: 512 * mib, Usage: 300 * mib, Own: 100 * mib, Others: 200 * mib, Avail: 312 * mib}, false},
+		}), headroom{Source: pod, From: "memory.max", Limit: 512 * mib, Usage: 300 * mib, Own: 100 * mib, Others: 200 * mib, Avail: 312 * mib}, false},
 		{"v2 co-process in the own cgroup", headroomV2(100, map[string]string{
 			"pod/app/memory.max": mibs(512), "pod/app/memory.current": mibs(300), "pod/app/memory.stat": "inactive_file 0\n",
-		}), Headroom{Source: app, From: "memory.max", Limit: 512 * mib, Usage: 300 * mib, Own: 100 * mib, Others: 200 * mib, Avail: 312 * mib}, false},
+		}), headroom{Source: app, From: "memory.max", Limit: 512 * mib, Usage: 300 * mib, Own: 100 * mib, Others: 200 * mib, Avail: 312 * mib}, false},
 		{"v2 others at a non-binding level", headroomV2(100, map[string]string{
 			"pod/app/memory.max": mibs(256), "pod/app/memory.current": mibs(100), "pod/app/memory.stat": "inactive_file 0\n",
 			"pod/memory.max": mibs(1024), "pod/memory.current": mibs(400), "pod/memory.stat": "inactive_file 0\n",
-		}), Headroom{Source: app, From: "memory.max", Limit: 256 * mib, Usage: 100 * mib, Own: 100 * mib, Avail: 256 * mib}, false},
+		}), headroom{Source: app, From: "memory.max", Limit: 256 * mib, Usage: 100 * mib, Own: 100 * mib, Avail: 256 * mib}, false},
 		{"v2 others make the parent bind", headroomV2(100, map[string]string{
 			"pod/app/memory.max": mibs(400), "pod/app/memory.current": mibs(100), "pod/app/memory.stat": "inactive_file 0\n",
 			"pod/memory.max": mibs(512), "pod/memory.current": mibs(300), "pod/memory.stat": "inactive_file 0\n",
-		}), Headroom{Source: pod, From: "memory.max", Limit: 512 * mib, Usage: 300 * mib, Own: 100 * mib, Others: 200 * mib, Avail: 312 * mib}, false},
+		}), headroom{Source: pod, From: "memory.max", Limit: 512 * mib, Usage: 300 * mib, Own: 100 * mib, Others: 200 * mib, Avail: 312 * mib}, false},
 		{"v2 inactive file pages are not the others'", headroomV2(100, map[string]string{
 			"pod/memory.max": mibs(512), "pod/memory.current": mibs(400), "pod/memory.stat": "active_file 1\ninactive_file " + strconv.Itoa(250*mib) + "\n",
-		}), Headroom{Source: pod, From: "memory.max", Limit: 512 * mib, Usage: 150 * mib, Own: 100 * mib, Others: 50 * mib, Avail: 462 * mib}, false},
+		}), headroom{Source: pod, From: "memory.max", Limit: 512 * mib, Usage: 150 * mib, Own: 100 * mib, Others: 50 * mib, Avail: 462 * mib}, false},
 		{"v2 memory.high is the level's limit", headroomV2(100, map[string]string{
 			"pod/memory.max": mibs(512), "pod/memory.high": mibs(400), "pod/memory.current": mibs(300), "pod/memory.stat": "inactive_file 0\n",
-		}), Headroom{Source: pod, From: "memory.high", Limit: 400 * mib, Usage: 300 * mib, Own: 100 * mib, Others: 200 * mib, Avail: 200 * mib}, false},
+		}), headroom{Source: pod, From: "memory.high", Limit: 400 * mib, Usage: 300 * mib, Own: 100 * mib, Others: 200 * mib, Avail: 200 * mib}, false},
 		{"v2 usage above the limit", headroomV2(100, map[string]string{
 			"pod/memory.max": mibs(512), "pod/memory.current": mibs(700), "pod/memory.stat": "inactive_file 0\n",
-		}), Headroom{Source: pod, From: "memory.max", Limit: 512 * mib, Usage: 700 * mib, Own: 100 * mib, Others: 600 * mib, Avail: -88 * mib}, false},
+		}), headroom{Source: pod, From: "memory.max", Limit: 512 * mib, Usage: 700 * mib, Own: 100 * mib, Others: 600 * mib, Avail: -88 * mib}, false},
 		{"v2 own above the usage", headroomV2(300, map[string]string{
 			"pod/memory.max": mibs(512), "pod/memory.current": mibs(200), "pod/memory.stat": "inactive_file 0\n",
-		}), Headroom{Source: pod, From: "memory.max", Limit: 512 * mib, Usage: 200 * mib, Own: 300 * mib, Avail: 512 * mib}, false},
+		}), headroom{Source: pod, From: "memory.max", Limit: 512 * mib, Usage: 200 * mib, Own: 300 * mib, Avail: 512 * mib}, false},
 		{"v2 no memory.current: level left out", headroomV2(100, map[string]string{
 			"pod/memory.max": mibs(512), "pod/memory.stat": "inactive_file 0\n",
-		}), Headroom{}, false},
+		}), headroom{}, false},
 		{"v2 no memory.stat: level left out", headroomV2(100, map[string]string{
 			"pod/memory.max": mibs(512), "pod/memory.current": mibs(300),
-		}), Headroom{}, false},
+		}), headroom{}, false},
 		{"v2 no /proc/self/status", headroomV2(-1, map[string]string{
 			"pod/memory.max": mibs(512), "pod/memory.current": mibs(300), "pod/memory.stat": "inactive_file 0\n",
-		}), Headroom{}, false},
+		}), headroom{}, false},
 		{"v2 bad memory.current: error, limit kept", headroomV2(100, map[string]string{
 			"pod/memory.max": mibs(512), "pod/memory.current": "lots\n", "pod/memory.stat": "inactive_file 0\n",
-		}), Headroom{}, true},
+		}), headroom{}, true},
 		{"v2 unlimited levels count not", headroomV2(100, map[string]string{
 			"pod/memory.max": "max\n", "pod/memory.current": mibs(300), "pod/memory.stat": "inactive_file 0\n",
 			"pod/app/memory.high": mibs(256),
-		}), Headroom{}, false},
+		}), headroom{}, false},
 		{"v1 sibling under the parent", headroomV1(100, map[string]string{
 			"pod/memory.limit_in_bytes": mibs(512), "pod/memory.usage_in_bytes": mibs(320),
 			"pod/memory.stat":               "inactive_file 0\ntotal_inactive_file " + strconv.Itoa(20*mib) + "\n",
 			"pod/app/memory.limit_in_bytes": "9223372036854771712\n", "pod/app/memory.usage_in_bytes": mibs(100),
-		}), Headroom{Source: v1pod, From: "memory.limit_in_bytes", Limit: 512 * mib, Usage: 300 * mib, Own: 100 * mib, Others: 200 * mib, Avail: 312 * mib}, false},
+		}), headroom{Source: v1pod, From: "memory.limit_in_bytes", Limit: 512 * mib, Usage: 300 * mib, Own: 100 * mib, Others: 200 * mib, Avail: 312 * mib}, false},
 		{"v1 co-process in the own cgroup", headroomV1(100, map[string]string{
 			"pod/app/memory.limit_in_bytes": mibs(512), "pod/app/memory.usage_in_bytes": mibs(300),
 			"pod/app/memory.stat": "total_inactive_file 0\n",
-		}), Headroom{Source: v1app, From: "memory.limit_in_bytes", Limit: 512 * mib, Usage: 300 * mib, Own: 100 * mib, Others: 200 * mib, Avail: 312 * mib}, false},
+		}), headroom{Source: v1app, From: "memory.limit_in_bytes", Limit: 512 * mib, Usage: 300 * mib, Own: 100 * mib, Others: 200 * mib, Avail: 312 * mib}, false},
 		{"v1 no usage file", headroomV1(100, map[string]string{
 			"pod/app/memory.limit_in_bytes": mibs(512), "pod/app/memory.stat": "total_inactive_file 0\n",
-		}), Headroom{}, false},
+		}), headroom{}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			lim, err := ReadFS(tc.fsys)
