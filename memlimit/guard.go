@@ -20,16 +20,23 @@ const (
 	// it off (Options.NoLeakGuard, FITGO=leakguard=off): its one default.
 	guardByDefault = true
 
+	// guardHeld is the share of the heap goal that the marked heap must
+	// reach for the heap to count as held at GOMEMLIMIT: at 0.9 the GC has
+	// at most a ninth of the live heap to allocate between cycles, a tenth
+	// of what GOGC=100 gives, and a leak closes that gap. A heap that is
+	// merely large for its limit, but steady, keeps more room: the goal
+	// being GOMEMLIMIT's is not enough, since such a heap can keep the GC
+	// busy for good without growing (the benchmark's memory scenario, a
+	// live heap at 60 % of the limit, showed it; the README has the runs).
+	guardHeld = 0.9
+
 	// guardShare is the share of the CPU above which the GC counts as
-	// pinned. While it marks, the GC's background workers take a quarter of
-	// GOMAXPROCS (the runtime's target; 20 to 30 % once rounded to whole
-	// workers), and the assists of the allocating goroutines come on top,
-	// up to the runtime's GC CPU limiter, which caps the whole at about
-	// 50 %. A GC held at the soft limit marks all the time, so it takes at
-	// least about a quarter of the CPU even without assists; 20 % means the
-	// GC marked at least two thirds of the window, which a GC with room
-	// between its cycles does not. Marking by idle Ps (which takes only
-	// what the program leaves idle) is not counted.
+	// pinned, with the heap held: a held heap that allocates little costs
+	// nothing and is left alone. While it marks, the GC's background
+	// workers take a quarter of GOMAXPROCS, and the assists of the
+	// allocating goroutines come on top, up to the runtime's GC CPU
+	// limiter, which caps the whole at about 50 %. Marking by idle Ps
+	// (which takes only what the program leaves idle) is not counted.
 	guardShare = 0.20
 
 	// guardWindow is how many readings in a row must find the heap goal set
@@ -89,6 +96,12 @@ func (r gcReading) bound() bool {
 	return float64(r.goal) < 0.99*gogcGoal
 }
 
+// held reports whether the heap is held at GOMEMLIMIT: the goal is
+// GOMEMLIMIT's and the marked heap is at least guardHeld of it.
+func (r gcReading) held() bool {
+	return r.bound() && float64(r.live) >= guardHeld*float64(r.goal)
+}
+
 // readRuntime reads, with one metrics.Read into f.samples (allocated once),
 // what a tick needs: the floor when withFloor, the guard's reading when
 // withGuard.
@@ -146,24 +159,18 @@ func gcOf(s []metrics.Sample) gcReading {
 		gcCPU: max(fl(g+4)-fl(g+5), 0), cpu: fl(g + 6)}
 }
 
-// LeakGuard is what the leak guard did (see the README): its zero value
-// when it has not raised GOMEMLIMIT.
-type LeakGuard struct {
-	// Steps is how many of the guard's 4 steps toward Limit are in force;
-	// Policy is the value the policy gives (GOMEMLIMIT without the guard)
-	// and Limit the hard limit it steps toward (Result.Limit).
+// leakGuard is Result.LeakGuard's type.
+type leakGuard = struct {
 	Steps         int
 	Policy, Limit int64
-	// Share is the share of the CPU the GC took over the Window readings
-	// (with the heap goal set by GOMEMLIMIT) that led to the last step.
-	Share  float64
-	Window int
+	Share         float64
+	Window        int
 }
 
-// String says why the value was raised, e.g. "raised by the leak guard
+// guardText says why g raised the value, e.g. "raised by the leak guard
 // (step 1 of 4 toward 512 MiB): the GC took 34 % of the CPU over 30
-// readings with the heap held at GOMEMLIMIT".
-func (g LeakGuard) String() string {
+// readings with the heap held at GOMEMLIMIT"; "" when it did not.
+func guardText(g leakGuard) string {
 	if g.Steps == 0 {
 		return ""
 	}
@@ -180,7 +187,7 @@ type guard struct {
 	on    bool
 	seq   int                      // readings marked
 	marks [guardWindow + 1]cpuMark // the last readings' CPU, by seq
-	bound int                      // readings in a row with the goal set by GOMEMLIMIT, each after a marked one
+	bound int                      // readings in a row with the heap held at GOMEMLIMIT, each after a marked one
 	free  int                      // readings in a row with GOGC's goal while steps are in force
 	steps int
 	share float64 // of the window of the last step
@@ -215,6 +222,8 @@ func (g *guard) step(want, hard int64, r gcReading, l *memLimit) (int64, guardEv
 				g.steps, g.free, ev = 0, 0, guardReset
 			}
 		}
+	case !r.held():
+		g.bound, g.free = 0, 0
 	case prev:
 		g.free = 0
 		g.bound = min(g.bound+1, guardWindow)
@@ -231,7 +240,7 @@ func (g *guard) step(want, hard int64, r gcReading, l *memLimit) (int64, guardEv
 			g.share, g.bound, ev = share, 0, guardStep
 		}
 	}
-	l.guard = LeakGuard{}
+	l.guard = leakGuard{}
 	if g.steps == 0 || want <= 0 || hard <= want {
 		return want, ev
 	}
@@ -239,12 +248,12 @@ func (g *guard) step(want, hard int64, r gcReading, l *memLimit) (int64, guardEv
 	if g.steps < guardSteps {
 		v = want + (hard-want)/guardSteps*int64(g.steps)
 	}
-	l.guard = LeakGuard{Steps: g.steps, Policy: want, Limit: hard, Share: g.share, Window: guardWindow}
+	l.guard = leakGuard{Steps: g.steps, Policy: want, Limit: hard, Share: g.share, Window: guardWindow}
 	return v, ev
 }
 
-// LogValue makes a LeakGuard log as a group of its fields.
-func (g LeakGuard) LogValue() slog.Value {
+// guardValue is g as a log group of its fields.
+func guardValue(g leakGuard) slog.Value {
 	return slog.GroupValue(slog.Int("steps", g.Steps), slog.Int64("policy", g.Policy), slog.Int64("limit", g.Limit),
 		slog.String("gc_cpu", strconv.Itoa(int(math.Round(g.Share*100)))+"%"), slog.Int("readings", g.Window))
 }
@@ -266,9 +275,9 @@ func (f *Fit) logGuard(ev guardEvent, want int64, l memLimit) {
 		f.guard.warn = true
 		f.log.Warn("fitgo: the GC is pinned at GOMEMLIMIT (a leak?); the leak guard raises GOMEMLIMIT toward the memory limit, "+
 			"where the process is killed instead of browning out (FITGO=leakguard=off or Options.NoLeakGuard to keep it)",
-			"GOMEMLIMIT", want, "leak_guard", l.guard, "source", l.source)
+			"GOMEMLIMIT", want, slog.Attr{Key: "leak_guard", Value: guardValue(l.guard)}, "source", l.source)
 	default:
 		f.log.Info("fitgo: the GC is pinned at GOMEMLIMIT again; the leak guard raises it another step",
-			"GOMEMLIMIT", want, "leak_guard", l.guard)
+			"GOMEMLIMIT", want, slog.Attr{Key: "leak_guard", Value: guardValue(l.guard)})
 	}
 }

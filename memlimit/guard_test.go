@@ -14,10 +14,13 @@ import (
 
 // fakeGC is a runtime whose GC the test drives: each reading adds one
 // second of two CPUs, share of it to the GC, with a 400 MiB marked heap
-// whose goal GOMEMLIMIT sets (460 MiB) when bound, else GOGC's (800 MiB).
+// whose goal GOMEMLIMIT sets when bound, else GOGC's (800 MiB): 440 MiB
+// (the heap held at the limit), or with roomy 600 MiB (a large, steady
+// heap that leaves the GC room).
 type fakeGC struct {
 	r     gcReading
 	bound bool
+	roomy bool
 	share float64
 	reads int
 }
@@ -28,7 +31,10 @@ func (g *fakeGC) read() gcReading {
 	g.r.gcCPU += 2 * g.share
 	g.r.live, g.r.gogc, g.r.goal = 400<<20, 100, 800<<20
 	if g.bound {
-		g.r.goal = 460 << 20
+		g.r.goal = 440 << 20
+		if g.roomy {
+			g.r.goal = 600 << 20
+		}
 	}
 	return g.r
 }
@@ -210,6 +216,44 @@ func TestLeakGuardKeepsHandOver(t *testing.T) {
 		res.Undo()
 		v, _ = fk.get()
 		assert.Equal(t, noLimit, v)
+	}
+}
+
+// TestLeakGuardSteadyHeap: a large heap that is steady keeps the GC busy
+// with the goal GOMEMLIMIT's, but leaves it room: no step, however long.
+func TestLeakGuardSteadyHeap(t *testing.T) {
+	fk := &fakeKnob{value: noLimit}
+	te := newTestEnv(fk, nil)
+	gc := &fakeGC{share: 0.45, bound: true, roomy: true}
+	te.gc = gc.read
+	te.src.set(memLimits(512*MiB, 0))
+	res, s := applyFollowing(t, te, Options{})
+	for range 4 * guardWindow {
+		require.True(t, s.tick(time.Now(), memLimits(512*MiB, 0), nil))
+	}
+	assert.Equal(t, soft(512), res.Status().After)
+	assert.Zero(t, res.Status().LeakGuard)
+	gc.roomy = false // the heap grows into the goal: the window starts
+	for range guardWindow {
+		require.True(t, s.tick(time.Now(), memLimits(512*MiB, 0), nil))
+	}
+	assert.Equal(t, stepValue(1), res.Status().After)
+}
+
+func TestGCReadingHeld(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		r    gcReading
+		want bool
+	}{
+		{"GOGC's goal", gcReading{goal: 800, live: 400, gogc: 100}, false},
+		{"GOMEMLIMIT's goal with room", gcReading{goal: 600, live: 400, gogc: 100}, false},
+		{"just below the share", gcReading{goal: 1000, live: 899, gogc: 100}, false},
+		{"at the share", gcReading{goal: 1000, live: 900, gogc: 100}, true},
+		{"above the goal", gcReading{goal: 1000, live: 1010, gogc: 100}, true},
+		{"GOGC=off", gcReading{goal: 440, live: 400, gogc: -1}, true},
+	} {
+		assert.Equal(t, tc.want, tc.r.held(), tc.name)
 	}
 }
 

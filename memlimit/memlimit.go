@@ -64,7 +64,7 @@ type Options struct {
 	UpperLimit int64
 	// NoLeakGuard turns off the leak guard of the refresh, which steps
 	// GOMEMLIMIT up toward the memory limit when the GC is pinned at it (a
-	// leak; see LeakGuard and the README). The blank import sets it for
+	// leak; see Result.LeakGuard and the README). The blank import sets it for
 	// FITGO=leakguard=off.
 	NoLeakGuard bool
 
@@ -102,7 +102,7 @@ type memLimit struct {
 	others, level int64
 	plain         int64 // the limit without the headroom
 	floor         int64 // the floor that raised the value, else 0
-	guard         LeakGuard
+	guard         leakGuard
 }
 
 func (l memLimit) LogValue() slog.Value {
@@ -140,8 +140,17 @@ type Result struct {
 	// for Limit, because the others left too little (see the README), else 0.
 	Floor int64
 	// LeakGuard says, from Fit.Status, whether and why the leak guard
-	// raised the value above the policy's toward Limit.
-	LeakGuard LeakGuard
+	// raised the value above the policy's: Steps is how many of its 4
+	// steps toward Limit are in force (0: none), Policy the value the
+	// policy gives (GOMEMLIMIT without the guard), Share the share of the
+	// CPU the GC took over the Window readings, with the heap goal set by
+	// GOMEMLIMIT, that led to the last step.
+	LeakGuard struct {
+		Steps         int
+		Policy, Limit int64
+		Share         float64
+		Window        int
+	}
 	// Events are the memory events counted at Source, read by Status and
 	// Plan (not by Apply or the refresh) from that cgroup directory of the
 	// real root, also when Options.Limits were read elsewhere: on v2
@@ -398,6 +407,9 @@ func (f *Fit) tick(now time.Time, lim cgroup.Limits, err error) bool {
 			want, gev = f.guard.step(want, l.bytes, gc, &l)
 		}
 		rd.Limit, rd.Want = l, want
+		if gev == guardStep {
+			rd.Why = "by the leak guard"
+		}
 		rd.Has = has && rd.Want != 0
 		if l.floor > 0 && !f.warned && f.log != nil {
 			f.warned = true
@@ -476,7 +488,7 @@ func (r Result) String() string {
 	if r.Floor > 0 {
 		lim += " (held at the floor " + formatBytes(r.Floor) + ")"
 	}
-	if g := r.LeakGuard.String(); g != "" {
+	if g := guardText(r.LeakGuard); g != "" {
 		lim += "; " + g
 	}
 	if ev := r.eventsText(); ev != "" {
@@ -498,7 +510,7 @@ func (r Result) LogValue() slog.Value {
 		lim = append(lim, slog.Int64("floor", r.Floor))
 	}
 	if r.LeakGuard.Steps > 0 {
-		lim = append(lim, slog.Any("leak_guard", r.LeakGuard))
+		lim = append(lim, slog.Attr{Key: "leak_guard", Value: guardValue(r.LeakGuard)})
 	}
 	if ev := r.eventCounts(); len(ev) > 0 {
 		lim = append(lim, slog.Attr{Key: "memory_events", Value: slog.GroupValue(ev...)})

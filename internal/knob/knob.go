@@ -213,6 +213,9 @@ type Reading[V comparable, D any] struct {
 	// fitgo set the value is likely that library's.
 	Other    V
 	OtherWhy string
+	// Why says what a change is for when it is not the limit's
+	// (e.g. "by the leak guard"); "": the limit changed.
+	Why string
 	// Default: Want is the runtime's own default, which restore puts back
 	// along with the runtime's own updates.
 	Default bool
@@ -320,7 +323,7 @@ func (f *Fit[V, D]) step(now time.Time, r *Reading[V, D]) event {
 		if !ok {
 			return f.handOver(cur, got, "")
 		}
-		return f.changed(now, cur, got, "removed")
+		return f.changed(now, cur, got, ": "+f.k.txt.Limit+" removed")
 	case !r.Has || r.Want == cur || !k.owned && r.Wait:
 		return f.flush(now, cur)
 	}
@@ -328,7 +331,10 @@ func (f *Fit[V, D]) step(now time.Time, r *Reading[V, D]) event {
 	if !ok {
 		return f.handOver(cur, got, "")
 	}
-	return f.changed(now, cur, got, "changed")
+	if r.Why != "" {
+		return f.changed(now, cur, got, " "+r.Why)
+	}
+	return f.changed(now, cur, got, ": "+f.k.txt.Limit+" changed")
 }
 
 // changed records a change the refresh made; the lock is held.
@@ -528,5 +534,5 @@ func (f *Fit[V, D]) flush(now time.Time, cur V) event {
 	if n > 1 {
 		args = append(args, "changes", n)
 	}
-	return event{level: slog.LevelInfo, msg: "fitgo: " + f.k.txt.Name + " updated: " + f.k.txt.Limit + " " + c.what, args: args}
+	return event{level: slog.LevelInfo, msg: "fitgo: " + f.k.txt.Name + " updated" + c.what, args: args}
 }

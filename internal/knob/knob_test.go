@@ -273,6 +273,14 @@ func TestChangeLinesCoalesce(t *testing.T) {
 	lines = strings.Split(strings.TrimSpace(buf.String()), "\n")
 	require.Len(t, lines, 3)
 	assert.Contains(t, lines[2], "X=2 before=5")
+
+	// A change for another reason than the limit's says so.
+	r := want(3)
+	r.Why = "by the leak guard"
+	s.Step(start.Add(5*LogEvery), r)
+	lines = strings.Split(strings.TrimSpace(buf.String()), "\n")
+	require.Len(t, lines, 4)
+	assert.Contains(t, lines[3], `msg="fitgo: X updated by the leak guard" X=3 before=2`)
 	assert.NotContains(t, lines[2], "changes=")
 }
 
