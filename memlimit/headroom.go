@@ -25,12 +25,14 @@ var floorMetrics = [...]string{
 	"/memory/classes/heap/released:bytes",
 }
 
-// floor returns the lowest GOMEMLIMIT that does not pin the GC: 1.5 × the
+// floor returns the lowest GOMEMLIMIT that does not pin the GC: 1.25 × the
 // live heap marked by the last GC plus the runtime's memory outside the
 // heap (stacks, GC metadata, other), as runtime/metrics reports them. With
-// GOMEMLIMIT there, the heap may grow by half its live size before the
-// next cycle, as with GOGC=50: the GC runs about twice as often as by
-// default, not back to back. It uses samples (len(floorMetrics)) without
+// GOMEMLIMIT there, the heap may grow by a quarter of its live size before
+// the next cycle, as with GOGC=25: the GC runs about four times as often
+// as by default, busy but not back to back. It is no higher, because a
+// floor above what the others leave is memory the heap takes from them:
+// the kill it was to prevent. It uses samples (len(floorMetrics)) without
 // allocating.
 func (f *Fit) floor(samples []metrics.Sample) int64 {
 	if f.env.floor != nil {
@@ -56,7 +58,7 @@ func floorOf(samples []metrics.Sample) int64 {
 	if heap := v[2] + v[3] + v[4] + v[5]; v[1] > heap {
 		nonHeap = v[1] - heap
 	}
-	return int64(min(live+live/2+nonHeap, 1<<62))
+	return int64(min(live+live/4+nonHeap, 1<<62))
 }
 
 // softLimit is GOMEMLIMIT for l by the policy. When the others bind l and
