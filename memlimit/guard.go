@@ -58,23 +58,6 @@ const (
 	guardSteps = 4
 )
 
-// guardMetrics are the runtime/metrics samples of the guard, read after
-// floorMetrics in one metrics.Read (see runtimeMetrics).
-var guardMetrics = [...]string{
-	"/gc/heap/goal:bytes",
-	"/gc/gogc:percent",
-	"/gc/scan/stack:bytes",
-	"/gc/scan/globals:bytes",
-	"/cpu/classes/gc/total:cpu-seconds",
-	"/cpu/classes/gc/mark/idle:cpu-seconds",
-	"/cpu/classes/total:cpu-seconds",
-}
-
-// runtimeMetrics are floorMetrics then guardMetrics: the samples of a tick.
-var runtimeMetrics = func() []string {
-	return append(append([]string(nil), floorMetrics[:]...), guardMetrics[:]...)
-}()
-
 // gcReading is what the guard reads from the runtime.
 type gcReading struct {
 	goal, live, stacks, globals uint64 // the heap goal; the marked heap, stacks and globals of the last GC
@@ -111,7 +94,7 @@ func (f *Fit) readRuntime(withFloor, withGuard bool) (floor int64, r gcReading) 
 	case withGuard && f.env.gc == nil:
 		n = len(runtimeMetrics)
 	case withFloor && f.env.floor == nil:
-		n = len(floorMetrics)
+		n = nFloor
 	}
 	if n > 0 {
 		if f.samples == nil {
@@ -153,7 +136,7 @@ func gcOf(s []metrics.Sample) gcReading {
 		}
 		return 0
 	}
-	g := len(floorMetrics)
+	g := nFloor
 	// GOGC=off is -1, which the metric gives as a uint64.
 	return gcReading{live: u(0), goal: u(g), gogc: int64(u(g + 1)), stacks: u(g + 2), globals: u(g + 3),
 		gcCPU: max(fl(g+4)-fl(g+5), 0), cpu: fl(g + 6)}

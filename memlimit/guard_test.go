@@ -295,6 +295,6 @@ func TestGCReadingFromMetrics(t *testing.T) {
 	for i := range s {
 		assert.NotEqual(t, metrics.KindBad, s[i].Value.Kind(), s[i].Name)
 	}
-	s[len(floorMetrics)+1].Value = metrics.Value{} // a GOGC the runtime does not give: 0, not bound
+	s[nFloor+1].Value = metrics.Value{} // a GOGC the runtime does not give: 0, not bound
 	assert.Zero(t, gcOf(s).gogc)
 }

@@ -15,15 +15,27 @@ import (
 // (the limit itself binds again), it goes up at once.
 const raiseStep = 20
 
-// floorMetrics are the runtime/metrics samples of the floor.
-var floorMetrics = [...]string{
+// runtimeMetrics are the runtime/metrics samples of a tick, read in one
+// metrics.Read: the floor's (the first nFloor), then the leak guard's.
+var runtimeMetrics = [...]string{
 	"/gc/heap/live:bytes",
 	"/memory/classes/total:bytes",
 	"/memory/classes/heap/objects:bytes",
 	"/memory/classes/heap/unused:bytes",
 	"/memory/classes/heap/free:bytes",
 	"/memory/classes/heap/released:bytes",
+
+	"/gc/heap/goal:bytes",
+	"/gc/gogc:percent",
+	"/gc/scan/stack:bytes",
+	"/gc/scan/globals:bytes",
+	"/cpu/classes/gc/total:cpu-seconds",
+	"/cpu/classes/gc/mark/idle:cpu-seconds",
+	"/cpu/classes/total:cpu-seconds",
 }
+
+// nFloor is how many of runtimeMetrics the floor reads.
+const nFloor = 6
 
 // floor returns the lowest GOMEMLIMIT that does not pin the GC: 1.25 × the
 // live heap marked by the last GC plus the runtime's memory outside the
@@ -32,22 +44,22 @@ var floorMetrics = [...]string{
 // the next cycle, as with GOGC=25: the GC runs about four times as often
 // as by default, busy but not back to back. It is no higher, because a
 // floor above what the others leave is memory the heap takes from them:
-// the kill it was to prevent. It uses samples (len(floorMetrics)) without
+// the kill it was to prevent. It uses samples (nFloor) without
 // allocating.
 func (f *Fit) floor(samples []metrics.Sample) int64 {
 	if f.env.floor != nil {
 		return f.env.floor()
 	}
 	for i := range samples {
-		samples[i].Name = floorMetrics[i]
+		samples[i].Name = runtimeMetrics[i]
 	}
 	metrics.Read(samples)
 	return floorOf(samples)
 }
 
-// floorOf is the floor from samples of floorMetrics (or runtimeMetrics).
+// floorOf is the floor from samples of runtimeMetrics (the first nFloor).
 func floorOf(samples []metrics.Sample) int64 {
-	var v [len(floorMetrics)]uint64
+	var v [nFloor]uint64
 	for i := range v {
 		if samples[i].Value.Kind() == metrics.KindUint64 {
 			v[i] = samples[i].Value.Uint64()

@@ -318,7 +318,7 @@ func apply(o *Options, dry bool) *Fit {
 	if has {
 		floor := int64(0)
 		if l.others > 0 {
-			floor = f.floor(make([]metrics.Sample, len(floorMetrics)))
+			floor = f.floor(make([]metrics.Sample, nFloor))
 		}
 		want = f.softLimit(&l, floor)
 		r.Limit, r.Source, r.From, r.Others, r.LevelLimit, r.Floor = l.bytes, l.source, l.from, l.others, l.level, l.floor
