@@ -20,19 +20,12 @@ const (
 	// it off (Options.NoLeakGuard, FITGO=leakguard=off): its one default.
 	guardByDefault = true
 
-	// guardHeld is the share of the heap goal that the marked heap must
-	// reach for the heap to count as held at GOMEMLIMIT: at 0.9 the GC has
-	// at most a ninth of the live heap to allocate between cycles, a tenth
-	// of what GOGC=100 gives, and a leak closes that gap. A heap that is
-	// merely large for its limit, but steady, keeps more room: the goal
-	// being GOMEMLIMIT's is not enough, since such a heap can keep the GC
-	// busy for good without growing (the benchmark's memory scenario, a
-	// live heap at 60 % of the limit, showed it; the README has the runs).
-	guardHeld = 0.9
-
 	// guardShare is the share of the CPU above which the GC counts as
-	// pinned, with the heap held: a held heap that allocates little costs
-	// nothing and is left alone. While it marks, the GC's background
+	// pinned. It is not enough on its own: a heap that is large for its
+	// limit but steady keeps the GC that busy for good (the benchmark's
+	// memory scenario, a live heap at 60 % of the limit, ran at about 30 %;
+	// the README has the runs), and more room only moves it toward the
+	// kill. So the guard also asks that the heap grows: a leak. While it marks, the GC's background
 	// workers take a quarter of GOMAXPROCS, and the assists of the
 	// allocating goroutines come on top, up to the runtime's GC CPU
 	// limiter, which caps the whole at about 50 %. Marking by idle Ps
@@ -77,12 +70,6 @@ func (r gcReading) bound() bool {
 	}
 	gogcGoal := float64(r.live) + float64(r.live+r.stacks+r.globals)*float64(r.gogc)/100
 	return float64(r.goal) < 0.99*gogcGoal
-}
-
-// held reports whether the heap is held at GOMEMLIMIT: the goal is
-// GOMEMLIMIT's and the marked heap is at least guardHeld of it.
-func (r gcReading) held() bool {
-	return r.bound() && float64(r.live) >= guardHeld*float64(r.goal)
 }
 
 // readRuntime reads, with one metrics.Read into f.samples (allocated once),
@@ -152,26 +139,30 @@ type leakGuard = struct {
 
 // guardText says why g raised the value, e.g. "raised by the leak guard
 // (step 1 of 4 toward 512 MiB): the GC took 34 % of the CPU over 30
-// readings with the heap held at GOMEMLIMIT"; "" when it did not.
+// readings while the heap grew at GOMEMLIMIT"; "" when it did not.
 func guardText(g leakGuard) string {
 	if g.Steps == 0 {
 		return ""
 	}
 	return "raised by the leak guard (step " + strconv.Itoa(g.Steps) + " of " + strconv.Itoa(guardSteps) + " toward " +
 		formatBytes(g.Limit) + "): the GC took " + strconv.Itoa(int(math.Round(g.Share*100))) + " % of the CPU over " +
-		strconv.Itoa(g.Window) + " readings with the heap held at GOMEMLIMIT"
+		strconv.Itoa(g.Window) + " readings while the heap grew at GOMEMLIMIT"
 }
 
-// cpuMark is the cumulative CPU of one reading.
-type cpuMark struct{ gc, total float64 }
+// mark is what the guard keeps of one reading: the cumulative CPU and the
+// marked heap.
+type mark struct {
+	gc, total float64
+	live      uint64
+}
 
 // guard is the leak guard's state, used by the refresh's goroutine only.
 type guard struct {
 	on    bool
-	seq   int                      // readings marked
-	marks [guardWindow + 1]cpuMark // the last readings' CPU, by seq
-	bound int                      // readings in a row with the heap held at GOMEMLIMIT, each after a marked one
-	free  int                      // readings in a row with GOGC's goal while steps are in force
+	seq   int                   // readings marked
+	marks [guardWindow + 1]mark // the last readings, by seq
+	bound int                   // readings in a row with the goal set by GOMEMLIMIT, each after a marked one
+	free  int                   // readings in a row with GOGC's goal while steps are in force
 	steps int
 	share float64 // of the window of the last step
 	warn  bool    // the first step's Warn line is logged
@@ -191,7 +182,7 @@ const (
 func (g *guard) step(want, hard int64, r gcReading, l *memLimit) (int64, guardEvent) {
 	ev := guardNone
 	prev := g.seq > 0
-	g.marks[g.seq%len(g.marks)] = cpuMark{r.gcCPU, r.cpu}
+	g.marks[g.seq%len(g.marks)] = mark{r.gcCPU, r.cpu, r.live}
 	g.seq++
 	switch {
 	case want <= 0 || hard <= want:
@@ -205,8 +196,6 @@ func (g *guard) step(want, hard int64, r gcReading, l *memLimit) (int64, guardEv
 				g.steps, g.free, ev = 0, 0, guardReset
 			}
 		}
-	case !r.held():
-		g.bound, g.free = 0, 0
 	case prev:
 		g.free = 0
 		g.bound = min(g.bound+1, guardWindow)
@@ -218,7 +207,7 @@ func (g *guard) step(want, hard int64, r gcReading, l *memLimit) (int64, guardEv
 		if d := now.total - then.total; d > 0 {
 			share = (now.gc - then.gc) / d
 		}
-		if share > guardShare {
+		if share > guardShare && g.grew() {
 			g.steps++
 			g.share, g.bound, ev = share, 0, guardStep
 		}
@@ -233,6 +222,23 @@ func (g *guard) step(want, hard int64, r gcReading, l *memLimit) (int64, guardEv
 	}
 	l.guard = leakGuard{Steps: g.steps, Policy: want, Limit: hard, Share: g.share, Window: guardWindow}
 	return v, ev
+}
+
+// grew reports whether the marked heap grew over the last guardWindow
+// readings: its least value in their last third is above its greatest in
+// their first. A steady heap does not pass (its values overlap), nor does
+// a peak that has passed, nor a heap built in the window's first third and
+// steady since; a leak does, at any rate that shows in a third of the
+// window. A heap that jumps up in the middle and stays there passes once:
+// one step, then none while it stays.
+func (g *guard) grew() bool {
+	third := guardWindow / 3
+	var first, last uint64 = 0, math.MaxUint64
+	for i := range third {
+		first = max(first, g.marks[(g.seq-guardWindow+i)%len(g.marks)].live)
+		last = min(last, g.marks[(g.seq-1-i)%len(g.marks)].live)
+	}
+	return last > first
 }
 
 // guardValue is g as a log group of its fields.

@@ -13,27 +13,30 @@ import (
 )
 
 // fakeGC is a runtime whose GC the test drives: each reading adds one
-// second of two CPUs, share of it to the GC, with a 400 MiB marked heap
-// whose goal GOMEMLIMIT sets when bound, else GOGC's (800 MiB): 440 MiB
-// (the heap held at the limit), or with roomy 600 MiB (a large, steady
-// heap that leaves the GC room).
+// second of two CPUs, share of it to the GC. Its marked heap starts at
+// 400 MiB; when bound, the goal is GOMEMLIMIT's (440 MiB) and the heap
+// leaks 1 MiB a reading unless steady; else the goal is GOGC's.
 type fakeGC struct {
-	r     gcReading
-	bound bool
-	roomy bool
-	share float64
-	reads int
+	r      gcReading
+	bound  bool
+	steady bool
+	share  float64
+	reads  int
 }
 
 func (g *fakeGC) read() gcReading {
 	g.reads++
 	g.r.cpu += 2
 	g.r.gcCPU += 2 * g.share
-	g.r.live, g.r.gogc, g.r.goal = 400<<20, 100, 800<<20
+	g.r.gogc = 100
+	if g.r.live == 0 {
+		g.r.live = 400 << 20
+	}
+	g.r.goal = 2 * g.r.live
 	if g.bound {
 		g.r.goal = 440 << 20
-		if g.roomy {
-			g.r.goal = 600 << 20
+		if !g.steady {
+			g.r.live += 1 << 20
 		}
 	}
 	return g.r
@@ -144,7 +147,7 @@ func TestLeakGuardStatus(t *testing.T) {
 	st := res.Status()
 	assert.Equal(t, stepValue(2), st.After)
 	assert.Equal(t, 512*MiB, st.Limit)
-	assert.Contains(t, st.String(), "; raised by the leak guard (step 2 of 4 toward 512 MiB): the GC took 45 % of the CPU over 30 readings with the heap held at GOMEMLIMIT")
+	assert.Contains(t, st.String(), "; raised by the leak guard (step 2 of 4 toward 512 MiB): the GC took 45 % of the CPU over 30 readings while the heap grew at GOMEMLIMIT")
 	assert.Equal(t, 1, strings.Count(logs.String(), "level=WARN"), logs.String())
 	assert.Contains(t, logs.String(), "level=INFO msg=\"fitgo: the GC is pinned at GOMEMLIMIT again; the leak guard raises it another step\"")
 	assert.Contains(t, logs.String(), "leak_guard.steps=2")
@@ -220,11 +223,12 @@ func TestLeakGuardKeepsHandOver(t *testing.T) {
 }
 
 // TestLeakGuardSteadyHeap: a large heap that is steady keeps the GC busy
-// with the goal GOMEMLIMIT's, but leaves it room: no step, however long.
+// with the goal GOMEMLIMIT's, but does not grow: no step, however long.
+// A heap that then grows gets one once a third of the window shows it.
 func TestLeakGuardSteadyHeap(t *testing.T) {
 	fk := &fakeKnob{value: noLimit}
 	te := newTestEnv(fk, nil)
-	gc := &fakeGC{share: 0.45, bound: true, roomy: true}
+	gc := &fakeGC{share: 0.45, bound: true, steady: true}
 	te.gc = gc.read
 	te.src.set(memLimits(512*MiB, 0))
 	res, s := applyFollowing(t, te, Options{})
@@ -233,27 +237,39 @@ func TestLeakGuardSteadyHeap(t *testing.T) {
 	}
 	assert.Equal(t, soft(512), res.Status().After)
 	assert.Zero(t, res.Status().LeakGuard)
-	gc.roomy = false // the heap grows into the goal: the window starts
-	for range guardWindow {
+	gc.steady = false
+	n := 0
+	for res.Status().After == soft(512) && n < 2*guardWindow {
 		require.True(t, s.tick(time.Now(), memLimits(512*MiB, 0), nil))
+		n++
 	}
 	assert.Equal(t, stepValue(1), res.Status().After)
+	// The step comes once the whole last third of the window is above the
+	// steady heap of its first third.
+	assert.Equal(t, guardWindow/3, n, "readings of growth before the step")
 }
 
-func TestGCReadingHeld(t *testing.T) {
+// TestLeakGuardGrew: the marked heap's least value in the last third of
+// the window must be above its greatest in the first third.
+func TestLeakGuardGrew(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		r    gcReading
+		live func(i int) uint64 // of reading i of the window
 		want bool
 	}{
-		{"GOGC's goal", gcReading{goal: 800, live: 400, gogc: 100}, false},
-		{"GOMEMLIMIT's goal with room", gcReading{goal: 600, live: 400, gogc: 100}, false},
-		{"just below the share", gcReading{goal: 1000, live: 899, gogc: 100}, false},
-		{"at the share", gcReading{goal: 1000, live: 900, gogc: 100}, true},
-		{"above the goal", gcReading{goal: 1000, live: 1010, gogc: 100}, true},
-		{"GOGC=off", gcReading{goal: 440, live: 400, gogc: -1}, true},
+		{"steady", func(int) uint64 { return 400 }, false},
+		{"noise around a steady heap", func(i int) uint64 { return 400 + uint64(i%3)*5 }, false},
+		{"built in the first reading, steady since", func(i int) uint64 { return map[bool]uint64{true: 100, false: 400}[i == 0] }, false},
+		{"a peak that passed", func(i int) uint64 { return map[bool]uint64{true: 500, false: 400}[i > 10 && i < 20] }, false},
+		{"a leak", func(i int) uint64 { return 400 + uint64(i) }, true},
+		{"a leak with noise", func(i int) uint64 { return 400 + uint64(i) + uint64(i%2)*6 }, true},
 	} {
-		assert.Equal(t, tc.want, tc.r.held(), tc.name)
+		var g guard
+		for i := range guardWindow {
+			g.marks[g.seq%len(g.marks)] = mark{live: tc.live(i)}
+			g.seq++
+		}
+		assert.Equal(t, tc.want, g.grew(), tc.name)
 	}
 }
 
