@@ -20,6 +20,13 @@
 //	rounding=<rule>     GOMAXPROCS rounding: floor, ceil or nearest
 //	insist=on           keep fitgo's values against later changes by other
 //	                    code (or insist=maxprocs, insist=memlimit)
+//	headroom=off        fit GOMEMLIMIT to the whole memory limit, not to
+//	                    what the other processes under it leave
+//	leakguard=off       keep GOMEMLIMIT at the policy's value even while a
+//	                    growing heap pins the GC at it
+//
+// FITGO_MEMORY_LIMIT (bytes) is a memory limit known from outside, such as
+// a pod-level limit that a private cgroup namespace hides.
 //
 // A field that is not understood is skipped and reported in
 // Report.SettingErr; the rest still applies.
