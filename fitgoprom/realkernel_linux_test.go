@@ -7,20 +7,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/fitgo/fitgo/cgroup"
+	"github.com/fitgo/fitgo/internal/testprog/cgv1"
 	"github.com/fitgo/fitgo/internal/vmtest/probe/report"
 )
 
@@ -30,37 +27,18 @@ import (
 // gathers the collector. (cgroup v2 is tested in the qemu rig:
 // internal/vmtest.)
 func TestRealKernelV1(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("skipped: creating cgroups needs root")
-	}
-	self, err := cgroup.Read()
-	if err != nil {
-		t.Skipf("skipped: no cgroup information here: %v", err)
-	}
-	if self.CPU.Version != cgroup.V1 || self.Memory.Version != cgroup.V1 {
-		t.Skipf("skipped: needs v1 cpu and memory hierarchies; this system has cpu %v, memory %v", self.CPU.Version, self.Memory.Version)
-	}
+	cgv1.Require(t)
 	bin := filepath.Join(t.TempDir(), "promprobe")
 	build := exec.Command("go", "build", "-o", bin, "./internal/promprobe")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 
-	name := fmt.Sprintf("fitgoprom-test-%d-%d", os.Getpid(), time.Now().UnixNano())
-	cpuDir, memDir := filepath.Join(self.CPU.Mount, name), filepath.Join(self.Memory.Mount, name)
-	for _, dir := range []string{cpuDir, memDir} {
-		if err := os.Mkdir(dir, 0o755); err != nil {
-			if errors.Is(err, syscall.EROFS) || errors.Is(err, os.ErrPermission) {
-				t.Skipf("skipped: no writable v1 hierarchy: %v", err)
-			}
-			require.NoError(t, err)
-		}
-		t.Cleanup(func() { removeCgroup(t, dir) })
-	}
-	write := func(name, data string) { require.NoError(t, os.WriteFile(name, []byte(data), 0o644)) }
-	write(filepath.Join(cpuDir, "cpu.cfs_period_us"), "100000")
-	write(filepath.Join(cpuDir, "cpu.cfs_quota_us"), "50000")
-	write(filepath.Join(memDir, "memory.limit_in_bytes"), "268435456")
+	// The probe runs in the pair's children, which carry the limits.
+	p := cgv1.NewPair(t)
+	cpuDir, memDir := p.CPUChild, p.MemChild
+	cgv1.SetCPU(t, cpuDir, 50000)
+	cgv1.SetMemory(t, memDir, 268435456)
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -96,17 +74,4 @@ func TestRealKernelV1(t *testing.T) {
 	info := fmt.Sprintf(`fitgo_cgroup_info{cpu_dir=%q,cpu_source=%q,cpu_version="v1",gomaxprocs_policy="",gomemlimit_policy="",memory_dir=%q,memory_high_source="",memory_source=%q,memory_version="v1"}`,
 		cpuDir, cpuDir, memDir, memDir)
 	assert.Equal(t, 1.0, s[info], "the info metric names the cgroups: %s", info)
-}
-
-// removeCgroup removes a cgroup directory (rmdir, as cgroupfs wants), trying
-// again for a while if it is still busy with an exiting process.
-func removeCgroup(t *testing.T, dir string) {
-	var err error
-	for i := 0; i < 50; i++ {
-		if err = syscall.Rmdir(dir); err == nil || errors.Is(err, syscall.ENOENT) {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Errorf("could not remove cgroup %s: %v", dir, err)
 }
