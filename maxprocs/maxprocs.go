@@ -20,14 +20,13 @@ import (
 type Options struct {
 	// Policy turns the CPU limit into GOMAXPROCS.
 	Policy
-	// KeepExisting leaves GOMAXPROCS alone when it is no longer the
-	// runtime's own default: the program or a library has called
-	// runtime.GOMAXPROCS. When that default cannot be predicted (a parent
-	// cgroup imposes the limit), Apply goes ahead. The blank import sets it.
+	// KeepExisting leaves GOMAXPROCS alone when the program or a library has
+	// called runtime.GOMAXPROCS (it is no longer the runtime's own default).
+	// When that default cannot be predicted (a parent cgroup imposes the
+	// limit), Apply goes ahead. The blank import sets it.
 	KeepExisting bool
-	// Insist keeps fitgo's value against later changes by other code (a
-	// library that calls runtime.GOMAXPROCS in main, such as automaxprocs): the
-	// refresh (Refresh) puts it back at its next reading and logs that once.
+	// Insist makes the refresh put fitgo's value back, logging it once,
+	// when other code (such as automaxprocs in main) changes GOMAXPROCS.
 	// Off: fitgo hands GOMAXPROCS over to whoever changes it.
 	Insist bool
 	// Logger gets an Info line when GOMAXPROCS changes or fitgo stops

@@ -46,13 +46,16 @@ type Fitgo struct {
 // other fields still apply.
 func FITGO(s string) (f Fitgo, err error) {
 	f = Fitgo{MaxProcs: true, MemLimit: true, Refresh: true}
+	headroom, guard := true, true
+	switches := map[string]*bool{"maxprocs": &f.MaxProcs, "memlimit": &f.MemLimit, "refresh": &f.Refresh,
+		"headroom": &headroom, "leakguard": &guard}
 	var errs []error
 	for _, field := range strings.Split(s, ",") {
 		field = strings.TrimSpace(field)
 		key, value, ok := strings.Cut(field, "=")
 		key, value = strings.TrimSpace(key), strings.TrimSpace(value)
 		var bad, unknown string
-		switch on := value == "on"; {
+		switch on, sw := value == "on", switches[key]; {
 		case field == "":
 		case field == "off":
 			f.MaxProcs, f.MemLimit = false, false
@@ -70,24 +73,12 @@ func FITGO(s string) (f Fitgo, err error) {
 			} else {
 				f.InsistMaxProcs, f.InsistMemLimit = on || value == "maxprocs", on || value == "memlimit"
 			}
-		case key == "headroom" || key == "leakguard":
-			if value != "on" && value != "off" {
-				bad = "want on or off"
-			} else if key == "headroom" {
-				f.NoHeadroom = !on
-			} else {
-				f.NoLeakGuard = !on
-			}
-		case key != "maxprocs" && key != "memlimit" && key != "refresh":
+		case sw == nil:
 			unknown = key
 		case on || value == "off":
-			switch key {
-			case "maxprocs":
-				f.MaxProcs = on
-			case "memlimit":
-				f.MemLimit = on
-			default:
-				f.Refresh, f.Interval = on, 0
+			*sw = on
+			if key == "refresh" {
+				f.Interval = 0
 			}
 		case key != "refresh":
 			bad = "want on or off"
@@ -105,6 +96,7 @@ func FITGO(s string) (f Fitgo, err error) {
 			errs = append(errs, fmt.Errorf("FITGO: %q: %s", short(field), bad))
 		}
 	}
+	f.NoHeadroom, f.NoLeakGuard = !headroom, !guard
 	if len(errs) > maxErrs {
 		errs = append(errs[:maxErrs], fmt.Errorf("FITGO: and %d more fields not understood", len(errs)-maxErrs))
 	}
