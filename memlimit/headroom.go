@@ -37,27 +37,12 @@ var runtimeMetrics = [...]string{
 // nFloor is how many of runtimeMetrics the floor reads.
 const nFloor = 6
 
-// floor returns the lowest GOMEMLIMIT that does not pin the GC: 1.25 × the
-// live heap marked by the last GC plus the runtime's memory outside the
-// heap (stacks, GC metadata, other), as runtime/metrics reports them. With
-// GOMEMLIMIT there, the heap may grow by a quarter of its live size before
-// the next cycle, as with GOGC=25: the GC runs about four times as often
-// as by default, busy but not back to back. It is no higher, because a
-// floor above what the others leave is memory the heap takes from them:
-// the kill it was to prevent. It uses samples (nFloor) without
-// allocating.
-func (f *Fit) floor(samples []metrics.Sample) int64 {
-	if f.env.floor != nil {
-		return f.env.floor()
-	}
-	for i := range samples {
-		samples[i].Name = runtimeMetrics[i]
-	}
-	metrics.Read(samples)
-	return floorOf(samples)
-}
-
-// floorOf is the floor from samples of runtimeMetrics (the first nFloor).
+// floorOf is the floor from samples of runtimeMetrics (the first nFloor):
+// the lowest GOMEMLIMIT that does not pin the GC, 1.25 × the live heap
+// marked by the last GC plus the runtime's memory outside the heap. There
+// the heap may grow by a quarter of its live size before the next cycle, as
+// with GOGC=25. It is no higher because a floor above what the others leave
+// is memory the heap takes from them: the kill it was to prevent.
 func floorOf(samples []metrics.Sample) int64 {
 	var v [nFloor]uint64
 	for i := range v {

@@ -183,6 +183,12 @@ type Result struct {
 	LastUpdate time.Time
 }
 
+// setLimit sets the fields of r that describe the limit l.
+func (r *Result) setLimit(l memLimit) {
+	r.Limit, r.Source, r.From, r.LeakGuard = l.bytes, l.source, l.from, l.guard
+	r.Others, r.LevelLimit, r.Floor = l.others, l.level, l.floor
+}
+
 func (r *Result) out() knob.Out[int64] {
 	return knob.Out[int64]{Before: &r.Before, After: &r.After, Changed: &r.Changed, Following: &r.Following,
 		Reason: &r.Reason, Err: &r.Err, Refresh: &r.Refresh, Updates: &r.Updates, LastUpdate: &r.LastUpdate}
@@ -280,8 +286,10 @@ func apply(o *Options, dry bool) *Fit {
 		e = &env{Env: knob.Process(processKnob), fsys: os.DirFS("/")}
 	}
 	p := o.Policy.resolved()
-	f := &Fit{env: e, res: Result{Policy: p, Env: e.Getenv("GOMEMLIMIT")}, headroom: !o.NoHeadroom, log: o.Logger}
-	f.guard.on = guardByDefault && !o.NoLeakGuard
+	f := &Fit{env: e, res: Result{Policy: p, Env: e.Getenv("GOMEMLIMIT")}, headroom: !o.NoHeadroom}
+	if !dry {
+		f.log = o.Logger
+	}
 	r := &f.res
 	r.Before = e.Knob.Current()
 	r.After = r.Before
@@ -313,22 +321,9 @@ func apply(o *Options, dry bool) *Fit {
 	lim, err := e.Limits(ko)
 	noCgroup := errors.Is(err, cgroup.ErrNoCgroup)
 	r.Memory = lim.Memory
-	l, has := f.effective(lim)
-	want := int64(0)
-	if has {
-		floor := int64(0)
-		if l.others > 0 {
-			floor = f.floor(make([]metrics.Sample, nFloor))
-		}
-		want = f.softLimit(&l, floor)
-		r.Limit, r.Source, r.From, r.Others, r.LevelLimit, r.Floor = l.bytes, l.source, l.from, l.others, l.level, l.floor
-	}
-	f.last = want
-	if l.floor > 0 && !dry && o.Logger != nil {
-		f.warned = true
-		o.Logger.Warn("fitgo: the other processes leave too little memory; GOMEMLIMIT held at the floor",
-			"GOMEMLIMIT", want, "available", l.bytes, "others", l.others, "source", l.source, "floor", l.floor)
-	}
+	l, has, want, _ := f.value(lim)
+	f.guard.on = guardByDefault && !o.NoLeakGuard // from the first tick on
+	r.setLimit(l)
 	merr := memoryErr(lim, err)
 	noMem := ""
 	if memErr != nil {
@@ -388,6 +383,30 @@ func memoryErr(lim cgroup.Limits, err error) error {
 	return knob.ErrFor(err, lim.Memory.Err, lim.CPU.Err)
 }
 
+// value is GOMEMLIMIT for a reading, with the limit it comes from and
+// whether there is one: the policy's value, the floor, the hysteresis and,
+// once the guard is on (the refresh), its steps. The first time the floor
+// holds the value, it logs a Warn line (Plan has no logger).
+func (f *Fit) value(lim cgroup.Limits) (memLimit, bool, int64, guardEvent) {
+	l, has := f.effective(lim)
+	floor, gc := f.readRuntime(l.others > 0, f.guard.on)
+	want := f.softLimit(&l, floor)
+	if l.others > 0 && want > f.last && f.last > 0 && want-f.last < f.last/raiseStep {
+		want = f.last // hysteresis: raise only by a step worth taking
+	}
+	f.last = want
+	ev := guardNone
+	if f.guard.on {
+		want, ev = f.guard.step(want, l.bytes, gc, &l)
+	}
+	if l.floor > 0 && !f.warned && f.log != nil {
+		f.warned = true
+		f.log.Warn("fitgo: the other processes leave too little memory; GOMEMLIMIT held at the floor",
+			"GOMEMLIMIT", want, "available", l.bytes, "others", l.others, "source", l.source, "floor", l.floor)
+	}
+	return l, has, want, ev
+}
+
 // tick fits the memory limit to a reading of the refresh loop.
 func (f *Fit) tick(now time.Time, lim cgroup.Limits, err error) bool {
 	var rd knob.Reading[int64, memLimit]
@@ -396,25 +415,11 @@ func (f *Fit) tick(now time.Time, lim cgroup.Limits, err error) bool {
 		rd.Err = err
 	}
 	if rd.Err == nil {
-		l, has := f.effective(lim)
-		floor, gc := f.readRuntime(l.others > 0, f.guard.on)
-		want := f.softLimit(&l, floor)
-		if l.others > 0 && want > f.last && f.last > 0 && want-f.last < f.last/raiseStep {
-			want = f.last // hysteresis: raise only by a step worth taking
-		}
-		f.last = want
-		if f.guard.on {
-			want, gev = f.guard.step(want, l.bytes, gc, &l)
-		}
-		rd.Limit, rd.Want = l, want
+		var has bool
+		rd.Limit, has, rd.Want, gev = f.value(lim)
+		rd.Has = has && rd.Want != 0
 		if gev == guardStep {
 			rd.Why = "by the leak guard"
-		}
-		rd.Has = has && rd.Want != 0
-		if l.floor > 0 && !f.warned && f.log != nil {
-			f.warned = true
-			f.log.Warn("fitgo: the other processes leave too little memory; GOMEMLIMIT held at the floor",
-				"GOMEMLIMIT", want, "available", l.bytes, "others", l.others, "source", l.source, "floor", l.floor)
 		}
 		if hard, ok := lim.MemoryMax(); ok && f.ratio > 0 {
 			if hard != f.hard || f.otherWhy == "" {
@@ -457,8 +462,7 @@ func (f *Fit) Status() Result {
 	}
 	r := f.res
 	if l, ok := f.f.Fill(f.env.Knob, r.out(), formatBytes); ok {
-		r.Limit, r.Source, r.From, r.Others, r.LevelLimit, r.Floor = l.bytes, l.source, l.from, l.others, l.level, l.floor
-		r.LeakGuard = l.guard
+		r.setLimit(l)
 	}
 	f.readEvents(&r)
 	return r
