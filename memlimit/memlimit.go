@@ -1,6 +1,7 @@
 package memlimit
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -213,44 +214,36 @@ type Fit struct {
 	samples []metrics.Sample
 	guard   guard
 
-	// automemlimit's value for the hard limit hard, used by the refresh's
-	// goroutine only.
-	hard, other int64
-	otherWhy    string
-	ratio       float64 // its ratio; 0: it does nothing here
+	// automemlimit's ratio (0: it does nothing here) and its rule's text for
+	// the hard limit hard, used by the refresh's goroutine only.
+	ratio    float64
+	hard     int64
+	otherWhy string
 }
 
-// effective picks the limit of a reading: the lower of the hard limit, the
-// headroom and memory.high where set (a limit of 0 is a limit) and the
-// upper limit, else memTotal when positive.
-func (f *Fit) effective(lim cgroup.Limits) (memLimit, bool) {
-	l, has := effective(lim, f.memTotal)
-	if h := lim.Memory.Headroom; f.headroom && h.Source != "" && h.Others > 0 && h.Avail < h.Limit && (!has || h.Avail < l.bytes) {
+// effective picks the limit of a reading: the lowest of memory.max,
+// memory.high (a limit of 0 is a limit), the headroom and the upper limit,
+// where set; MemTotal (with SystemMemory) only when there is no other.
+func (f *Fit) effective(lim cgroup.Limits) (l memLimit, has bool) {
+	m := lim.Memory
+	if v, ok := lim.MemoryMax(); ok {
+		l, has = memLimit{bytes: v, source: m.MaxSource, from: "memory.max"}, true
+		if m.Version == cgroup.V1 {
+			l.from = "memory.limit_in_bytes"
+		}
+	}
+	if v, ok := lim.MemoryHigh(); ok && (!has || v < l.bytes) {
+		l, has = memLimit{bytes: v, source: m.HighSource, from: "memory.high"}, true
+	}
+	if !has && f.memTotal > 0 {
+		l, has = memLimit{bytes: f.memTotal, source: "/proc/meminfo", from: "MemTotal"}, true
+	}
+	if h := m.Headroom; f.headroom && h.Source != "" && h.Others > 0 && h.Avail < h.Limit && (!has || h.Avail < l.bytes) {
 		l = memLimit{bytes: max(h.Avail, 0), source: h.Source, from: h.From, others: h.Others, level: h.Limit, plain: l.bytes}
 		has = true
 	}
 	if u := f.upper; u.bytes > 0 && (!has || l.source == "/proc/meminfo" || u.bytes < l.bytes) {
 		l, has = u, true
-	}
-	return l, has
-}
-
-// effective is the limit of a reading without the headroom.
-func effective(lim cgroup.Limits, memTotal int64) (memLimit, bool) {
-	m := lim.Memory
-	var l memLimit
-	has := false
-	if max, ok := lim.MemoryMax(); ok {
-		l, has = memLimit{bytes: max, source: m.MaxSource, from: "memory.max"}, true
-		if m.Version == cgroup.V1 {
-			l.from = "memory.limit_in_bytes"
-		}
-	}
-	if high, ok := lim.MemoryHigh(); ok && (!has || high < l.bytes) {
-		l, has = memLimit{bytes: high, source: m.HighSource, from: "memory.high"}, true
-	}
-	if !has && memTotal > 0 {
-		l, has = memLimit{bytes: memTotal, source: "/proc/meminfo", from: "MemTotal"}, true
 	}
 	return l, has
 }
@@ -291,16 +284,12 @@ func apply(o *Options, dry bool) *Fit {
 		f.log = o.Logger
 	}
 	r := &f.res
-	r.Before = e.Knob.Current()
-	r.After = r.Before
+	before, mine := e.Knob.Peek()
+	r.Before, r.After = before, before
 	_, kind := envvar.GOMEMLIMIT(r.Env)
-	upperErr := f.setUpper(o.UpperLimit, e.Getenv(envvar.MemoryLimitVar))
-	switch before, mine := e.Knob.Peek(); {
-	case o.Policy.validate() != nil:
-		r.Err, r.Reason = o.Policy.validate(), "invalid options"
-		return f
-	case upperErr != nil:
-		r.Err, r.Reason = upperErr, "invalid options"
+	switch invalid := cmp.Or(o.Policy.validate(), f.setUpper(o.UpperLimit, e.Getenv(envvar.MemoryLimitVar))); {
+	case invalid != nil:
+		r.Err, r.Reason = invalid, "invalid options"
 		return f
 	case e.GOOS != "linux":
 		r.Reason = "not Linux: no cgroup limits"
@@ -329,7 +318,8 @@ func apply(o *Options, dry bool) *Fit {
 	if memErr != nil {
 		noMem = "; no system memory either: " + memErr.Error()
 	}
-	f.f, f.loop = knob.Settle(&e.Env, ko, r.out(), dry, o.Refresh > 0 && !dry && !(noCgroup && f.memTotal == 0 && f.upper.bytes == 0), l, merr,
+	follow := o.Refresh > 0 && !dry && !(noCgroup && f.memTotal == 0 && f.upper.bytes == 0)
+	f.f, f.loop = knob.Settle(&e.Env, ko, r.out(), dry, follow, l, merr,
 		func(before int64, _ bool) bool {
 			switch {
 			case noCgroup && !has:
@@ -363,19 +353,6 @@ func tinyReason(p Policy, l memLimit) string {
 		return formatBytes(raw) + " (from a " + formatBytes(l.bytes) + " limit) is below the minimum of " +
 			formatBytes(p.Min) + ": too little for the heap next to the runtime's own memory; GOMEMLIMIT left unset"
 	}
-}
-
-// readMemTotal reads MemTotal from proc/meminfo in fsys.
-func readMemTotal(fsys fs.FS) (int64, error) {
-	data, err := fs.ReadFile(fsys, "proc/meminfo")
-	if err != nil {
-		return 0, err
-	}
-	n, err := parseMemTotal(data)
-	if err != nil {
-		return 0, fmt.Errorf("/proc/meminfo: %w", err)
-	}
-	return n, nil
 }
 
 // memoryErr is the error of a reading that concerns the memory limit.
@@ -421,22 +398,27 @@ func (f *Fit) tick(now time.Time, lim cgroup.Limits, err error) bool {
 		if gev == guardStep {
 			rd.Why = "by the leak guard"
 		}
-		if hard, ok := lim.MemoryMax(); ok && f.ratio > 0 {
-			if hard != f.hard || f.otherWhy == "" {
-				f.hard, f.other = hard, hard
-				if f.ratio < 1 {
-					f.other = int64(uint64(float64(hard) * f.ratio))
-				}
-				f.otherWhy = "automemlimit's " + strconv.FormatFloat(f.ratio, 'f', -1, 64) + " × " + formatBytes(hard)
-			}
-			rd.Other, rd.OtherWhy = f.other, f.otherWhy
-		}
+		rd.Other, rd.OtherWhy = f.automemlimit(lim)
 	}
 	keep := f.f.Step(now, rd)
 	if keep && gev != guardNone {
 		f.logGuard(gev, rd.Want, rd.Limit)
 	}
 	return keep
+}
+
+// automemlimit is the value automemlimit's Set writes for a reading, and
+// its rule ("" when it writes none). The rule's text is made once for each
+// hard limit, so that a tick allocates nothing.
+func (f *Fit) automemlimit(lim cgroup.Limits) (int64, string) {
+	hard, ok := lim.MemoryMax()
+	if !ok || f.ratio == 0 {
+		return 0, ""
+	}
+	if hard != f.hard || f.otherWhy == "" {
+		f.hard, f.otherWhy = hard, "automemlimit's "+strconv.FormatFloat(f.ratio, 'f', -1, 64)+" × "+formatBytes(hard)
+	}
+	return int64(uint64(float64(hard) * f.ratio)), f.otherWhy
 }
 
 // automemlimitRatio is the ratio automemlimit's Set applies to the hard
