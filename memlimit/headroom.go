@@ -7,12 +7,10 @@ import (
 	"github.com/fitgo/fitgo/internal/envvar"
 )
 
-// raiseStep sets the hysteresis of the headroom: while the others bind the
-// value, it is lowered at once when they grow (the OOM killer does not
-// wait), but raised only when the new value is at least 1/raiseStep (5 %)
-// above the current one, so that a co-process whose memory jitters by a
-// few MiB does not move GOMEMLIMIT at every reading. When the others leave
-// (the limit itself binds again), it goes up at once.
+// raiseStep is the hysteresis of the headroom: while the others bind the
+// value, it goes down at once when they grow (the OOM killer does not wait)
+// but up only by at least 1/raiseStep (5 %), so that a co-process whose
+// memory jitters does not move it at every reading.
 const raiseStep = 20
 
 // runtimeMetrics are the runtime/metrics samples of a tick, read in one
@@ -38,11 +36,10 @@ var runtimeMetrics = [...]string{
 const nFloor = 6
 
 // floorOf is the floor from samples of runtimeMetrics (the first nFloor):
-// the lowest GOMEMLIMIT that does not pin the GC, 1.25 × the live heap
-// marked by the last GC plus the runtime's memory outside the heap. There
-// the heap may grow by a quarter of its live size before the next cycle, as
-// with GOGC=25. It is no higher because a floor above what the others leave
-// is memory the heap takes from them: the kill it was to prevent.
+// 1.25 × the live heap marked by the last GC plus the runtime's memory
+// outside the heap, the lowest GOMEMLIMIT that does not pin the GC (the heap
+// may grow by a quarter before the next cycle, as with GOGC=25). It is no
+// higher because memory above what the others leave is taken from them.
 func floorOf(samples []metrics.Sample) int64 {
 	var v [nFloor]uint64
 	for i := range v {
@@ -80,18 +77,15 @@ func (f *Fit) softLimit(l *memLimit, floor int64) int64 {
 // setUpper sets the upper limit from opt or else the environment
 // variable's value env.
 func (f *Fit) setUpper(opt int64, env string) error {
-	if opt > 0 {
-		f.upper = memLimit{bytes: opt, source: "Options.UpperLimit", from: "UpperLimit"}
-		return nil
-	}
-	if opt < 0 {
-		return fmt.Errorf("memlimit: invalid options: negative UpperLimit %d", opt)
-	}
 	v, err := envvar.MemoryLimit(env)
-	if err != nil {
+	switch {
+	case opt < 0:
+		return fmt.Errorf("memlimit: invalid options: negative UpperLimit %d", opt)
+	case opt > 0:
+		f.upper = memLimit{bytes: opt, source: "Options.UpperLimit", from: "UpperLimit"}
+	case err != nil:
 		return fmt.Errorf("memlimit: %w", err)
-	}
-	if v > 0 {
+	case v > 0:
 		f.upper = memLimit{bytes: v, source: "$" + envvar.MemoryLimitVar, from: envvar.MemoryLimitVar}
 	}
 	return nil

@@ -31,13 +31,12 @@ type Options struct {
 	// /proc/meminfo) as the limit when the cgroup hierarchy has none.
 	SystemMemory bool
 	// KeepExisting leaves the memory limit alone when the program or a
-	// library has already set one with debug.SetMemoryLimit. The blank
-	// import sets it.
+	// library has already set one. The blank import sets it.
 	KeepExisting bool
-	// Insist keeps fitgo's value against later changes by other code (a
-	// library that sets the memory limit in main, such as automemlimit): the
-	// refresh (Refresh) puts it back at its next reading and logs that once.
-	// Off: fitgo hands the memory limit over to whoever changes it.
+	// Insist keeps fitgo's value against later changes by other code (such
+	// as automemlimit in main): the refresh puts it back at its next reading
+	// and logs that once. Off: fitgo hands the limit over to whoever changes
+	// it.
 	Insist bool
 	// Logger gets an Info line when GOMEMLIMIT changes or fitgo stops
 	// managing it, a Debug line when Apply leaves it alone, and a Warn line
@@ -51,22 +50,18 @@ type Options struct {
 	Context context.Context
 	// Limits are the limits to fit; nil: Apply reads them (cgroup.Read).
 	Limits *cgroup.Limits
-	// NoHeadroom fits GOMEMLIMIT to the whole limit, as if the process
-	// owned it, instead of to what the other processes under it leave
-	// (Memory.Headroom of the reading; the README says how it is measured).
-	// The blank import sets it for FITGO=headroom=off.
+	// NoHeadroom fits GOMEMLIMIT to the whole limit instead of to what the
+	// other processes under it leave (Memory.Headroom). The blank import sets
+	// it for FITGO=headroom=off.
 	NoHeadroom bool
-	// UpperLimit, when positive, is a memory limit in bytes known from
-	// outside, used as an upper bound on the limit fitgo reads: the pod's
-	// limit inside a private cgroup namespace, which fitgo cannot see. 0:
-	// the FITGO_MEMORY_LIMIT environment variable at start-up (bytes, as the
-	// downward API's resourceFieldRef limits.memory with divisor "1" writes
-	// them), if set. It is fixed for the life of the Apply.
+	// UpperLimit, when positive, bounds the limit fitgo reads with one known
+	// from outside, such as the pod's limit in a private cgroup namespace. 0:
+	// the FITGO_MEMORY_LIMIT environment variable at start-up, in bytes (as
+	// the downward API's limits.memory with divisor "1" writes it), if set.
 	UpperLimit int64
-	// NoLeakGuard turns off the leak guard of the refresh, which steps
-	// GOMEMLIMIT up toward the memory limit when the GC is pinned at it (a
-	// leak; see Result.LeakGuard and the README). The blank import sets it for
-	// FITGO=leakguard=off.
+	// NoLeakGuard turns off the refresh's leak guard, which steps GOMEMLIMIT
+	// up toward the memory limit while a growing heap pins the GC at it
+	// (Result.LeakGuard). The blank import sets it for FITGO=leakguard=off.
 	NoLeakGuard bool
 
 	env *env // nil: the process
@@ -93,16 +88,13 @@ func text() knob.Text {
 	return knob.Text{Name: "GOMEMLIMIT", Value: "the memory limit", Limit: "memory limit", Key: "memory_limit"}
 }
 
-// memLimit is the memory limit of a reading.
+// memLimit is the memory limit of a reading, as Result has it.
 type memLimit struct {
-	bytes  int64
-	source string // "" when there is none
-	from   string // the file or field it comes from
-	// When the headroom binds: what the others hold at source, whose own
-	// limit is level (bytes is level − others); else 0.
-	others, level int64
+	bytes         int64
+	source, from  string
+	others, level int64 // Result.Others and LevelLimit
 	plain         int64 // the limit without the headroom
-	floor         int64 // the floor that raised the value, else 0
+	floor         int64
 	guard         leakGuard
 }
 
@@ -120,32 +112,29 @@ func (l memLimit) LogValue() slog.Value {
 // Result is a snapshot of what Apply did, or what Plan would do, and of its
 // refresh.
 type Result struct {
-	// Before is the runtime's memory limit before Apply; After is the limit
+	// Before is the runtime's memory limit before Apply, After the limit
 	// after it or, from Fit.Status, now; math.MaxInt64 when there is none.
 	// Changed: Apply called debug.SetMemoryLimit (Plan: would).
 	Before, After int64
 	Changed       bool
-	// Limit is the memory limit in bytes the value was derived from; Source
-	// is the cgroup directory that imposed it (or "/proc/meminfo"), "" when
-	// there is none; From names the file: "memory.max", "memory.high",
+	// Limit is the memory limit in bytes the value was derived from, Source
+	// the cgroup directory that imposed it (or "/proc/meminfo"; "" for
+	// none) and From its file: "memory.max", "memory.high",
 	// "memory.limit_in_bytes" or "MemTotal". From Fit.Status: of the last
 	// good reading.
 	Limit        int64
 	Source, From string
 	// Others is what the other processes held at Source when the headroom
-	// bound the value, LevelLimit the limit From there: Limit is then the
-	// memory available to the process, LevelLimit − Others. Both are 0 when
-	// the limit itself bound it (no one else, or NoHeadroom).
+	// bound the value, LevelLimit the limit there; Limit is then
+	// LevelLimit − Others. Both are 0 when the limit itself bound it.
 	Others, LevelLimit int64
-	// Floor is the floor that raised the value above the policy's result
-	// for Limit, because the others left too little (see the README), else 0.
+	// Floor is the floor the value was raised to because the others left
+	// too little, else 0.
 	Floor int64
-	// LeakGuard says, from Fit.Status, whether and why the leak guard
-	// raised the value above the policy's: Steps is how many of its 4
-	// steps toward Limit are in force (0: none), Policy the value the
-	// policy gives (GOMEMLIMIT without the guard), Share the share of the
-	// CPU the GC took over the Window readings, with the heap goal set by
-	// GOMEMLIMIT, that led to the last step.
+	// LeakGuard says, from Fit.Status, how the leak guard raised the value:
+	// Steps is how many of its 4 steps toward Limit, the memory limit, are
+	// in force (0: none), Policy the policy's value, and Share the GC's
+	// share of the CPU over the Window readings that led to the last step.
 	LeakGuard struct {
 		Steps         int
 		Policy, Limit int64
@@ -153,13 +142,10 @@ type Result struct {
 		Window        int
 	}
 	// Events are the memory events counted at Source, read by Status and
-	// Plan (not by Apply or the refresh) from that cgroup directory of the
-	// real root, also when Options.Limits were read elsewhere: on v2
-	// memory.events (Max: times the usage was about to exceed memory.max,
-	// High: throttled above memory.high, OOM, OOMKill, ...), on v1 only Max
-	// (memory.failcnt) and OOMKill (oom_kill of memory.oom_control), as
-	// cgroup.Stats has them. HasEvents is false when Source is not a cgroup
-	// directory (MemTotal, UpperLimit) or its event files cannot be read.
+	// Plan from that directory of the real root: on v2 memory.events, on v1
+	// Max (memory.failcnt) and OOMKill (memory.oom_control). HasEvents is
+	// false when Source is not a cgroup directory or its files cannot be
+	// read.
 	Events    struct{ Low, High, Max, OOM, OOMKill, OOMGroupKill uint64 }
 	HasEvents bool
 	// Memory is the memory limit as read at Apply, with the hierarchy.
@@ -202,20 +188,18 @@ type Fit struct {
 	env      *env
 	memTotal int64 // MemTotal with SystemMemory, else 0
 	upper    memLimit
-	headroom bool // fit to the headroom (not NoHeadroom)
+	headroom bool // not NoHeadroom
 	loop     *knob.Loop
-	log      *slog.Logger
+	log      *slog.Logger // nil for Plan
 
-	// Used by the refresh's goroutine only: the value of the last reading
-	// (for the hysteresis), whether the floor's Warn line was logged, and
-	// the floor's samples.
-	last    int64
-	warned  bool
-	samples []metrics.Sample
-	guard   guard
-
-	// automemlimit's ratio (0: it does nothing here) and its rule's text for
-	// the hard limit hard, used by the refresh's goroutine only.
+	// Used by the refresh's goroutine only: the last reading's value (for
+	// the hysteresis), whether the floor's Warn line was logged, the
+	// runtime/metrics samples, the leak guard, and automemlimit's ratio (0:
+	// it does nothing here) with its rule's text for the hard limit hard.
+	last     int64
+	warned   bool
+	samples  []metrics.Sample
+	guard    guard
 	ratio    float64
 	hard     int64
 	otherWhy string
@@ -311,7 +295,7 @@ func apply(o *Options, dry bool) *Fit {
 	noCgroup := errors.Is(err, cgroup.ErrNoCgroup)
 	r.Memory = lim.Memory
 	l, has, want, _ := f.value(lim)
-	f.guard.on = guardByDefault && !o.NoLeakGuard // from the first tick on
+	f.guard.on = !o.NoLeakGuard // from the first tick on
 	r.setLimit(l)
 	merr := memoryErr(lim, err)
 	noMem := ""

@@ -9,14 +9,12 @@ import (
 
 // The defaults of the zero Policy.
 const (
-	// defaultRatio leaves 10% of the container's memory to what the Go
-	// runtime does not count (the binary's text, cgo and C libraries,
-	// kernel-side buffers) and to the overshoot of a concurrent GC cycle.
+	// defaultRatio leaves 10% of the limit to what the Go runtime does not
+	// count (the binary, cgo, kernel buffers) and to a GC cycle's overshoot.
 	defaultRatio = 0.9
-	// defaultMin is the smallest GOMEMLIMIT fitgo sets: below it a soft
-	// limit leaves the heap a few MiB next to the runtime's own memory, the
-	// GC runs back to back and still does not prevent the OOM kill, so
-	// fitgo leaves GOMEMLIMIT unset and says so.
+	// defaultMin: below it the heap has a few MiB next to the runtime's own
+	// memory, and a soft limit only keeps the GC busy without preventing the
+	// OOM kill.
 	defaultMin = 16 << 20
 )
 
