@@ -191,8 +191,7 @@ func (g *guard) step(want, hard int64, r gcReading, l *memLimit) (int64, guardEv
 			g.share, g.bound, ev = share, 0, guardStep
 		}
 	}
-	l.guard = leakGuard{}
-	if g.steps == 0 || want <= 0 || hard <= want {
+	if g.steps == 0 {
 		return want, ev
 	}
 	v := hard

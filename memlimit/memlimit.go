@@ -233,16 +233,14 @@ func (f *Fit) effective(lim cgroup.Limits) (l memLimit, has bool) {
 }
 
 // Apply sets the Go runtime's soft memory limit (GOMEMLIMIT) from the
-// effective memory limit of the process's cgroup hierarchy, by the policy of
-// the options.
-//
-// It leaves the memory limit alone, with the Reason in the Result, when the
-// GOMEMLIMIT environment variable is set (a byte count or "off"), the
-// system is not Linux or has no cgroup, there is no memory limit (unless
-// SystemMemory), the policy leaves it unset, or it already has the value.
-// It never clears a limit. When the memory limit cannot be read or the
-// options are invalid, it returns the error, also in the Result. A later
-// Apply takes over from an earlier one.
+// effective memory limit of the process's cgroup hierarchy, by the options'
+// policy. It leaves the limit alone, with the Reason in the Result, when the
+// GOMEMLIMIT environment variable is set (a byte count or "off"), the system
+// is not Linux or has no cgroup, there is no memory limit (unless
+// SystemMemory), the policy leaves it unset, or it already has the value; it
+// never clears a limit. It returns the error, also in the Result, when the
+// limit cannot be read or the options are invalid. A later Apply takes over
+// from an earlier one.
 func Apply(o Options) (*Fit, error) {
 	f := apply(&o, false)
 	knob.LogApply(o.Logger, "GOMEMLIMIT", f.res.out(), "result", f.res)
@@ -297,7 +295,7 @@ func apply(o *Options, dry bool) *Fit {
 	l, has, want, _ := f.value(lim)
 	f.guard.on = !o.NoLeakGuard // from the first tick on
 	r.setLimit(l)
-	merr := memoryErr(lim, err)
+	merr := knob.ErrFor(err, lim.Memory.Err, lim.CPU.Err)
 	noMem := ""
 	if memErr != nil {
 		noMem = "; no system memory either: " + memErr.Error()
@@ -339,11 +337,6 @@ func tinyReason(p Policy, l memLimit) string {
 	}
 }
 
-// memoryErr is the error of a reading that concerns the memory limit.
-func memoryErr(lim cgroup.Limits, err error) error {
-	return knob.ErrFor(err, lim.Memory.Err, lim.CPU.Err)
-}
-
 // value is GOMEMLIMIT for a reading, with the limit it comes from and
 // whether there is one: the policy's value, the floor, the hysteresis and,
 // once the guard is on (the refresh), its steps. The first time the floor
@@ -372,8 +365,9 @@ func (f *Fit) value(lim cgroup.Limits) (memLimit, bool, int64, guardEvent) {
 func (f *Fit) tick(now time.Time, lim cgroup.Limits, err error) bool {
 	var rd knob.Reading[int64, memLimit]
 	gev := guardNone
-	if rd.Err = memoryErr(lim, err); rd.Err == nil && errors.Is(err, cgroup.ErrNoCgroup) && f.memTotal == 0 && f.upper.bytes == 0 {
-		rd.Err = err
+	rd.Err = knob.ErrFor(err, lim.Memory.Err, lim.CPU.Err)
+	if rd.Err == nil && errors.Is(err, cgroup.ErrNoCgroup) && f.memTotal == 0 && f.upper.bytes == 0 {
+		rd.Err = err // nothing to follow
 	}
 	if rd.Err == nil {
 		var has bool

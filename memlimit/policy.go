@@ -18,14 +18,11 @@ const (
 	defaultMin = 16 << 20
 )
 
-// Policy turns a memory limit into a GOMEMLIMIT value. The zero Policy is
-// fitgo's default: Ratio 0.9, no Reserve, Min 16 MiB.
-//
-// The value is the lower of Ratio × limit and limit − Reserve, rounded down
-// to a byte. It is never above the limit. When it is below Min (or not
-// positive), GOMEMLIMIT is left unset rather than raised: unlike
+// Policy turns a memory limit into a GOMEMLIMIT value: the lower of Ratio ×
+// limit and limit − Reserve, rounded down to a byte. When that is below Min
+// (or not positive), GOMEMLIMIT is left unset rather than raised: unlike
 // automemlimit's WithMin, no setting puts a soft limit above what the
-// container allows.
+// container allows. The zero Policy is fitgo's default.
 type Policy struct {
 	// Ratio is the fraction of the limit to use, in (0, 1]; 0 means 0.9.
 	Ratio float64
