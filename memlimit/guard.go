@@ -90,22 +90,10 @@ func (f *Fit) readRuntime(withFloor, withGuard bool) (floor int64, r gcReading) 
 
 // gcOf is the guard's reading from samples of runtimeMetrics.
 func gcOf(s []metrics.Sample) gcReading {
-	u := func(i int) uint64 {
-		if s[i].Value.Kind() == metrics.KindUint64 {
-			return s[i].Value.Uint64()
-		}
-		return 0
-	}
-	fl := func(i int) float64 {
-		if s[i].Value.Kind() == metrics.KindFloat64 {
-			return s[i].Value.Float64()
-		}
-		return 0
-	}
-	g := nFloor
+	g := s[nFloor:]
 	// GOGC=off is -1, which the metric gives as a uint64.
-	return gcReading{live: u(0), goal: u(g), gogc: int64(u(g + 1)), stacks: u(g + 2), globals: u(g + 3),
-		gcCPU: max(fl(g+4)-fl(g+5), 0), cpu: fl(g + 6)}
+	return gcReading{live: u64(s[0]), goal: u64(g[0]), gogc: int64(u64(g[1])), stacks: u64(g[2]), globals: u64(g[3]),
+		gcCPU: max(f64(g[4])-f64(g[5]), 0), cpu: f64(g[6])}
 }
 
 // leakGuard is Result.LeakGuard's type.

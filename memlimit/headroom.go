@@ -40,19 +40,29 @@ const nFloor = 6
 // outside the heap, the lowest GOMEMLIMIT that does not pin the GC (the heap
 // may grow by a quarter before the next cycle, as with GOGC=25). It is no
 // higher because memory above what the others leave is taken from them.
-func floorOf(samples []metrics.Sample) int64 {
-	var v [nFloor]uint64
-	for i := range v {
-		if samples[i].Value.Kind() == metrics.KindUint64 {
-			v[i] = samples[i].Value.Uint64()
-		}
-	}
-	live := v[0]
+func floorOf(s []metrics.Sample) int64 {
+	live, total := u64(s[0]), u64(s[1])
 	nonHeap := uint64(0)
-	if heap := v[2] + v[3] + v[4] + v[5]; v[1] > heap {
-		nonHeap = v[1] - heap
+	if heap := u64(s[2]) + u64(s[3]) + u64(s[4]) + u64(s[5]); total > heap {
+		nonHeap = total - heap
 	}
 	return int64(min(live+live/4+nonHeap, 1<<62))
+}
+
+// u64 and f64 are the value of a sample, 0 when it is not of their kind
+// (the runtime does not have the metric).
+func u64(s metrics.Sample) uint64 {
+	if s.Value.Kind() == metrics.KindUint64 {
+		return s.Value.Uint64()
+	}
+	return 0
+}
+
+func f64(s metrics.Sample) float64 {
+	if s.Value.Kind() == metrics.KindFloat64 {
+		return s.Value.Float64()
+	}
+	return 0
 }
 
 // softLimit is GOMEMLIMIT for l by the policy. When the others bind l and
