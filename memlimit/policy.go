@@ -46,9 +46,8 @@ func (p Policy) resolved() Policy {
 }
 
 // SoftLimit returns GOMEMLIMIT for a memory limit of limit bytes, or 0 when
-// the policy leaves GOMEMLIMIT unset for it (the result would be below Min
-// or not positive). It is a pure function and assumes a valid Policy
-// (Apply checks it).
+// the policy leaves GOMEMLIMIT unset for it. It is a pure function and
+// assumes a valid Policy (Apply checks it).
 func (p Policy) SoftLimit(limit int64) int64 {
 	p = p.resolved()
 	v := p.raw(limit)
