@@ -2,7 +2,6 @@ package memlimit
 
 import (
 	"log/slog"
-	"strconv"
 
 	"github.com/fitgo/fitgo/cgroup"
 )
@@ -36,17 +35,4 @@ func (r *Result) eventCounts() []slog.Attr {
 		}
 	}
 	return out
-}
-
-// eventsText is eventCounts as "memory events at dir: oom_kill 1, max 12",
-// "" when there are none.
-func (r *Result) eventsText() string {
-	s := ""
-	for _, a := range r.eventCounts() {
-		s += ", " + a.Key + " " + strconv.FormatUint(a.Value.Uint64(), 10)
-	}
-	if s == "" {
-		return ""
-	}
-	return "memory events at " + r.Source + ":" + s[1:]
 }

@@ -104,18 +104,6 @@ type leakGuard = struct {
 	Window        int
 }
 
-// guardText says why g raised the value, e.g. "raised by the leak guard
-// (step 1 of 4 toward 512 MiB): the GC took 34 % of the CPU over 30
-// readings while the heap grew at GOMEMLIMIT"; "" when it did not.
-func guardText(g leakGuard) string {
-	if g.Steps == 0 {
-		return ""
-	}
-	return "raised by the leak guard (step " + strconv.Itoa(g.Steps) + " of " + strconv.Itoa(guardSteps) + " toward " +
-		formatBytes(g.Limit) + "): the GC took " + strconv.Itoa(int(math.Round(g.Share*100))) + " % of the CPU over " +
-		strconv.Itoa(g.Window) + " readings while the heap grew at GOMEMLIMIT"
-}
-
 // mark is what the guard keeps of one reading: the cumulative CPU and the
 // marked heap.
 type mark struct {

@@ -452,11 +452,18 @@ func (r Result) String() string {
 	if r.Floor > 0 {
 		lim += " (held at the floor " + formatBytes(r.Floor) + ")"
 	}
-	if g := guardText(r.LeakGuard); g != "" {
-		lim += "; " + g
+	if g := r.LeakGuard; g.Steps > 0 {
+		lim += "; raised by the leak guard (step " + strconv.Itoa(g.Steps) + " of " + strconv.Itoa(guardSteps) + " toward " +
+			formatBytes(g.Limit) + "): the GC took " + strconv.Itoa(int(math.Round(g.Share*100))) + " % of the CPU over " +
+			strconv.Itoa(g.Window) + " readings while the heap grew at GOMEMLIMIT"
 	}
-	if ev := r.eventsText(); ev != "" {
-		lim += "; " + ev
+	for i, a := range r.eventCounts() {
+		if i == 0 {
+			lim += "; memory events at " + r.Source + ":"
+		} else {
+			lim += ","
+		}
+		lim += " " + a.Key + " " + strconv.FormatUint(a.Value.Uint64(), 10)
 	}
 	return knob.Summary("GOMEMLIMIT", r.out(), formatBytes, lim, r.Policy.text())
 }
