@@ -7,12 +7,11 @@ import (
 	"strconv"
 )
 
-// The leak guard. A leak that grows the heap into GOMEMLIMIT is not
-// OOM-killed: the GC runs back to back to hold the heap there, for hours
+// The leak guard. A leak that grows the heap into GOMEMLIMIT browns out
+// instead of being OOM-killed: the GC runs back to back for hours
 // (golang/go#58106). At each refresh reading the guard tells that state from
-// runtime/metrics and steps GOMEMLIMIT up toward the limit the policy was
-// applied to (Result.Limit), where the kernel kills the process and it is
-// restarted. The README gives the measurements behind these values.
+// runtime/metrics and steps GOMEMLIMIT up toward Result.Limit, where the
+// kernel kills the process. The README has the measurements behind the values.
 const (
 	// guardShare is the GC's share of the CPU above which it counts as
 	// pinned: its background workers take a quarter of GOMAXPROCS while it

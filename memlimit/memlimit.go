@@ -141,11 +141,10 @@ type Result struct {
 		Share         float64
 		Window        int
 	}
-	// Events are the memory events counted at Source, read by Status and
-	// Plan from that directory of the real root: on v2 memory.events, on v1
-	// Max (memory.failcnt) and OOMKill (memory.oom_control). HasEvents is
-	// false when Source is not a cgroup directory or its files cannot be
-	// read.
+	// Events are the memory events counted at Source, as cgroup.Stats has
+	// them, read by Status and Plan from that directory of the real root.
+	// HasEvents is false when Source is not a cgroup directory or its files
+	// cannot be read.
 	Events    struct{ Low, High, Max, OOM, OOMKill, OOMGroupKill uint64 }
 	HasEvents bool
 	// Memory is the memory limit as read at Apply, with the hierarchy.
