@@ -12,19 +12,15 @@
 // applies this package and package maxprocs with their defaults.
 //
 // The limit is the effective one: the tightest hard limit over the cgroup
-// hierarchy, or memory.high when it is lower (the kernel throttles above
-// it). The Policy keeps headroom below it: GOMEMLIMIT is the lower of
-// Ratio × limit and limit − Reserve, and is left unset when that is under
-// Min, where a soft limit would keep the GC running without preventing the
-// OOM kill. fitgo never sets a soft limit above the container's limit, and
-// never clears a limit the program set. The runtime's value with no limit
-// is math.MaxInt64.
+// hierarchy, or memory.high where lower, less what the other processes under
+// it hold (the headroom). The Policy keeps a margin below it and leaves
+// GOMEMLIMIT unset where the result is too small to prevent the OOM kill.
+// fitgo never sets a soft limit above the container's limit, and never
+// clears a limit the program set.
 //
-// The refresh also guards against a leak: when GOMEMLIMIT sets the heap goal
-// and the GC takes more than a fifth of the CPU for 30 readings in a row, it
-// steps GOMEMLIMIT up toward the limit, so that the process is OOM-killed
-// and restarted instead of browning out (Result.LeakGuard; off with
-// Options.NoLeakGuard).
+// The refresh's leak guard steps GOMEMLIMIT up toward the limit when a
+// growing heap pins the GC at it, so that the process is OOM-killed and
+// restarted instead of browning out.
 //
 // A refresh owns the memory limit only while it has the value fitgo set:
 // when someone else changes it, fitgo stops managing it and Status says so,

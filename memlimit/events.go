@@ -2,21 +2,15 @@ package memlimit
 
 import (
 	"log/slog"
-	"strconv"
 
 	"github.com/fitgo/fitgo/cgroup"
 )
 
-// The memory events of a Result are read where it is made for the caller,
-// by Status and Plan, from the cgroup directory that bound the value: not by
-// Apply, whose cost stays that of reading the limits, nor by the refresh,
-// whose tick stays allocation-free. The counters are cumulative, so a read
-// at Status is the freshest figure; the directory is that of the last good
-// reading.
-
 // readEvents sets r.Events from the statistics of r.Source when the limit
-// there is a cgroup's, else clears them. A statistics file that cannot be
-// read only leaves the events out: they never touch Err.
+// there is a cgroup's, else clears them. Status and Plan call it, not Apply
+// (whose cost stays that of reading the limits) nor the refresh (whose tick
+// allocates nothing); the counters are cumulative, so a read at Status is the
+// freshest. A file that cannot be read only leaves the events out.
 func (f *Fit) readEvents(r *Result) {
 	var st cgroup.Stats
 	switch r.From {
@@ -34,30 +28,11 @@ func (r *Result) eventCounts() []slog.Attr {
 	}
 	e := &r.Events
 	var out []slog.Attr
-	for _, c := range [...]struct {
-		name string
-		n    uint64
-	}{{"oom_kill", e.OOMKill}, {"oom_group_kill", e.OOMGroupKill}, {"oom", e.OOM}, {"max", e.Max}, {"high", e.High}, {"low", e.Low}} {
-		if c.n > 0 {
-			out = append(out, slog.Uint64(c.name, c.n))
+	names := [...]string{"oom_kill", "oom_group_kill", "oom", "max", "high", "low"}
+	for i, n := range [...]uint64{e.OOMKill, e.OOMGroupKill, e.OOM, e.Max, e.High, e.Low} {
+		if n > 0 {
+			out = append(out, slog.Uint64(names[i], n))
 		}
 	}
 	return out
-}
-
-// eventsText is eventCounts as "memory events at dir: oom_kill 1, max 12",
-// "" when there are none.
-func (r *Result) eventsText() string {
-	counts := r.eventCounts()
-	if len(counts) == 0 {
-		return ""
-	}
-	s := "memory events at " + r.Source + ":"
-	for i, a := range counts {
-		if i > 0 {
-			s += ","
-		}
-		s += " " + a.Key + " " + strconv.FormatUint(a.Value.Uint64(), 10)
-	}
-	return s
 }

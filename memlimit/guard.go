@@ -7,47 +7,28 @@ import (
 	"strconv"
 )
 
-// The leak guard. A process whose live heap grows into GOMEMLIMIT (a leak)
-// is not OOM-killed: the GC runs back to back to hold the heap at the soft
-// limit, for hours (golang/go#58106). The guard tells that state from the
-// runtime's metrics at each refresh reading and steps GOMEMLIMIT up toward
-// the hard limit, the memory limit the policy was applied to (Result.Limit:
-// memory.max or memory.high, or with the headroom what the others leave at
-// the binding level, LevelLimit − Others), so that the leak reaches that
-// limit and the process is killed and restarted instead of browning out.
+// The leak guard. A leak that grows the heap into GOMEMLIMIT browns out
+// instead of being OOM-killed: the GC runs back to back for hours
+// (golang/go#58106). At each refresh reading the guard tells that state from
+// runtime/metrics and steps GOMEMLIMIT up toward Result.Limit, where the
+// kernel kills the process. The README has the measurements behind the values.
 const (
-	// guardByDefault is whether the guard runs when the options do not turn
-	// it off (Options.NoLeakGuard, FITGO=leakguard=off): its one default.
-	guardByDefault = true
-
-	// guardShare is the share of the CPU above which the GC counts as
-	// pinned. It is not enough on its own: a heap that is large for its
-	// limit but steady keeps the GC that busy for good (the benchmark's
-	// memory scenario, a live heap at 60 % of the limit, ran at about 30 %;
-	// the README has the runs), and more room only moves it toward the
-	// kill. So the guard also asks that the heap grows: a leak. While it marks, the GC's background
-	// workers take a quarter of GOMAXPROCS, and the assists of the
-	// allocating goroutines come on top, up to the runtime's GC CPU
-	// limiter, which caps the whole at about 50 %. Marking by idle Ps
-	// (which takes only what the program leaves idle) is not counted.
+	// guardShare is the GC's share of the CPU above which it counts as
+	// pinned: its background workers take a quarter of GOMAXPROCS while it
+	// marks and the GC CPU limiter caps it with the assists at about a half.
+	// A steady heap large for its limit keeps the GC that busy too, so a
+	// step also needs the heap to grow (grew).
 	guardShare = 0.20
 
 	// guardWindow is how many readings in a row must find the heap goal set
-	// by GOMEMLIMIT, with the GC above guardShare over their intervals,
-	// before a step: 30 s at the blank import's one-second refresh. A
-	// transient peak (a burst of requests, a batch loaded and dropped)
-	// holds the heap at the limit for seconds; a leak holds it there for
-	// hours, so half a minute more of brown-out costs little. It is counted
-	// in readings, never by the clock: a faster refresh makes it shorter.
+	// by GOMEMLIMIT and the GC above guardShare before a step: long enough
+	// (30 s at a one-second refresh) that a transient peak does not step. It
+	// is counted in readings, never by the clock.
 	guardWindow = 30
 
-	// guardSteps is how many steps reach the hard limit: each is a quarter
-	// of the margin between the policy's value and the limit (51.2 MiB for
-	// a 512 MiB limit at ratio 0.9: 12.8 MiB a step). A step gives a heap
-	// that only peaked, or a leak that stops, the least room that ends the
-	// spiral; a leak that goes on is pinned again, and after another
-	// window the next step follows, until GOMEMLIMIT is the limit itself
-	// and the kernel kills the process.
+	// guardSteps is how many steps reach the limit: each a quarter of the
+	// margin between the policy's value and the limit, the least room that
+	// ends the spiral of a heap that only peaked.
 	guardSteps = 4
 )
 
@@ -73,8 +54,7 @@ func (r gcReading) bound() bool {
 }
 
 // readRuntime reads, with one metrics.Read into f.samples (allocated once),
-// what a tick needs: the floor when withFloor, the guard's reading when
-// withGuard.
+// the floor when withFloor and the guard's reading when withGuard.
 func (f *Fit) readRuntime(withFloor, withGuard bool) (floor int64, r gcReading) {
 	n := 0
 	switch {
@@ -86,47 +66,33 @@ func (f *Fit) readRuntime(withFloor, withGuard bool) (floor int64, r gcReading) 
 	if n > 0 {
 		if f.samples == nil {
 			f.samples = make([]metrics.Sample, len(runtimeMetrics))
-		}
-		for i := range n {
-			f.samples[i].Name = runtimeMetrics[i]
+			for i := range f.samples {
+				f.samples[i].Name = runtimeMetrics[i]
+			}
 		}
 		metrics.Read(f.samples[:n])
 	}
-	if withFloor {
-		if f.env.floor != nil {
-			floor = f.env.floor()
-		} else {
-			floor = floorOf(f.samples)
-		}
+	switch {
+	case withFloor && f.env.floor != nil:
+		floor = f.env.floor()
+	case withFloor:
+		floor = floorOf(f.samples)
 	}
-	if withGuard {
-		if f.env.gc != nil {
-			r = f.env.gc()
-		} else {
-			r = gcOf(f.samples)
-		}
+	switch {
+	case withGuard && f.env.gc != nil:
+		r = f.env.gc()
+	case withGuard:
+		r = gcOf(f.samples)
 	}
 	return floor, r
 }
 
 // gcOf is the guard's reading from samples of runtimeMetrics.
 func gcOf(s []metrics.Sample) gcReading {
-	u := func(i int) uint64 {
-		if s[i].Value.Kind() == metrics.KindUint64 {
-			return s[i].Value.Uint64()
-		}
-		return 0
-	}
-	fl := func(i int) float64 {
-		if s[i].Value.Kind() == metrics.KindFloat64 {
-			return s[i].Value.Float64()
-		}
-		return 0
-	}
-	g := nFloor
+	g := s[nFloor:]
 	// GOGC=off is -1, which the metric gives as a uint64.
-	return gcReading{live: u(0), goal: u(g), gogc: int64(u(g + 1)), stacks: u(g + 2), globals: u(g + 3),
-		gcCPU: max(fl(g+4)-fl(g+5), 0), cpu: fl(g + 6)}
+	return gcReading{live: u64(s[0]), goal: u64(g[0]), gogc: int64(u64(g[1])), stacks: u64(g[2]), globals: u64(g[3]),
+		gcCPU: max(f64(g[4])-f64(g[5]), 0), cpu: f64(g[6])}
 }
 
 // leakGuard is Result.LeakGuard's type.
@@ -135,18 +101,6 @@ type leakGuard = struct {
 	Policy, Limit int64
 	Share         float64
 	Window        int
-}
-
-// guardText says why g raised the value, e.g. "raised by the leak guard
-// (step 1 of 4 toward 512 MiB): the GC took 34 % of the CPU over 30
-// readings while the heap grew at GOMEMLIMIT"; "" when it did not.
-func guardText(g leakGuard) string {
-	if g.Steps == 0 {
-		return ""
-	}
-	return "raised by the leak guard (step " + strconv.Itoa(g.Steps) + " of " + strconv.Itoa(guardSteps) + " toward " +
-		formatBytes(g.Limit) + "): the GC took " + strconv.Itoa(int(math.Round(g.Share*100))) + " % of the CPU over " +
-		strconv.Itoa(g.Window) + " readings while the heap grew at GOMEMLIMIT"
 }
 
 // mark is what the guard keeps of one reading: the cumulative CPU and the
@@ -212,8 +166,7 @@ func (g *guard) step(want, hard int64, r gcReading, l *memLimit) (int64, guardEv
 			g.share, g.bound, ev = share, 0, guardStep
 		}
 	}
-	l.guard = leakGuard{}
-	if g.steps == 0 || want <= 0 || hard <= want {
+	if g.steps == 0 {
 		return want, ev
 	}
 	v := hard
@@ -226,11 +179,9 @@ func (g *guard) step(want, hard int64, r gcReading, l *memLimit) (int64, guardEv
 
 // grew reports whether the marked heap grew over the last guardWindow
 // readings: its least value in their last third is above its greatest in
-// their first. A steady heap does not pass (its values overlap), nor does
-// a peak that has passed, nor a heap built in the window's first third and
-// steady since; a leak does, at any rate that shows in a third of the
-// window. A heap that jumps up in the middle and stays there passes once:
-// one step, then none while it stays.
+// their first. A steady heap, a peak that has passed and a heap built in the
+// first third do not pass; a heap that jumps up mid-window and stays passes
+// once.
 func (g *guard) grew() bool {
 	third := guardWindow / 3
 	var first, last uint64 = 0, math.MaxUint64
@@ -248,10 +199,8 @@ func guardValue(g leakGuard) slog.Value {
 }
 
 // logGuard logs what the guard did at a reading that set want for l: a Warn
-// line for its first step, which tells that the heap is held at
-// GOMEMLIMIT (a leak, or a heap too large for the limit) and that the
-// process will reach the limit; Info lines for the later steps and for a
-// reset, which only follow up on it.
+// line for its first step (an operator should look), Info lines for the
+// later steps and for a reset.
 func (f *Fit) logGuard(ev guardEvent, want int64, l memLimit) {
 	if f.log == nil {
 		return

@@ -7,12 +7,10 @@ import (
 	"github.com/fitgo/fitgo/internal/envvar"
 )
 
-// raiseStep sets the hysteresis of the headroom: while the others bind the
-// value, it is lowered at once when they grow (the OOM killer does not
-// wait), but raised only when the new value is at least 1/raiseStep (5 %)
-// above the current one, so that a co-process whose memory jitters by a
-// few MiB does not move GOMEMLIMIT at every reading. When the others leave
-// (the limit itself binds again), it goes up at once.
+// raiseStep is the hysteresis of the headroom: while the others bind the
+// value, it goes down at once when they grow (the OOM killer does not wait)
+// but up only by at least 1/raiseStep (5 %), so that a co-process whose
+// memory jitters does not move it at every reading.
 const raiseStep = 20
 
 // runtimeMetrics are the runtime/metrics samples of a tick, read in one
@@ -37,40 +35,34 @@ var runtimeMetrics = [...]string{
 // nFloor is how many of runtimeMetrics the floor reads.
 const nFloor = 6
 
-// floor returns the lowest GOMEMLIMIT that does not pin the GC: 1.25 × the
-// live heap marked by the last GC plus the runtime's memory outside the
-// heap (stacks, GC metadata, other), as runtime/metrics reports them. With
-// GOMEMLIMIT there, the heap may grow by a quarter of its live size before
-// the next cycle, as with GOGC=25: the GC runs about four times as often
-// as by default, busy but not back to back. It is no higher, because a
-// floor above what the others leave is memory the heap takes from them:
-// the kill it was to prevent. It uses samples (nFloor) without
-// allocating.
-func (f *Fit) floor(samples []metrics.Sample) int64 {
-	if f.env.floor != nil {
-		return f.env.floor()
-	}
-	for i := range samples {
-		samples[i].Name = runtimeMetrics[i]
-	}
-	metrics.Read(samples)
-	return floorOf(samples)
-}
-
-// floorOf is the floor from samples of runtimeMetrics (the first nFloor).
-func floorOf(samples []metrics.Sample) int64 {
-	var v [nFloor]uint64
-	for i := range v {
-		if samples[i].Value.Kind() == metrics.KindUint64 {
-			v[i] = samples[i].Value.Uint64()
-		}
-	}
-	live := v[0]
+// floorOf is the floor from samples of runtimeMetrics (the first nFloor):
+// 1.25 × the live heap marked by the last GC plus the runtime's memory
+// outside the heap, the lowest GOMEMLIMIT that does not pin the GC (the heap
+// may grow by a quarter before the next cycle, as with GOGC=25). It is no
+// higher because memory above what the others leave is taken from them.
+func floorOf(s []metrics.Sample) int64 {
+	live, total := u64(s[0]), u64(s[1])
 	nonHeap := uint64(0)
-	if heap := v[2] + v[3] + v[4] + v[5]; v[1] > heap {
-		nonHeap = v[1] - heap
+	if heap := u64(s[2]) + u64(s[3]) + u64(s[4]) + u64(s[5]); total > heap {
+		nonHeap = total - heap
 	}
 	return int64(min(live+live/4+nonHeap, 1<<62))
+}
+
+// u64 and f64 are the value of a sample, 0 when it is not of their kind
+// (the runtime does not have the metric).
+func u64(s metrics.Sample) uint64 {
+	if s.Value.Kind() == metrics.KindUint64 {
+		return s.Value.Uint64()
+	}
+	return 0
+}
+
+func f64(s metrics.Sample) float64 {
+	if s.Value.Kind() == metrics.KindFloat64 {
+		return s.Value.Float64()
+	}
+	return 0
 }
 
 // softLimit is GOMEMLIMIT for l by the policy. When the others bind l and
@@ -95,18 +87,15 @@ func (f *Fit) softLimit(l *memLimit, floor int64) int64 {
 // setUpper sets the upper limit from opt or else the environment
 // variable's value env.
 func (f *Fit) setUpper(opt int64, env string) error {
-	if opt > 0 {
-		f.upper = memLimit{bytes: opt, source: "Options.UpperLimit", from: "UpperLimit"}
-		return nil
-	}
-	if opt < 0 {
-		return fmt.Errorf("memlimit: invalid options: negative UpperLimit %d", opt)
-	}
 	v, err := envvar.MemoryLimit(env)
-	if err != nil {
+	switch {
+	case opt < 0:
+		return fmt.Errorf("memlimit: invalid options: negative UpperLimit %d", opt)
+	case opt > 0:
+		f.upper = memLimit{bytes: opt, source: "Options.UpperLimit", from: "UpperLimit"}
+	case err != nil:
 		return fmt.Errorf("memlimit: %w", err)
-	}
-	if v > 0 {
+	case v > 0:
 		f.upper = memLimit{bytes: v, source: "$" + envvar.MemoryLimitVar, from: envvar.MemoryLimitVar}
 	}
 	return nil

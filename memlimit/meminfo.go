@@ -4,9 +4,23 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"strconv"
 )
+
+// readMemTotal reads MemTotal from proc/meminfo in fsys.
+func readMemTotal(fsys fs.FS) (int64, error) {
+	data, err := fs.ReadFile(fsys, "proc/meminfo")
+	if err != nil {
+		return 0, err
+	}
+	n, err := parseMemTotal(data)
+	if err != nil {
+		return 0, fmt.Errorf("/proc/meminfo: %w", err)
+	}
+	return n, nil
+}
 
 // parseMemTotal returns MemTotal in bytes from the content of /proc/meminfo,
 // whose lines read "MemTotal:       24554808 kB".

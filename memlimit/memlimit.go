@@ -1,6 +1,7 @@
 package memlimit
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -30,13 +31,12 @@ type Options struct {
 	// /proc/meminfo) as the limit when the cgroup hierarchy has none.
 	SystemMemory bool
 	// KeepExisting leaves the memory limit alone when the program or a
-	// library has already set one with debug.SetMemoryLimit. The blank
-	// import sets it.
+	// library has already set one. The blank import sets it.
 	KeepExisting bool
-	// Insist keeps fitgo's value against later changes by other code (a
-	// library that sets the memory limit in main, such as automemlimit): the
-	// refresh (Refresh) puts it back at its next reading and logs that once.
-	// Off: fitgo hands the memory limit over to whoever changes it.
+	// Insist keeps fitgo's value against later changes by other code (such
+	// as automemlimit in main): the refresh puts it back at its next reading
+	// and logs that once. Off: fitgo hands the limit over to whoever changes
+	// it.
 	Insist bool
 	// Logger gets an Info line when GOMEMLIMIT changes or fitgo stops
 	// managing it, a Debug line when Apply leaves it alone, and a Warn line
@@ -50,22 +50,18 @@ type Options struct {
 	Context context.Context
 	// Limits are the limits to fit; nil: Apply reads them (cgroup.Read).
 	Limits *cgroup.Limits
-	// NoHeadroom fits GOMEMLIMIT to the whole limit, as if the process
-	// owned it, instead of to what the other processes under it leave
-	// (Memory.Headroom of the reading; the README says how it is measured).
-	// The blank import sets it for FITGO=headroom=off.
+	// NoHeadroom fits GOMEMLIMIT to the whole limit instead of to what the
+	// other processes under it leave (Memory.Headroom). The blank import sets
+	// it for FITGO=headroom=off.
 	NoHeadroom bool
-	// UpperLimit, when positive, is a memory limit in bytes known from
-	// outside, used as an upper bound on the limit fitgo reads: the pod's
-	// limit inside a private cgroup namespace, which fitgo cannot see. 0:
-	// the FITGO_MEMORY_LIMIT environment variable at start-up (bytes, as the
-	// downward API's resourceFieldRef limits.memory with divisor "1" writes
-	// them), if set. It is fixed for the life of the Apply.
+	// UpperLimit, when positive, bounds the limit fitgo reads with one known
+	// from outside, such as the pod's limit in a private cgroup namespace. 0:
+	// the FITGO_MEMORY_LIMIT environment variable at start-up, in bytes (as
+	// the downward API's limits.memory with divisor "1" writes it), if set.
 	UpperLimit int64
-	// NoLeakGuard turns off the leak guard of the refresh, which steps
-	// GOMEMLIMIT up toward the memory limit when the GC is pinned at it (a
-	// leak; see Result.LeakGuard and the README). The blank import sets it for
-	// FITGO=leakguard=off.
+	// NoLeakGuard turns off the refresh's leak guard, which steps GOMEMLIMIT
+	// up toward the memory limit while a growing heap pins the GC at it
+	// (Result.LeakGuard). The blank import sets it for FITGO=leakguard=off.
 	NoLeakGuard bool
 
 	env *env // nil: the process
@@ -92,16 +88,13 @@ func text() knob.Text {
 	return knob.Text{Name: "GOMEMLIMIT", Value: "the memory limit", Limit: "memory limit", Key: "memory_limit"}
 }
 
-// memLimit is the memory limit of a reading.
+// memLimit is the memory limit of a reading, as Result has it.
 type memLimit struct {
-	bytes  int64
-	source string // "" when there is none
-	from   string // the file or field it comes from
-	// When the headroom binds: what the others hold at source, whose own
-	// limit is level (bytes is level − others); else 0.
-	others, level int64
+	bytes         int64
+	source, from  string
+	others, level int64 // Result.Others and LevelLimit
 	plain         int64 // the limit without the headroom
-	floor         int64 // the floor that raised the value, else 0
+	floor         int64
 	guard         leakGuard
 }
 
@@ -119,46 +112,39 @@ func (l memLimit) LogValue() slog.Value {
 // Result is a snapshot of what Apply did, or what Plan would do, and of its
 // refresh.
 type Result struct {
-	// Before is the runtime's memory limit before Apply; After is the limit
+	// Before is the runtime's memory limit before Apply, After the limit
 	// after it or, from Fit.Status, now; math.MaxInt64 when there is none.
 	// Changed: Apply called debug.SetMemoryLimit (Plan: would).
 	Before, After int64
 	Changed       bool
-	// Limit is the memory limit in bytes the value was derived from; Source
-	// is the cgroup directory that imposed it (or "/proc/meminfo"), "" when
-	// there is none; From names the file: "memory.max", "memory.high",
+	// Limit is the memory limit in bytes the value was derived from, Source
+	// the cgroup directory that imposed it (or "/proc/meminfo"; "" for
+	// none) and From its file: "memory.max", "memory.high",
 	// "memory.limit_in_bytes" or "MemTotal". From Fit.Status: of the last
 	// good reading.
 	Limit        int64
 	Source, From string
 	// Others is what the other processes held at Source when the headroom
-	// bound the value, LevelLimit the limit From there: Limit is then the
-	// memory available to the process, LevelLimit − Others. Both are 0 when
-	// the limit itself bound it (no one else, or NoHeadroom).
+	// bound the value, LevelLimit the limit there; Limit is then
+	// LevelLimit − Others. Both are 0 when the limit itself bound it.
 	Others, LevelLimit int64
-	// Floor is the floor that raised the value above the policy's result
-	// for Limit, because the others left too little (see the README), else 0.
+	// Floor is the floor the value was raised to because the others left
+	// too little, else 0.
 	Floor int64
-	// LeakGuard says, from Fit.Status, whether and why the leak guard
-	// raised the value above the policy's: Steps is how many of its 4
-	// steps toward Limit are in force (0: none), Policy the value the
-	// policy gives (GOMEMLIMIT without the guard), Share the share of the
-	// CPU the GC took over the Window readings, with the heap goal set by
-	// GOMEMLIMIT, that led to the last step.
+	// LeakGuard says, from Fit.Status, how the leak guard raised the value:
+	// Steps is how many of its 4 steps toward Limit, the memory limit, are
+	// in force (0: none), Policy the policy's value, and Share the GC's
+	// share of the CPU over the Window readings that led to the last step.
 	LeakGuard struct {
 		Steps         int
 		Policy, Limit int64
 		Share         float64
 		Window        int
 	}
-	// Events are the memory events counted at Source, read by Status and
-	// Plan (not by Apply or the refresh) from that cgroup directory of the
-	// real root, also when Options.Limits were read elsewhere: on v2
-	// memory.events (Max: times the usage was about to exceed memory.max,
-	// High: throttled above memory.high, OOM, OOMKill, ...), on v1 only Max
-	// (memory.failcnt) and OOMKill (oom_kill of memory.oom_control), as
-	// cgroup.Stats has them. HasEvents is false when Source is not a cgroup
-	// directory (MemTotal, UpperLimit) or its event files cannot be read.
+	// Events are the memory events counted at Source, as cgroup.Stats has
+	// them, read by Status and Plan from that directory of the real root.
+	// HasEvents is false when Source is not a cgroup directory or its files
+	// cannot be read.
 	Events    struct{ Low, High, Max, OOM, OOMKill, OOMGroupKill uint64 }
 	HasEvents bool
 	// Memory is the memory limit as read at Apply, with the hierarchy.
@@ -183,6 +169,12 @@ type Result struct {
 	LastUpdate time.Time
 }
 
+// setLimit sets the fields of r that describe the limit l.
+func (r *Result) setLimit(l memLimit) {
+	r.Limit, r.Source, r.From, r.LeakGuard = l.bytes, l.source, l.from, l.guard
+	r.Others, r.LevelLimit, r.Floor = l.others, l.level, l.floor
+}
+
 func (r *Result) out() knob.Out[int64] {
 	return knob.Out[int64]{Before: &r.Before, After: &r.After, Changed: &r.Changed, Following: &r.Following,
 		Reason: &r.Reason, Err: &r.Err, Refresh: &r.Refresh, Updates: &r.Updates, LastUpdate: &r.LastUpdate}
@@ -195,31 +187,41 @@ type Fit struct {
 	env      *env
 	memTotal int64 // MemTotal with SystemMemory, else 0
 	upper    memLimit
-	headroom bool // fit to the headroom (not NoHeadroom)
+	headroom bool // not NoHeadroom
 	loop     *knob.Loop
-	log      *slog.Logger
+	log      *slog.Logger // nil for Plan
 
-	// Used by the refresh's goroutine only: the value of the last reading
-	// (for the hysteresis), whether the floor's Warn line was logged, and
-	// the floor's samples.
-	last    int64
-	warned  bool
-	samples []metrics.Sample
-	guard   guard
-
-	// automemlimit's value for the hard limit hard, used by the refresh's
-	// goroutine only.
-	hard, other int64
-	otherWhy    string
-	ratio       float64 // its ratio; 0: it does nothing here
+	// Used by the refresh's goroutine only: the last reading's value (for
+	// the hysteresis), whether the floor's Warn line was logged, the
+	// runtime/metrics samples, the leak guard, and automemlimit's ratio (0:
+	// it does nothing here) with its rule's text for the hard limit hard.
+	last     int64
+	warned   bool
+	samples  []metrics.Sample
+	guard    guard
+	ratio    float64
+	hard     int64
+	otherWhy string
 }
 
-// effective picks the limit of a reading: the lower of the hard limit, the
-// headroom and memory.high where set (a limit of 0 is a limit) and the
-// upper limit, else memTotal when positive.
-func (f *Fit) effective(lim cgroup.Limits) (memLimit, bool) {
-	l, has := effective(lim, f.memTotal)
-	if h := lim.Memory.Headroom; f.headroom && h.Source != "" && h.Others > 0 && h.Avail < h.Limit && (!has || h.Avail < l.bytes) {
+// effective picks the limit of a reading: the lowest of memory.max,
+// memory.high (a limit of 0 is a limit), the headroom and the upper limit,
+// where set; MemTotal (with SystemMemory) only when there is no other.
+func (f *Fit) effective(lim cgroup.Limits) (l memLimit, has bool) {
+	m := lim.Memory
+	if v, ok := lim.MemoryMax(); ok {
+		l, has = memLimit{bytes: v, source: m.MaxSource, from: "memory.max"}, true
+		if m.Version == cgroup.V1 {
+			l.from = "memory.limit_in_bytes"
+		}
+	}
+	if v, ok := lim.MemoryHigh(); ok && (!has || v < l.bytes) {
+		l, has = memLimit{bytes: v, source: m.HighSource, from: "memory.high"}, true
+	}
+	if !has && f.memTotal > 0 {
+		l, has = memLimit{bytes: f.memTotal, source: "/proc/meminfo", from: "MemTotal"}, true
+	}
+	if h := m.Headroom; f.headroom && h.Source != "" && h.Others > 0 && h.Avail < h.Limit && (!has || h.Avail < l.bytes) {
 		l = memLimit{bytes: max(h.Avail, 0), source: h.Source, from: h.From, others: h.Others, level: h.Limit, plain: l.bytes}
 		has = true
 	}
@@ -229,37 +231,15 @@ func (f *Fit) effective(lim cgroup.Limits) (memLimit, bool) {
 	return l, has
 }
 
-// effective is the limit of a reading without the headroom.
-func effective(lim cgroup.Limits, memTotal int64) (memLimit, bool) {
-	m := lim.Memory
-	var l memLimit
-	has := false
-	if max, ok := lim.MemoryMax(); ok {
-		l, has = memLimit{bytes: max, source: m.MaxSource, from: "memory.max"}, true
-		if m.Version == cgroup.V1 {
-			l.from = "memory.limit_in_bytes"
-		}
-	}
-	if high, ok := lim.MemoryHigh(); ok && (!has || high < l.bytes) {
-		l, has = memLimit{bytes: high, source: m.HighSource, from: "memory.high"}, true
-	}
-	if !has && memTotal > 0 {
-		l, has = memLimit{bytes: memTotal, source: "/proc/meminfo", from: "MemTotal"}, true
-	}
-	return l, has
-}
-
 // Apply sets the Go runtime's soft memory limit (GOMEMLIMIT) from the
-// effective memory limit of the process's cgroup hierarchy, by the policy of
-// the options.
-//
-// It leaves the memory limit alone, with the Reason in the Result, when the
-// GOMEMLIMIT environment variable is set (a byte count or "off"), the
-// system is not Linux or has no cgroup, there is no memory limit (unless
-// SystemMemory), the policy leaves it unset, or it already has the value.
-// It never clears a limit. When the memory limit cannot be read or the
-// options are invalid, it returns the error, also in the Result. A later
-// Apply takes over from an earlier one.
+// effective memory limit of the process's cgroup hierarchy, by the options'
+// policy. It leaves the limit alone, with the Reason in the Result, when the
+// GOMEMLIMIT environment variable is set (a byte count or "off"), the system
+// is not Linux or has no cgroup, there is no memory limit (unless
+// SystemMemory), the policy leaves it unset, or it already has the value; it
+// never clears a limit. It returns the error, also in the Result, when the
+// limit cannot be read or the options are invalid. A later Apply takes over
+// from an earlier one.
 func Apply(o Options) (*Fit, error) {
 	f := apply(&o, false)
 	knob.LogApply(o.Logger, "GOMEMLIMIT", f.res.out(), "result", f.res)
@@ -280,19 +260,17 @@ func apply(o *Options, dry bool) *Fit {
 		e = &env{Env: knob.Process(processKnob), fsys: os.DirFS("/")}
 	}
 	p := o.Policy.resolved()
-	f := &Fit{env: e, res: Result{Policy: p, Env: e.Getenv("GOMEMLIMIT")}, headroom: !o.NoHeadroom, log: o.Logger}
-	f.guard.on = guardByDefault && !o.NoLeakGuard
+	f := &Fit{env: e, res: Result{Policy: p, Env: e.Getenv("GOMEMLIMIT")}, headroom: !o.NoHeadroom}
+	if !dry {
+		f.log = o.Logger
+	}
 	r := &f.res
-	r.Before = e.Knob.Current()
-	r.After = r.Before
+	before, mine := e.Knob.Peek()
+	r.Before, r.After = before, before
 	_, kind := envvar.GOMEMLIMIT(r.Env)
-	upperErr := f.setUpper(o.UpperLimit, e.Getenv(envvar.MemoryLimitVar))
-	switch before, mine := e.Knob.Peek(); {
-	case o.Policy.validate() != nil:
-		r.Err, r.Reason = o.Policy.validate(), "invalid options"
-		return f
-	case upperErr != nil:
-		r.Err, r.Reason = upperErr, "invalid options"
+	switch invalid := cmp.Or(o.Policy.validate(), f.setUpper(o.UpperLimit, e.Getenv(envvar.MemoryLimitVar))); {
+	case invalid != nil:
+		r.Err, r.Reason = invalid, "invalid options"
 		return f
 	case e.GOOS != "linux":
 		r.Reason = "not Linux: no cgroup limits"
@@ -313,28 +291,16 @@ func apply(o *Options, dry bool) *Fit {
 	lim, err := e.Limits(ko)
 	noCgroup := errors.Is(err, cgroup.ErrNoCgroup)
 	r.Memory = lim.Memory
-	l, has := f.effective(lim)
-	want := int64(0)
-	if has {
-		floor := int64(0)
-		if l.others > 0 {
-			floor = f.floor(make([]metrics.Sample, nFloor))
-		}
-		want = f.softLimit(&l, floor)
-		r.Limit, r.Source, r.From, r.Others, r.LevelLimit, r.Floor = l.bytes, l.source, l.from, l.others, l.level, l.floor
-	}
-	f.last = want
-	if l.floor > 0 && !dry && o.Logger != nil {
-		f.warned = true
-		o.Logger.Warn("fitgo: the other processes leave too little memory; GOMEMLIMIT held at the floor",
-			"GOMEMLIMIT", want, "available", l.bytes, "others", l.others, "source", l.source, "floor", l.floor)
-	}
-	merr := memoryErr(lim, err)
+	l, has, want, _ := f.value(lim)
+	f.guard.on = !o.NoLeakGuard // from the first tick on
+	r.setLimit(l)
+	merr := knob.ErrFor(err, lim.Memory.Err, lim.CPU.Err)
 	noMem := ""
 	if memErr != nil {
 		noMem = "; no system memory either: " + memErr.Error()
 	}
-	f.f, f.loop = knob.Settle(&e.Env, ko, r.out(), dry, o.Refresh > 0 && !dry && !(noCgroup && f.memTotal == 0 && f.upper.bytes == 0), l, merr,
+	follow := o.Refresh > 0 && !dry && !(noCgroup && f.memTotal == 0 && f.upper.bytes == 0)
+	f.f, f.loop = knob.Settle(&e.Env, ko, r.out(), dry, follow, l, merr,
 		func(before int64, _ bool) bool {
 			switch {
 			case noCgroup && !has:
@@ -370,68 +336,66 @@ func tinyReason(p Policy, l memLimit) string {
 	}
 }
 
-// readMemTotal reads MemTotal from proc/meminfo in fsys.
-func readMemTotal(fsys fs.FS) (int64, error) {
-	data, err := fs.ReadFile(fsys, "proc/meminfo")
-	if err != nil {
-		return 0, err
+// value is GOMEMLIMIT for a reading, with the limit it comes from and
+// whether there is one: the policy's value, the floor, the hysteresis and,
+// once the guard is on (the refresh), its steps. The first time the floor
+// holds the value, it logs a Warn line (Plan has no logger).
+func (f *Fit) value(lim cgroup.Limits) (memLimit, bool, int64, guardEvent) {
+	l, has := f.effective(lim)
+	floor, gc := f.readRuntime(l.others > 0, f.guard.on)
+	want := f.softLimit(&l, floor)
+	if l.others > 0 && want > f.last && f.last > 0 && want-f.last < f.last/raiseStep {
+		want = f.last // hysteresis: raise only by a step worth taking
 	}
-	n, err := parseMemTotal(data)
-	if err != nil {
-		return 0, fmt.Errorf("/proc/meminfo: %w", err)
+	f.last = want
+	ev := guardNone
+	if f.guard.on {
+		want, ev = f.guard.step(want, l.bytes, gc, &l)
 	}
-	return n, nil
-}
-
-// memoryErr is the error of a reading that concerns the memory limit.
-func memoryErr(lim cgroup.Limits, err error) error {
-	return knob.ErrFor(err, lim.Memory.Err, lim.CPU.Err)
+	if l.floor > 0 && !f.warned && f.log != nil {
+		f.warned = true
+		f.log.Warn("fitgo: the other processes leave too little memory; GOMEMLIMIT held at the floor",
+			"GOMEMLIMIT", want, "available", l.bytes, "others", l.others, "source", l.source, "floor", l.floor)
+	}
+	return l, has, want, ev
 }
 
 // tick fits the memory limit to a reading of the refresh loop.
 func (f *Fit) tick(now time.Time, lim cgroup.Limits, err error) bool {
 	var rd knob.Reading[int64, memLimit]
 	gev := guardNone
-	if rd.Err = memoryErr(lim, err); rd.Err == nil && errors.Is(err, cgroup.ErrNoCgroup) && f.memTotal == 0 && f.upper.bytes == 0 {
-		rd.Err = err
+	rd.Err = knob.ErrFor(err, lim.Memory.Err, lim.CPU.Err)
+	if rd.Err == nil && errors.Is(err, cgroup.ErrNoCgroup) && f.memTotal == 0 && f.upper.bytes == 0 {
+		rd.Err = err // nothing to follow
 	}
 	if rd.Err == nil {
-		l, has := f.effective(lim)
-		floor, gc := f.readRuntime(l.others > 0, f.guard.on)
-		want := f.softLimit(&l, floor)
-		if l.others > 0 && want > f.last && f.last > 0 && want-f.last < f.last/raiseStep {
-			want = f.last // hysteresis: raise only by a step worth taking
-		}
-		f.last = want
-		if f.guard.on {
-			want, gev = f.guard.step(want, l.bytes, gc, &l)
-		}
-		rd.Limit, rd.Want = l, want
+		var has bool
+		rd.Limit, has, rd.Want, gev = f.value(lim)
+		rd.Has = has && rd.Want != 0
 		if gev == guardStep {
 			rd.Why = "by the leak guard"
 		}
-		rd.Has = has && rd.Want != 0
-		if l.floor > 0 && !f.warned && f.log != nil {
-			f.warned = true
-			f.log.Warn("fitgo: the other processes leave too little memory; GOMEMLIMIT held at the floor",
-				"GOMEMLIMIT", want, "available", l.bytes, "others", l.others, "source", l.source, "floor", l.floor)
-		}
-		if hard, ok := lim.MemoryMax(); ok && f.ratio > 0 {
-			if hard != f.hard || f.otherWhy == "" {
-				f.hard, f.other = hard, hard
-				if f.ratio < 1 {
-					f.other = int64(uint64(float64(hard) * f.ratio))
-				}
-				f.otherWhy = "automemlimit's " + strconv.FormatFloat(f.ratio, 'f', -1, 64) + " × " + formatBytes(hard)
-			}
-			rd.Other, rd.OtherWhy = f.other, f.otherWhy
-		}
+		rd.Other, rd.OtherWhy = f.automemlimit(lim)
 	}
 	keep := f.f.Step(now, rd)
 	if keep && gev != guardNone {
 		f.logGuard(gev, rd.Want, rd.Limit)
 	}
 	return keep
+}
+
+// automemlimit is the value automemlimit's Set writes for a reading, and
+// its rule ("" when it writes none). The rule's text is made once for each
+// hard limit, so that a tick allocates nothing.
+func (f *Fit) automemlimit(lim cgroup.Limits) (int64, string) {
+	hard, ok := lim.MemoryMax()
+	if !ok || f.ratio == 0 {
+		return 0, ""
+	}
+	if hard != f.hard || f.otherWhy == "" {
+		f.hard, f.otherWhy = hard, "automemlimit's "+strconv.FormatFloat(f.ratio, 'f', -1, 64)+" × "+formatBytes(hard)
+	}
+	return int64(uint64(float64(hard) * f.ratio)), f.otherWhy
 }
 
 // automemlimitRatio is the ratio automemlimit's Set applies to the hard
@@ -457,8 +421,7 @@ func (f *Fit) Status() Result {
 	}
 	r := f.res
 	if l, ok := f.f.Fill(f.env.Knob, r.out(), formatBytes); ok {
-		r.Limit, r.Source, r.From, r.Others, r.LevelLimit, r.Floor = l.bytes, l.source, l.from, l.others, l.level, l.floor
-		r.LeakGuard = l.guard
+		r.setLimit(l)
 	}
 	f.readEvents(&r)
 	return r
@@ -488,11 +451,18 @@ func (r Result) String() string {
 	if r.Floor > 0 {
 		lim += " (held at the floor " + formatBytes(r.Floor) + ")"
 	}
-	if g := guardText(r.LeakGuard); g != "" {
-		lim += "; " + g
+	if g := r.LeakGuard; g.Steps > 0 {
+		lim += "; raised by the leak guard (step " + strconv.Itoa(g.Steps) + " of " + strconv.Itoa(guardSteps) + " toward " +
+			formatBytes(g.Limit) + "): the GC took " + strconv.Itoa(int(math.Round(g.Share*100))) + " % of the CPU over " +
+			strconv.Itoa(g.Window) + " readings while the heap grew at GOMEMLIMIT"
 	}
-	if ev := r.eventsText(); ev != "" {
-		lim += "; " + ev
+	for i, a := range r.eventCounts() {
+		if i == 0 {
+			lim += "; memory events at " + r.Source + ":"
+		} else {
+			lim += ","
+		}
+		lim += " " + a.Key + " " + strconv.FormatUint(a.Value.Uint64(), 10)
 	}
 	return knob.Summary("GOMEMLIMIT", r.out(), formatBytes, lim, r.Policy.text())
 }

@@ -9,25 +9,20 @@ import (
 
 // The defaults of the zero Policy.
 const (
-	// defaultRatio leaves 10% of the container's memory to what the Go
-	// runtime does not count (the binary's text, cgo and C libraries,
-	// kernel-side buffers) and to the overshoot of a concurrent GC cycle.
+	// defaultRatio leaves 10% of the limit to what the Go runtime does not
+	// count (the binary, cgo, kernel buffers) and to a GC cycle's overshoot.
 	defaultRatio = 0.9
-	// defaultMin is the smallest GOMEMLIMIT fitgo sets: below it a soft
-	// limit leaves the heap a few MiB next to the runtime's own memory, the
-	// GC runs back to back and still does not prevent the OOM kill, so
-	// fitgo leaves GOMEMLIMIT unset and says so.
+	// defaultMin: below it the heap has a few MiB next to the runtime's own
+	// memory, and a soft limit only keeps the GC busy without preventing the
+	// OOM kill.
 	defaultMin = 16 << 20
 )
 
-// Policy turns a memory limit into a GOMEMLIMIT value. The zero Policy is
-// fitgo's default: Ratio 0.9, no Reserve, Min 16 MiB.
-//
-// The value is the lower of Ratio × limit and limit − Reserve, rounded down
-// to a byte. It is never above the limit. When it is below Min (or not
-// positive), GOMEMLIMIT is left unset rather than raised: unlike
+// Policy turns a memory limit into a GOMEMLIMIT value: the lower of Ratio ×
+// limit and limit − Reserve, rounded down to a byte. When that is below Min
+// (or not positive), GOMEMLIMIT is left unset rather than raised: unlike
 // automemlimit's WithMin, no setting puts a soft limit above what the
-// container allows.
+// container allows. The zero Policy is fitgo's default.
 type Policy struct {
 	// Ratio is the fraction of the limit to use, in (0, 1]; 0 means 0.9.
 	Ratio float64
@@ -51,9 +46,8 @@ func (p Policy) resolved() Policy {
 }
 
 // SoftLimit returns GOMEMLIMIT for a memory limit of limit bytes, or 0 when
-// the policy leaves GOMEMLIMIT unset for it (the result would be below Min
-// or not positive). It is a pure function and assumes a valid Policy
-// (Apply checks it).
+// the policy leaves GOMEMLIMIT unset for it. It is a pure function and
+// assumes a valid Policy (Apply checks it).
 func (p Policy) SoftLimit(limit int64) int64 {
 	p = p.resolved()
 	v := p.raw(limit)
