@@ -114,7 +114,7 @@ func (w *Watcher) Stats() (Stats, error) {
 	if w.closed {
 		return Stats{}, errWatcherClosed
 	}
-	lim, _ := eval(w, w.lim)
+	lim, _ := w.eval(w.lim)
 	return readStats(w, statDirsOf(&lim))
 }
 
@@ -140,7 +140,9 @@ func ReadStatsDir(fsys fs.FS, dir string) (Stats, error) {
 	if _, err := fs.Stat(fsys, fsName(joinPath(dir, "cgroup.controllers"))); err == nil {
 		v = V2
 	}
-	return readStats(&fsReader{fsys: fsys}, statDirs{cpu: dir, mem: dir, psi: dir, cpuV: v, memV: v})
+	w := &Watcher{fsys: fsys}
+	defer w.Close()
+	return readStats(w, statDirs{cpu: dir, mem: dir, psi: dir, cpuV: v, memV: v})
 }
 
 // statDirs are the directories that Stats reads, and their versions; an
@@ -173,27 +175,22 @@ func statDirsOf(lim *Limits) statDirs {
 
 // statReader reads statistics files and keeps their errors.
 type statReader struct {
-	src  fileSource
+	w    *Watcher
 	errs error
 }
 
 // read gives dir/name to parse and reports whether it exists and parsed;
 // an error, of the file or of parse, is kept.
 func (r *statReader) read(dir, name string, parse func([]byte) error) bool {
-	data, found, err := r.src.file(dir, name)
-	if err == nil && found {
-		err = withFile(parse(data), dir, name)
-	}
-	if err != nil {
-		r.errs = errors.Join(r.errs, err)
-	}
+	found, err := r.w.parse(dir, name, parse)
+	r.errs = errors.Join(r.errs, err)
 	return found && err == nil
 }
 
-// readStats reads the statistics in the directories d from src.
-func readStats(src fileSource, d statDirs) (Stats, error) {
+// readStats reads the statistics in the directories d.
+func readStats(w *Watcher, d statDirs) (Stats, error) {
 	var s Stats
-	r := &statReader{src: src}
+	r := &statReader{w: w}
 	if dir := d.cpu; dir != "" && r.read(dir, fileCPUStat, func(b []byte) error { return parseCPUStat(b, &s) }) {
 		s.CPU.Dir = dir
 		if !s.CPU.HasUsage && d.cpuV == V1 {
