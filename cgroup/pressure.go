@@ -5,14 +5,6 @@ import (
 	"time"
 )
 
-// The pressure stall information files of cgroup v2 (Linux 4.20 and later,
-// with CONFIG_PSI and unless booted with psi=0).
-const (
-	fileCPUPressure    = "cpu.pressure"
-	fileMemoryPressure = "memory.pressure"
-	fileIOPressure     = "io.pressure"
-)
-
 // parsePressure parses a pressure file: a "some" line and, on most kernels
 // and resources, a "full" line, each "avg10=A avg60=A avg300=A total=T" with
 // the averages in percent (two decimals) and T in microseconds. Unknown
@@ -24,10 +16,10 @@ func parsePressure(data []byte) (Pressure, error) {
 		var line []byte
 		line, data = nextLine(data)
 		kind, rest := nextField(line)
-		var l *pressureLine
+		l := &p.Some
 		switch string(kind) {
 		case "some":
-			l, p.HasSome = &p.Some, true
+			p.HasSome = true
 		case "full":
 			l, p.HasFull = &p.Full, true
 		default:
@@ -64,12 +56,6 @@ func parsePressure(data []byte) (Pressure, error) {
 		}
 	}
 	return p, nil
-}
-
-// pressureLine is the type of Pressure.Some and Pressure.Full.
-type pressureLine = struct {
-	Avg10, Avg60, Avg300 float64
-	Total                time.Duration
 }
 
 // parseDecimal parses digits with an optional fraction ("12.34"), as the

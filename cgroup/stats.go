@@ -191,10 +191,10 @@ func (r *statReader) read(dir, name string, parse func([]byte) error) bool {
 func readStats(w *Watcher, d statDirs) (Stats, error) {
 	var s Stats
 	r := &statReader{w: w}
-	if dir := d.cpu; dir != "" && r.read(dir, fileCPUStat, func(b []byte) error { return parseCPUStat(b, &s) }) {
+	if dir := d.cpu; dir != "" && r.read(dir, "cpu.stat", func(b []byte) error { return parseCPUStat(b, &s) }) {
 		s.CPU.Dir = dir
 		if !s.CPU.HasUsage && d.cpuV == V1 {
-			r.read(dir, fileCPUAcctUsage, func(b []byte) (err error) {
+			r.read(dir, "cpuacct.usage", func(b []byte) (err error) {
 				s.CPU.Usage, err = parseCPUAcctUsage(b)
 				s.CPU.HasUsage = err == nil
 				return err
@@ -206,7 +206,7 @@ func readStats(w *Watcher, d statDirs) (Stats, error) {
 	}
 	if dir := d.psi; dir != "" {
 		into := [3]*Pressure{&s.Pressure.CPU, &s.Pressure.Memory, &s.Pressure.IO}
-		for i, name := range [3]string{fileCPUPressure, fileMemoryPressure, fileIOPressure} {
+		for i, name := range [3]string{"cpu.pressure", "memory.pressure", "io.pressure"} {
 			parse := func(b []byte) (err error) {
 				*into[i], err = parsePressure(b)
 				return err
@@ -223,9 +223,9 @@ func readStats(w *Watcher, d statDirs) (Stats, error) {
 func readMemory(s *Stats, v Version, dir string, r *statReader) {
 	m := &s.Memory
 	usage, inactiveKey := usageFiles(v)
-	peak := fileMemoryPeak
+	peak := "memory.peak" // Linux 5.19 and later
 	if v == V1 {
-		peak = fileMemoryMaxUsage
+		peak = "memory.max_usage_in_bytes"
 	}
 	var n int64
 	count := func(name string) bool {
@@ -236,7 +236,7 @@ func readMemory(s *Stats, v Version, dir string, r *statReader) {
 	}
 	if count(usage) {
 		m.Dir, m.Usage, m.WorkingSet = dir, n, n
-		r.read(dir, fileMemoryStat, func(b []byte) error {
+		r.read(dir, "memory.stat", func(b []byte) error {
 			inactive, found, err := statValue(b, inactiveKey, math.MaxInt64)
 			if found {
 				m.WorkingSet = workingSet(m.Usage, int64(inactive))
@@ -248,13 +248,13 @@ func readMemory(s *Stats, v Version, dir string, r *statReader) {
 		m.Peak, m.HasPeak = n, true
 	}
 	if v == V2 {
-		m.HasEvents = r.read(dir, fileMemoryEvents, func(b []byte) error { return parseMemoryEvents(b, s) })
+		m.HasEvents = r.read(dir, "memory.events", func(b []byte) error { return parseMemoryEvents(b, s) })
 		return
 	}
-	if count(fileMemoryFailcnt) {
+	if count("memory.failcnt") {
 		m.Events.Max, m.HasEvents = uint64(n), true
 	}
-	r.read(dir, fileOOMControl, func(b []byte) error {
+	r.read(dir, "memory.oom_control", func(b []byte) error {
 		kills, found, err := statValue(b, "oom_kill", math.MaxInt64)
 		if found {
 			m.Events.OOMKill, m.HasEvents = kills, true

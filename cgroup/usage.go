@@ -50,7 +50,7 @@ func (e *headroomEval) level(w *Watcher, v Version, dir string, lmax, high int64
 	if !ok {
 		return
 	}
-	inactive, ok := e.read(w, dir, fileMemoryStat, func(b []byte) (int64, error) {
+	inactive, ok := e.read(w, dir, "memory.stat", func(b []byte) (int64, error) {
 		v, _, err := statValue(b, inactiveKey, unlimitedMemory-1)
 		return int64(v), err
 	})
@@ -78,6 +78,22 @@ func (e *headroomEval) read(w *Watcher, dir, name string, parse func([]byte) (in
 	e.h.Err = cmp.Or(e.h.Err, err)
 	return v, found && err == nil
 }
+
+// usageFiles are the files of the usage and of the inactive page cache,
+// which the working set leaves out: memory.current and inactive_file on v2,
+// memory.usage_in_bytes and the hierarchical total_inactive_file on v1, as
+// the kubelet reads them.
+func usageFiles(v Version) (usage, inactiveKey string) {
+	if v == V1 {
+		return "memory.usage_in_bytes", "total_inactive_file"
+	}
+	return "memory.current", "inactive_file"
+}
+
+// workingSet is usage less the inactive page cache, never below zero: the
+// kubelet's and cAdvisor's container_memory_working_set_bytes, which the
+// kubelet compares with the limit to evict a pod.
+func workingSet(usage, inactive int64) int64 { return max(usage-inactive, 0) }
 
 // parseUsage parses memory.current (v2) or memory.usage_in_bytes (v1): bytes.
 func parseUsage(data []byte) (int64, error) {
