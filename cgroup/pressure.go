@@ -2,6 +2,7 @@ package cgroup
 
 import (
 	"bytes"
+	"strconv"
 	"time"
 )
 
@@ -59,28 +60,14 @@ func parsePressure(data []byte) (Pressure, error) {
 }
 
 // parseDecimal parses digits with an optional fraction ("12.34"), as the
-// kernel prints the pressure averages. At most 15 digits keep both integers
-// exact in a float64, so the quotient is correctly rounded: "5.64" gives the
-// float64 5.64.
+// kernel prints the pressure averages, of at most 15 digits.
 func parseDecimal(b []byte) (float64, bool) {
 	ip, fp, dot := bytes.Cut(b, []byte{'.'})
-	if len(ip) == 0 || (dot && len(fp) == 0) || len(ip)+len(fp) > 15 {
+	_, ok1 := parseUint(ip)
+	_, ok2 := parseUint(fp)
+	if !ok1 || dot && !ok2 || len(ip)+len(fp) > 15 {
 		return 0, false
 	}
-	v, ok := parseUint(ip)
-	if !ok {
-		return 0, false
-	}
-	scale := uint64(1)
-	if dot {
-		f, ok := parseUint(fp)
-		if !ok {
-			return 0, false
-		}
-		for range fp {
-			scale *= 10
-		}
-		v = v*scale + f
-	}
-	return float64(v) / float64(scale), true
+	v, err := strconv.ParseFloat(string(b), 64)
+	return v, err == nil
 }

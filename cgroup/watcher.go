@@ -119,9 +119,9 @@ func (w *Watcher) Read() (Limits, error) {
 }
 
 // file returns the content of dir/name until the next call; found is false
-// when it does not exist: no limit at that level. It reads dir/name from its start, with ReadAt
-// or else by opening it again, and opens it on first use, and again when
-// the retry of a failed open is due.
+// when it does not exist: no limit at that level. It opens the file on first
+// use, and again when the retry of a failed open is due, and reads it from
+// its start with ReadAt, or else by opening it again.
 func (w *Watcher) file(dir, name string) ([]byte, bool, error) {
 	i := 0
 	for i < len(w.files) && (w.files[i].dir != dir || w.files[i].name != name) {
