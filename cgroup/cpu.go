@@ -54,10 +54,9 @@ func parseMicros(b []byte) (int64, bool) {
 	return int64(v), ok && v > 0 && v <= maxMicros
 }
 
-// evalCPU sets c's Quota, Period and Source, or c.Err and no limit: a level
-// that cannot be read might have been the tightest.
+// evalCPU sets c's Quota, Period and Source (zero before), or c.Err and no
+// limit: a level that cannot be read might have been the tightest.
 func evalCPU(w *Watcher, c *CPU) {
-	c.Quota, c.Period, c.Source = 0, 0, ""
 	if c.Err != nil || c.Version == 0 {
 		return
 	}

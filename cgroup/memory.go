@@ -38,9 +38,9 @@ func parseMemoryStatLimit(data []byte) (bytes int64, limited bool, err error) {
 	return memBytes(v)
 }
 
-// evalMemory sets m's Max, High and sources, or m.Err and no limit.
+// evalMemory sets m's Max, High, sources and Headroom (zero before), or m.Err
+// and no limit.
 func evalMemory(w *Watcher, m *Memory) {
-	m.Max, m.MaxSource, m.High, m.HighSource, m.Headroom = 0, "", 0, "", headroom{}
 	if m.Err != nil || m.Version == 0 {
 		return
 	}
