@@ -5,12 +5,10 @@ import (
 	"time"
 )
 
-// parseCPUStat parses cpu.stat, "key value" lines, into s.CPU: the counts
-// nr_periods, nr_throttled and nr_bursts, and the times throttled_time and
-// burst_time (v1, in nanoseconds) or throttled_usec, burst_usec and
-// usage_usec (v2, in microseconds). Other lines are ignored. A known key
-// whose value is not a number that fits its field is an error on its line,
-// and leaves s.CPU as it was.
+// parseCPUStat parses cpu.stat, "key value" lines, into s.CPU; its times are
+// in nanoseconds on v1 and in microseconds (_usec) on v2. Other keys are
+// ignored; a known key whose value is not a number that fits its field is an
+// error on its line, and leaves s.CPU as it was.
 func parseCPUStat(data []byte, s *Stats) error {
 	c := s.CPU
 	err := statCounts(data, statCount{"nr_periods", &c.Periods}, statCount{"nr_throttled", &c.ThrottledPeriods},

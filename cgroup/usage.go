@@ -79,10 +79,8 @@ func (e *headroomEval) read(w *Watcher, dir, name string, parse func([]byte) (in
 	return v, found && err == nil
 }
 
-// usageFiles are the files of the usage and of the inactive page cache,
-// which the working set leaves out: memory.current and inactive_file on v2,
-// memory.usage_in_bytes and the hierarchical total_inactive_file on v1, as
-// the kubelet reads them.
+// usageFiles are the file of the usage and the memory.stat key of the
+// inactive page cache, which the working set leaves out.
 func usageFiles(v Version) (usage, inactiveKey string) {
 	if v == V1 {
 		return "memory.usage_in_bytes", "total_inactive_file"
@@ -90,9 +88,8 @@ func usageFiles(v Version) (usage, inactiveKey string) {
 	return "memory.current", "inactive_file"
 }
 
-// workingSet is usage less the inactive page cache, never below zero: the
-// kubelet's and cAdvisor's container_memory_working_set_bytes, which the
-// kubelet compares with the limit to evict a pod.
+// workingSet is usage less the inactive page cache, never below zero, as the
+// kubelet and cAdvisor count it (container_memory_working_set_bytes).
 func workingSet(usage, inactive int64) int64 { return max(usage-inactive, 0) }
 
 // parseUsage parses memory.current (v2) or memory.usage_in_bytes (v1): bytes.
