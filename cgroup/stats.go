@@ -1,6 +1,7 @@
 package cgroup
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -86,7 +87,7 @@ func (w *Watcher) Stats() (Stats, error) {
 		return Stats{}, errWatcherClosed
 	}
 	lim, _ := w.eval(w.lim)
-	return readStats(w, statDirsOf(&lim))
+	return readStats(w, &lim)
 }
 
 // ReadStatsDir reads the statistics in the absolute directory dir of fsys,
@@ -111,37 +112,11 @@ func ReadStatsDir(fsys fs.FS, dir string) (Stats, error) {
 	if _, err := fs.Stat(fsys, fsName(joinPath(dir, "cgroup.controllers"))); err == nil {
 		v = V2
 	}
+	var lim Limits
+	lim.CPU.Version, lim.CPU.Dir, lim.Memory.Version, lim.Memory.Dir = v, dir, v, dir
 	w := &Watcher{fsys: fsys}
 	defer w.Close()
-	return readStats(w, statDirs{cpu: dir, mem: dir, psi: dir, cpuV: v, memV: v})
-}
-
-// statDirs are the directories that Stats reads, and their versions; an
-// empty directory is not read.
-type statDirs struct {
-	cpu, mem, psi string
-	cpuV, memV    Version
-}
-
-// statDirsOf returns the directories of the statistics of lim.
-func statDirsOf(lim *Limits) statDirs {
-	var d statDirs
-	if c := &lim.CPU; c.Version != 0 {
-		d.cpu, d.cpuV, d.psi = c.Source, c.Version, c.Dir
-		if d.cpu == "" {
-			d.cpu = c.Dir
-		}
-	}
-	if m := &lim.Memory; m.Version != 0 {
-		d.mem, d.memV = m.MaxSource, m.Version
-		if d.mem == "" {
-			d.mem = m.Dir
-		}
-		if d.psi == "" || (d.cpuV == V1 && m.Version == V2) {
-			d.psi = m.Dir // pressure files are cgroup v2's
-		}
-	}
-	return d
+	return readStats(w, &lim)
 }
 
 // statReader reads statistics files and keeps their errors.
@@ -158,13 +133,17 @@ func (r *statReader) read(dir, name string, parse func([]byte) error) bool {
 	return found && err == nil
 }
 
-// readStats reads the statistics in the directories d.
-func readStats(w *Watcher, d statDirs) (Stats, error) {
+// readStats reads the statistics of the hierarchies of lim: CPU and memory
+// in the directory of the limit, else in Dir; the pressure in Dir, of the
+// memory hierarchy if only it is v2.
+func readStats(w *Watcher, lim *Limits) (Stats, error) {
 	var s Stats
 	r := &statReader{w: w}
-	if dir := d.cpu; dir != "" && r.read(dir, "cpu.stat", func(b []byte) error { return parseCPUStat(b, &s) }) {
+	c, m := &lim.CPU, &lim.Memory
+	psi, dir := c.Dir, cmp.Or(c.Source, c.Dir)
+	if c.Version != 0 && r.read(dir, "cpu.stat", func(b []byte) error { return parseCPUStat(b, &s) }) {
 		s.CPU.Dir = dir
-		if !s.CPU.HasUsage && d.cpuV == V1 {
+		if !s.CPU.HasUsage && c.Version == V1 {
 			r.read(dir, "cpuacct.usage", func(b []byte) (err error) {
 				s.CPU.Usage, err = parseCPUAcctUsage(b)
 				s.CPU.HasUsage = err == nil
@@ -172,18 +151,21 @@ func readStats(w *Watcher, d statDirs) (Stats, error) {
 			})
 		}
 	}
-	if dir := d.mem; dir != "" {
-		readMemory(&s, d.memV, dir, r)
+	if m.Version != 0 {
+		readMemory(&s, m.Version, cmp.Or(m.MaxSource, m.Dir), r)
+		if psi == "" || c.Version == V1 && m.Version == V2 {
+			psi = m.Dir
+		}
 	}
-	if dir := d.psi; dir != "" {
+	if psi != "" {
 		into := [3]*Pressure{&s.Pressure.CPU, &s.Pressure.Memory, &s.Pressure.IO}
 		for i, name := range [3]string{"cpu.pressure", "memory.pressure", "io.pressure"} {
 			parse := func(b []byte) (err error) {
 				*into[i], err = parsePressure(b)
 				return err
 			}
-			if r.read(dir, name, parse) {
-				s.Pressure.Dir = dir
+			if r.read(psi, name, parse) {
+				s.Pressure.Dir = psi
 			}
 		}
 	}
