@@ -16,13 +16,13 @@ func Read() (Limits, error) { return ReadFS(dirFS("")) }
 
 // ReadFS returns the effective limits of the calling process from fsys,
 // rooted at "/", such as an fstest.MapFS or a copied tree; it may be called
-// from several goroutines at once. A file is read only if it is a regular
-// file once open (an os.DirFS blocks in Open on a FIFO; Read does not). The
-// error wraps ErrNoCgroup when proc/self/cgroup cannot be read, with zero
-// Limits; else it joins CPU.Err and Memory.Err: bad files of one controller
-// do not hide the other's limit.
+// from several goroutines at once, and has one file open at a time. A file is
+// read only if it is a regular file once open (an os.DirFS blocks in Open on
+// a FIFO; Read does not). The error wraps ErrNoCgroup when proc/self/cgroup
+// cannot be read, with zero Limits; else it joins CPU.Err and Memory.Err: bad
+// files of one controller do not hide the other's limit.
 func ReadFS(fsys fs.FS) (Limits, error) {
-	w := &Watcher{fsys: fsys}
+	w := &Watcher{fsys: fsys, once: true}
 	defer w.Close()
 	return w.start()
 }

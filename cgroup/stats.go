@@ -114,7 +114,7 @@ func ReadStatsDir(fsys fs.FS, dir string) (Stats, error) {
 	}
 	var lim Limits
 	lim.CPU.Version, lim.CPU.Dir, lim.Memory.Version, lim.Memory.Dir = v, dir, v, dir
-	w := &Watcher{fsys: fsys}
+	w := &Watcher{fsys: fsys, once: true}
 	defer w.Close()
 	return readStats(w, &lim)
 }

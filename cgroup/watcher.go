@@ -25,6 +25,7 @@ type Watcher struct {
 	buf    []byte
 	reads  int   // counts Reads: the clock of every retry
 	find   retry // of finding the hierarchy, while that fails
+	once   bool  // ReadFS, ReadStatsDir: each file is closed once read
 	closed bool
 }
 
@@ -150,6 +151,10 @@ func (w *Watcher) file(dir, name string) ([]byte, bool, error) {
 		return nil, false, wf.err
 	}
 	data, err := readFile(wf.f, w.buf, sizeLimit(dir, name))
+	if w.once {
+		wf.f.Close() // a process short of descriptors can still read
+		wf.f = nil
+	}
 	if w.buf = data[:cap(data)]; err != nil {
 		return nil, false, pathError("read", joinPath(dir, name), err)
 	}
