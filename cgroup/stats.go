@@ -75,8 +75,7 @@ type Pressure struct {
 // CPU and memory where the effective limit is imposed (CPU.Source,
 // Memory.MaxSource), which is where throttling and OOM kills happen, or in
 // the process's own cgroup (Dir) when there is no limit; the pressure in the
-// process's own cgroup. Like Read, it keeps the files open and re-reads them
-// without allocating; it follows the process to another cgroup at the next
+// process's own cgroup. It follows the process to another cgroup at the next
 // Read.
 //
 // The error joins those of the files that could not be read or parsed; the
@@ -133,9 +132,8 @@ func (r *statReader) read(dir, name string, parse func([]byte) error) bool {
 	return found && err == nil
 }
 
-// readStats reads the statistics of the hierarchies of lim: CPU and memory
-// in the directory of the limit, else in Dir; the pressure in Dir, of the
-// memory hierarchy if only it is v2.
+// readStats reads the statistics of lim's hierarchies, as Watcher.Stats
+// says; the pressure files are v2's, so a v2 memory Dir wins over a v1 CPU one.
 func readStats(w *Watcher, lim *Limits) (Stats, error) {
 	var s Stats
 	r := &statReader{w: w}
