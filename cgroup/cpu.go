@@ -34,28 +34,18 @@ func parseCPUMax(data []byte) (quota, period int64, limited bool, err error) {
 	return quota, period, true, nil
 }
 
-// parseCFSQuota parses v1 cpu.cfs_quota_us: microseconds, or -1 for none.
-func parseCFSQuota(data []byte) (quota int64, limited bool, err error) {
-	if line, err := singleLine(data); err == nil && string(line) == "-1" {
-		return 0, false, nil
-	}
-	quota, err = parseMicrosFile(data, "cpu.cfs_quota_us")
-	return quota, err == nil, err
-}
-
-// parseCFSPeriod parses cgroup v1 cpu.cfs_period_us, in microseconds.
-func parseCFSPeriod(data []byte) (int64, error) { return parseMicrosFile(data, "cpu.cfs_period_us") }
-
-func parseMicrosFile(data []byte, what string) (int64, error) {
+// parseCFS parses cgroup v1 cpu.cfs_quota_us or cpu.cfs_period_us, name:
+// microseconds, or for the quota -1 for none (limited false).
+func parseCFS(data []byte, name string) (us int64, limited bool, err error) {
 	line, err := singleLine(data)
-	if err != nil {
-		return 0, err
+	if err != nil || string(line) == "-1" && name == "cpu.cfs_quota_us" {
+		return 0, false, err
 	}
-	v, ok := parseMicros(line)
+	us, ok := parseMicros(line)
 	if !ok {
-		return 0, invalid(1, what, line)
+		return 0, false, invalid(1, name, line)
 	}
-	return v, nil
+	return us, true, nil
 }
 
 // parseMicros parses a positive microsecond count that fits a time.Duration.
@@ -64,20 +54,21 @@ func parseMicros(b []byte) (int64, bool) {
 	return int64(v), ok && v > 0 && v <= maxMicros
 }
 
-// evalCPU sets c's Quota, Period and Source, or c.Err and no limit: a level
-// that cannot be read might have been the tightest.
-func evalCPU(src fileSource, c *CPU) {
-	c.Quota, c.Period, c.Source = 0, 0, ""
+// evalCPU sets c's Quota, Period and Source (zero before), or c.Err and no
+// limit: a level that cannot be read might have been the tightest.
+func evalCPU(w *Watcher, c *CPU) {
 	if c.Err != nil || c.Version == 0 {
 		return
 	}
 	var best tightest
 	for dir := range c.dirs {
-		q, p, limited, err := readCPULevel(src, c.Version, dir)
+		q, p, limited, err := readCPULevel(w, c.Version, dir)
 		if c.Err = err; err != nil {
 			return
 		}
-		best.add(q, p, limited, dir)
+		if limited {
+			best.add(q, p, dir)
+		}
 	}
 	c.Quota, c.Period, c.Source = time.Duration(best.q)*time.Microsecond, time.Duration(best.p)*time.Microsecond, best.dir
 }
@@ -89,53 +80,36 @@ type tightest struct {
 	dir  string
 }
 
-func (t *tightest) add(q, p int64, limited bool, dir string) {
-	if limited && (t.dir == "" || lessRatio(q, p, t.q, t.p)) {
+func (t *tightest) add(q, p int64, dir string) {
+	if t.dir == "" || lessRatio(q, p, t.q, t.p) {
 		*t = tightest{q, p, dir}
 	}
 }
 
-// read adds the memory limit in dir/name, which it returns (-1: none); a
-// missing file is none.
-func (t *tightest) read(src fileSource, dir, name string, parse func([]byte) (int64, bool, error)) (int64, error) {
-	data, found, err := src.file(dir, name)
-	if err != nil || !found {
-		return -1, err
-	}
-	v, limited, err := parse(data)
-	t.add(v, 1, limited && err == nil, dir)
-	if !limited || err != nil {
-		v = -1
-	}
-	return v, withFile(err, dir, name)
-}
-
 // readCPULevel reads the CPU bandwidth limit of one cgroup directory.
-func readCPULevel(src fileSource, v Version, dir string) (quota, period int64, limited bool, err error) {
+func readCPULevel(w *Watcher, v Version, dir string) (quota, period int64, limited bool, err error) {
 	if v == V2 {
-		data, found, err := src.file(dir, "cpu.max")
-		if err != nil || !found {
-			return 0, 0, false, err
-		}
-		quota, period, limited, err = parseCPUMax(data)
-		return quota, period, limited, withFile(err, dir, "cpu.max")
+		_, err = w.parse(dir, "cpu.max", func(b []byte) (err error) {
+			quota, period, limited, err = parseCPUMax(b)
+			return err
+		})
+		return quota, period, limited, err
 	}
-	data, found, err := src.file(dir, "cpu.cfs_quota_us")
-	if err != nil || !found {
+	_, err = w.parse(dir, "cpu.cfs_quota_us", func(b []byte) (err error) {
+		quota, limited, err = parseCFS(b, "cpu.cfs_quota_us")
+		return err
+	})
+	if err != nil || !limited {
 		return 0, 0, false, err
 	}
-	if quota, limited, err = parseCFSQuota(data); err != nil || !limited {
-		return 0, 0, false, withFile(err, dir, "cpu.cfs_quota_us")
-	}
-	data, found, err = src.file(dir, "cpu.cfs_period_us")
+	found, err := w.parse(dir, "cpu.cfs_period_us", func(b []byte) (err error) {
+		period, _, err = parseCFS(b, "cpu.cfs_period_us")
+		return err
+	})
 	if err == nil && !found {
 		err = &fs.PathError{Op: "open", Path: joinPath(dir, "cpu.cfs_period_us"), Err: fs.ErrNotExist}
 	}
-	if err != nil {
-		return 0, 0, false, err
-	}
-	period, err = parseCFSPeriod(data)
-	return quota, period, err == nil, withFile(err, dir, "cpu.cfs_period_us")
+	return quota, period, err == nil, err
 }
 
 // lessRatio reports whether q1/p1 < q2/p2 for positive values, exactly.

@@ -1,65 +1,36 @@
 package cgroup
 
 import (
-	"fmt"
 	"math"
 	"time"
 )
 
-// The CPU accounting files.
-const (
-	fileCPUStat      = "cpu.stat"      // v1 and v2
-	fileCPUAcctUsage = "cpuacct.usage" // v1 cpuacct: total CPU time in ns
-)
-
-// parseCPUStat parses cpu.stat, "key value" lines, into s.CPU. It knows the
-// keys of v1 (nr_periods nr_throttled throttled_time nr_bursts burst_time,
-// times in nanoseconds) and v2 (usage_usec ... nr_periods nr_throttled
-// throttled_usec nr_bursts burst_usec, times in microseconds) and ignores any
-// other line. A known key with a value that is not a number fitting its field
-// is an error on that line, and leaves s.CPU as it was.
+// parseCPUStat parses cpu.stat, "key value" lines, into s.CPU; its times are
+// in nanoseconds on v1 and in microseconds (_usec) on v2. Other keys are
+// ignored; a known key whose value is not a number that fits its field is an
+// error on its line, and leaves s.CPU as it was.
 func parseCPUStat(data []byte, s *Stats) error {
 	c := s.CPU
-	for n := 1; len(data) > 0; n++ {
-		var line []byte
-		line, data = nextLine(data)
-		k, v := nextField(line)
-		var (
-			count *uint64
-			dur   *time.Duration
-			unit  uint64 = 1
-		)
-		switch string(k) {
-		case "nr_periods":
-			count = &c.Periods
-		case "nr_throttled":
-			count = &c.ThrottledPeriods
-		case "nr_bursts":
-			count = &c.Bursts
-		case "throttled_time":
-			dur = &c.ThrottledTime
-		case "burst_time":
-			dur = &c.BurstTime
-		case "throttled_usec":
-			dur, unit = &c.ThrottledTime, 1000
-		case "burst_usec":
-			dur, unit = &c.BurstTime, 1000
-		case "usage_usec":
-			dur, unit = &c.Usage, 1000
-			c.HasUsage = true
-		default:
-			continue
-		}
-		u, ok := parseUint(trimSpace(v))
-		switch {
-		case !ok:
-			return invalid(n, string(k), line)
-		case count != nil:
-			*count = u
-		case u > uint64(math.MaxInt64)/unit:
-			return &parseError{Line: n, Err: fmt.Errorf("%s: %w", k, errRange)}
-		default:
-			*dur = time.Duration(u * unit)
+	err := statCounts(data, statCount{"nr_periods", &c.Periods}, statCount{"nr_throttled", &c.ThrottledPeriods},
+		statCount{"nr_bursts", &c.Bursts})
+	if err != nil {
+		return err
+	}
+	for _, f := range [...]struct {
+		key  string
+		unit time.Duration
+		v    *time.Duration
+	}{
+		{"throttled_time", 1, &c.ThrottledTime}, {"burst_time", 1, &c.BurstTime},
+		{"throttled_usec", time.Microsecond, &c.ThrottledTime}, {"burst_usec", time.Microsecond, &c.BurstTime},
+		{"usage_usec", time.Microsecond, &c.Usage},
+	} {
+		v, found, err := statValue(data, f.key, uint64(math.MaxInt64/f.unit))
+		if err != nil {
+			return err
+		} else if found {
+			*f.v = time.Duration(v) * f.unit
+			c.HasUsage = c.HasUsage || f.key == "usage_usec"
 		}
 	}
 	s.CPU = c
@@ -68,6 +39,6 @@ func parseCPUStat(data []byte, s *Stats) error {
 
 // parseCPUAcctUsage parses cgroup v1 cpuacct.usage: CPU time in nanoseconds.
 func parseCPUAcctUsage(data []byte) (time.Duration, error) {
-	v, err := parseCount(data, fileCPUAcctUsage, math.MaxInt64)
+	v, err := parseCount(data, "cpuacct.usage", math.MaxInt64)
 	return time.Duration(v), err
 }

@@ -58,7 +58,7 @@ func FuzzCFS(f *testing.F) {
 		f.Add(tc.in, cfsPeriodTests[i%len(cfsPeriodTests)].in)
 	}
 	f.Fuzz(func(t *testing.T, quota, period string) {
-		q, limited, err := parseCFSQuota([]byte(quota))
+		q, limited, err := parseCFS([]byte(quota), "cpu.cfs_quota_us")
 		requireParseError(t, err)
 		if err == nil && limited && (q <= 0 || q > maxMicros) {
 			t.Fatalf("%q: quota %d", quota, q)
@@ -66,8 +66,11 @@ func FuzzCFS(f *testing.F) {
 		if (err != nil || !limited) && q != 0 {
 			t.Fatalf("%q: quota %d without a limit", quota, q)
 		}
-		p, err := parseCFSPeriod([]byte(period))
+		p, limited, err := parseCFS([]byte(period), "cpu.cfs_period_us")
 		requireParseError(t, err)
+		if limited != (err == nil) {
+			t.Fatalf("%q: period limited %v with err %v", period, limited, err)
+		}
 		if err == nil && (p <= 0 || p > maxMicros) {
 			t.Fatalf("%q: period %d", period, p)
 		}

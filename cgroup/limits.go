@@ -58,27 +58,19 @@ type Memory struct {
 	HighSource string
 	Err        error
 	// Headroom is the memory the process can count on at the level of its
-	// hierarchy that leaves it the least: the limit there minus what the others
-	// (other processes of its own cgroup and of every cgroup below that level)
-	// hold there. The level's figure is its working set, usage minus the
-	// inactive file pages that the kernel reclaims first (as the kubelet
-	// measures it): v2 memory.current minus inactive_file of memory.stat, v1
-	// memory.usage_in_bytes minus total_inactive_file. The process's own share
-	// is its anonymous and shared memory, RssAnon + RssShmem of
-	// /proc/self/status: what its heap and stacks are made of and what stays
-	// charged while it runs. The others hold the rest, at least 0.
+	// hierarchy that leaves it the least: that level's limit minus what the
+	// others (the rest of its cgroup and of every cgroup below the level) hold
+	// there, Usage − Own. Usage is the working set, as the kubelet counts it:
+	// memory.current (v1: memory.usage_in_bytes) minus inactive_file (v1:
+	// total_inactive_file) of memory.stat. Own is RssAnon + RssShmem of
+	// /proc/self/status, what the heap and stacks are made of. Others up to
+	// max(Limit/32, 8 MiB) are taken as the process's own kernel memory and
+	// page cache: Avail is then Limit, so that a process alone sees no change.
 	//
-	// Others up to max(Limit/32, 8 MiB) are taken as the process's own kernel
-	// memory and file cache (page tables, socket buffers, its binary's pages),
-	// which the GOMEMLIMIT policy's ratio leaves room for: Avail is the whole
-	// Limit then, so that a process alone in its cgroups sees no change.
-	//
-	// Only levels that carry a limit of their own (memory.max or memory.high;
-	// v1 memory.limit_in_bytes) and show their usage count; a v1 limit seen
-	// only through hierarchical_memory_limit has no visible usage and is not a
-	// level here. Source is "" when no level counts; Err is why a level's usage
-	// or the process's share could not be read (that level is left out; the
-	// limits themselves are unaffected).
+	// Only levels with a limit of their own and a visible usage count, not a
+	// v1 limit seen only through hierarchical_memory_limit; Source is "" when
+	// none does. Err is why a level's usage or Own could not be read: that
+	// level is left out, the limits are unaffected.
 	Headroom struct {
 		Source string // the level's directory
 		From   string // its limit's file: memory.max, memory.high or memory.limit_in_bytes

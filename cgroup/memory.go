@@ -38,9 +38,9 @@ func parseMemoryStatLimit(data []byte) (bytes int64, limited bool, err error) {
 	return memBytes(v)
 }
 
-// evalMemory sets m's Max, High and sources, or m.Err and no limit.
-func evalMemory(src fileSource, m *Memory) {
-	m.Max, m.MaxSource, m.High, m.HighSource, m.Headroom = 0, "", 0, "", headroom{}
+// evalMemory sets m's Max, High, sources and Headroom (zero before), or m.Err
+// and no limit.
+func evalMemory(w *Watcher, m *Memory) {
 	if m.Err != nil || m.Version == 0 {
 		return
 	}
@@ -49,22 +49,37 @@ func evalMemory(src fileSource, m *Memory) {
 	for dir := range m.dirs {
 		lmax, lhigh := int64(-1), int64(-1)
 		if m.Version == V1 {
-			lmax, m.Err = max.read(src, dir, "memory.limit_in_bytes", parseMemoryValue)
-		} else if lmax, m.Err = max.read(src, dir, "memory.max", parseMemoryValue); m.Err == nil {
-			lhigh, m.Err = high.read(src, dir, "memory.high", parseMemoryValue)
+			lmax, m.Err = max.read(w, dir, "memory.limit_in_bytes", parseMemoryValue)
+		} else if lmax, m.Err = max.read(w, dir, "memory.max", parseMemoryValue); m.Err == nil {
+			lhigh, m.Err = high.read(w, dir, "memory.high", parseMemoryValue)
 		}
 		if m.Err != nil {
 			return
 		}
-		hr.level(src, m.Version, dir, lmax, lhigh)
+		hr.level(w, m.Version, dir, lmax, lhigh)
 	}
 	// hierarchical_memory_limit covers the ancestors above a mount root that
 	// is not "/"; a limit found only there is named after Dir.
 	if m.Version == V1 && m.MountRoot != "/" {
-		if _, m.Err = max.read(src, m.Dir, "memory.stat", parseMemoryStatLimit); m.Err != nil {
+		if _, m.Err = max.read(w, m.Dir, "memory.stat", parseMemoryStatLimit); m.Err != nil {
 			return
 		}
 	}
 	m.Max, m.MaxSource, m.High, m.HighSource = max.q, max.dir, high.q, high.dir
 	m.Headroom = hr.h
+}
+
+// read adds the memory limit in dir/name, which it returns (-1: none); a
+// missing file is none.
+func (t *tightest) read(w *Watcher, dir, name string, parse func([]byte) (int64, bool, error)) (v int64, err error) {
+	v = -1
+	_, err = w.parse(dir, name, func(b []byte) error {
+		n, limited, err := parse(b)
+		if limited && err == nil {
+			v = n
+			t.add(n, 1, dir)
+		}
+		return err
+	})
+	return v, err
 }

@@ -104,53 +104,34 @@ func cgroupDir(point, root, cgPath string) string {
 // the others the shortest root wins (the most ancestors shown), of equal
 // ones the last listed. Malformed lines are skipped.
 func findMounts(mountinfo []byte, qs []mountQuery) {
-	type candidate struct {
-		q       int
-		id      uint64
-		point   []byte // escaped
-		root    string
-		covered bool
-	}
-	var cands []candidate
-	forEachMount(mountinfo, func(m mountInfo) {
-		var v Version
-		switch string(m.fstype) {
-		case "cgroup":
-			v = V1
-		case "cgroup2":
-			v = V2
-		default:
-			return
-		}
-		root := unescape(m.root)
-		for i, q := range qs {
-			if q.err == nil && q.version == v && (v == V2 || hasController(m.superOpts, q.ctrl)) &&
-				isAncestorOrSelf(root, q.path) && !climbsOut(relPath(root, q.path)) {
-				cands = append(cands, candidate{q: i, id: m.id, point: m.point, root: root})
-			}
-		}
-	})
-	if len(cands) == 0 {
-		return
-	}
-	forEachMount(mountinfo, func(m mountInfo) {
-		for i := range cands {
-			if c := &cands[i]; m.parent == c.id && m.id != c.id && bytes.Equal(m.point, c.point) {
-				c.covered = true
-			}
-		}
-	})
 	for i := range qs {
-		var best *candidate
-		for j := range cands {
-			if c := &cands[j]; c.q == i && !c.covered && (best == nil || len(c.root) <= len(best.root)) {
-				best = c
+		q := &qs[i]
+		if q.err != nil || q.version == 0 {
+			continue
+		}
+		fstype := "cgroup2"
+		if q.version == V1 {
+			fstype = "cgroup"
+		}
+		forEachMount(mountinfo, func(m mountInfo) {
+			if string(m.fstype) != fstype || q.version == V1 && !hasController(m.superOpts, q.ctrl) {
+				return
 			}
-		}
-		if best != nil {
-			qs[i].found, qs[i].point, qs[i].root = true, path.Clean(unescape(best.point)), best.root
-		}
+			root := unescape(m.root)
+			shown := isAncestorOrSelf(root, q.path) && !climbsOut(relPath(root, q.path))
+			if shown && (!q.found || len(root) <= len(q.root)) && !covered(mountinfo, m) {
+				q.found, q.point, q.root = true, path.Clean(unescape(m.point)), root
+			}
+		})
 	}
+}
+
+// covered reports whether a child of m is mounted on m's mount point.
+func covered(mountinfo []byte, m mountInfo) (c bool) {
+	forEachMount(mountinfo, func(o mountInfo) {
+		c = c || o.parent == m.id && o.id != m.id && bytes.Equal(o.point, m.point)
+	})
+	return c
 }
 
 // forEachMount calls fn for each well-formed line with an absolute point.

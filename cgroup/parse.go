@@ -11,7 +11,6 @@ import (
 var (
 	errEmpty      = errors.New("empty file")
 	errExtraLines = errors.New("unexpected data after the first line")
-	errRange      = errors.New("value out of range")
 )
 
 // parseError is a malformed file. Parsers leave File empty for withFile.
@@ -101,12 +100,31 @@ func statValue(data []byte, key string, limit uint64) (v uint64, found bool, err
 		if k, val := nextField(line); string(k) == key {
 			u, ok := parseUint(val)
 			if !ok || u > limit {
-				return 0, false, invalid(n, key, line)
+				return 0, false, invalid(n, string(k), line)
 			}
 			return u, true, nil
 		}
 	}
 	return 0, false, nil
+}
+
+// statCount is a key of a "key value" file and the count it sets.
+type statCount struct {
+	key string
+	v   *uint64
+}
+
+// statCounts sets each count whose key data has, as statValue reads it.
+func statCounts(data []byte, counts ...statCount) error {
+	for _, c := range counts {
+		v, found, err := statValue(data, c.key, math.MaxUint64)
+		if err != nil {
+			return err
+		} else if found {
+			*c.v = v
+		}
+	}
+	return nil
 }
 
 // parseCount parses a one-line file holding one count of at most limit,

@@ -100,7 +100,7 @@ var cfsPeriodTests = []struct {
 func TestParseCFS(t *testing.T) {
 	for _, tc := range cfsQuotaTests {
 		t.Run(fmt.Sprintf("quota %q", tc.in), func(t *testing.T) {
-			q, limited, err := parseCFSQuota([]byte(tc.in))
+			q, limited, err := parseCFS([]byte(tc.in), "cpu.cfs_quota_us")
 			checkErrLine(t, err, tc.errLine)
 			assert.Equal(t, tc.quota, q)
 			assert.Equal(t, tc.limited, limited)
@@ -108,9 +108,10 @@ func TestParseCFS(t *testing.T) {
 	}
 	for _, tc := range cfsPeriodTests {
 		t.Run(fmt.Sprintf("period %q", tc.in), func(t *testing.T) {
-			p, err := parseCFSPeriod([]byte(tc.in))
+			p, limited, err := parseCFS([]byte(tc.in), "cpu.cfs_period_us")
 			checkErrLine(t, err, tc.errLine)
 			assert.Equal(t, tc.period, p)
+			assert.Equal(t, err == nil, limited, "a period is always a limit")
 		})
 	}
 }

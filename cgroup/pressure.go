@@ -2,15 +2,8 @@ package cgroup
 
 import (
 	"bytes"
+	"strconv"
 	"time"
-)
-
-// The pressure stall information files of cgroup v2 (Linux 4.20 and later,
-// with CONFIG_PSI and unless booted with psi=0).
-const (
-	fileCPUPressure    = "cpu.pressure"
-	fileMemoryPressure = "memory.pressure"
-	fileIOPressure     = "io.pressure"
 )
 
 // parsePressure parses a pressure file: a "some" line and, on most kernels
@@ -24,10 +17,10 @@ func parsePressure(data []byte) (Pressure, error) {
 		var line []byte
 		line, data = nextLine(data)
 		kind, rest := nextField(line)
-		var l *pressureLine
+		l := &p.Some
 		switch string(kind) {
 		case "some":
-			l, p.HasSome = &p.Some, true
+			p.HasSome = true
 		case "full":
 			l, p.HasFull = &p.Full, true
 		default:
@@ -66,35 +59,15 @@ func parsePressure(data []byte) (Pressure, error) {
 	return p, nil
 }
 
-// pressureLine is the type of Pressure.Some and Pressure.Full.
-type pressureLine = struct {
-	Avg10, Avg60, Avg300 float64
-	Total                time.Duration
-}
-
 // parseDecimal parses digits with an optional fraction ("12.34"), as the
-// kernel prints the pressure averages. At most 15 digits keep both integers
-// exact in a float64, so the quotient is correctly rounded: "5.64" gives the
-// float64 5.64.
+// kernel prints the pressure averages, of at most 15 digits.
 func parseDecimal(b []byte) (float64, bool) {
 	ip, fp, dot := bytes.Cut(b, []byte{'.'})
-	if len(ip) == 0 || (dot && len(fp) == 0) || len(ip)+len(fp) > 15 {
+	_, ok1 := parseUint(ip)
+	_, ok2 := parseUint(fp)
+	if !ok1 || dot && !ok2 || len(ip)+len(fp) > 15 {
 		return 0, false
 	}
-	v, ok := parseUint(ip)
-	if !ok {
-		return 0, false
-	}
-	scale := uint64(1)
-	if dot {
-		f, ok := parseUint(fp)
-		if !ok {
-			return 0, false
-		}
-		for range fp {
-			scale *= 10
-		}
-		v = v*scale + f
-	}
-	return float64(v) / float64(scale), true
+	v, err := strconv.ParseFloat(string(b), 64)
+	return v, err == nil
 }

@@ -1,9 +1,7 @@
 package cgroup
 
 import (
-	"cmp"
 	"errors"
-	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -18,31 +16,15 @@ func Read() (Limits, error) { return ReadFS(dirFS("")) }
 
 // ReadFS returns the effective limits of the calling process from fsys,
 // rooted at "/", such as an fstest.MapFS or a copied tree; it may be called
-// from several goroutines at once. A file is read only if it is a regular
-// file once open (an os.DirFS blocks in Open on a FIFO; Read does not). The
-// error wraps ErrNoCgroup when proc/self/cgroup cannot be read, with zero
-// Limits; else it joins CPU.Err and Memory.Err: bad files of one controller
-// do not hide the other's limit.
+// from several goroutines at once, and has one file open at a time. A file is
+// read only if it is a regular file once open (an os.DirFS blocks in Open on
+// a FIFO; Read does not). The error wraps ErrNoCgroup when proc/self/cgroup
+// cannot be read, with zero Limits; else it joins CPU.Err and Memory.Err: bad
+// files of one controller do not hide the other's limit.
 func ReadFS(fsys fs.FS) (Limits, error) {
-	r := fsReader{fsys: fsys}
-	self, err := r.read("/proc/self/cgroup", maxProcFile)
-	if err != nil {
-		return Limits{}, fmt.Errorf("%w: %w", ErrNoCgroup, err)
-	}
-	var lim Limits
-	discover(&r, self, &lim)
-	return eval(&r, lim)
-}
-
-// eval reads the limits of the hierarchies in lim from src.
-func eval(src fileSource, lim Limits) (Limits, error) {
-	evalCPU(src, &lim.CPU)
-	evalMemory(src, &lim.Memory)
-	a, b := lim.CPU.Err, lim.Memory.Err
-	if a == nil || b == nil || errors.Is(a, b) {
-		return lim, cmp.Or(a, b)
-	}
-	return lim, errors.Join(a, b)
+	w := &Watcher{fsys: fsys, once: true}
+	defer w.Close()
+	return w.start()
 }
 
 // dirFS is os.DirFS opening with O_NONBLOCK: a FIFO cannot block the open.
@@ -54,12 +36,6 @@ func (d dirFS) Open(name string) (fs.File, error) {
 		return nil, err
 	}
 	return f, nil
-}
-
-// fileSource gives the content of dir/name until the next call; found is
-// false when it does not exist: no limit at that level.
-type fileSource interface {
-	file(dir, name string) (data []byte, found bool, err error)
 }
 
 // What is read of a file at most: far more than the kernel writes there.
@@ -85,32 +61,18 @@ var (
 	errBadCount   = errors.New("read returned an invalid byte count")
 )
 
-// fsReader reads whole files of fsys into one buffer.
-type fsReader struct {
-	fsys fs.FS
-	buf  []byte
-}
-
-// read returns the content of the file at abs, at most limit bytes.
-func (r *fsReader) read(abs string, limit int) ([]byte, error) {
-	f, err := openFile(r.fsys, abs)
+// readAll reads the file at abs, which it does not keep open.
+func readAll(fsys fs.FS, abs string) ([]byte, error) {
+	f, err := openFile(fsys, abs)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	data, err := readFile(f, r.buf, limit)
-	if r.buf = data[:0]; err != nil {
+	data, err := readFile(f, nil, maxProcFile)
+	if err != nil {
 		return nil, pathError("read", abs, err)
 	}
 	return data, nil
-}
-
-func (r *fsReader) file(dir, name string) ([]byte, bool, error) {
-	data, err := r.read(joinPath(dir, name), sizeLimit(dir, name))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, false, nil
-	}
-	return data, err == nil, err
 }
 
 // openFile opens the file at abs and checks that it is a regular file: a

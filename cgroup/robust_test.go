@@ -355,3 +355,30 @@ func TestBadByteCounts(t *testing.T) {
 	cores, _ := lim.CPUQuota()
 	assert.Equal(t, 2.0, cores)
 }
+
+// TestReadFSOpensOneFileAtATime: ReadFS and ReadStatsDir close each file
+// once read, so that a process with few free descriptors can still read its
+// limits; a Watcher keeps its files open.
+func TestReadFSOpensOneFileAtATime(t *testing.T) {
+	var open, most atomic.Int64
+	files := with(v2Base, map[string]string{"proc/self/status": statusOwn(100),
+		"sys/fs/cgroup/app/memory.current": "4096\n", "sys/fs/cgroup/app/memory.stat": "inactive_file 0\n"})
+	fsys := wrapFS{mapFS(files), func(f fs.File) fs.File {
+		most.Store(max(most.Load(), open.Load()))
+		return f
+	}, &open}
+	lim, err := ReadFS(fsys)
+	require.NoError(t, err)
+	assert.NotEmpty(t, lim.Memory.Headroom.Source, "the usage files were read too")
+	assert.Equal(t, int64(1), most.Load())
+	assert.Zero(t, open.Load())
+	_, err = ReadStatsDir(fsys, "/sys/fs/cgroup/app")
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), most.Load())
+	assert.Zero(t, open.Load())
+
+	w, err := NewWatcher(fsys)
+	require.NoError(t, err)
+	defer w.Close()
+	assert.Greater(t, open.Load(), int64(1))
+}

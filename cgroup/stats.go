@@ -1,6 +1,7 @@
 package cgroup
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -9,93 +10,64 @@ import (
 	"time"
 )
 
-// Stats are the usage statistics of the cgroups that bound the process,
-// cumulative since each cgroup was created (counters) or as of the reading
-// (gauges). A part whose files do not exist, because the kernel is older, the
-// controller is not enabled there, or the hierarchy is v1 where a v2 file is
-// asked for, is not available: its Dir is empty, or its Has field false, and
-// its values are zero.
-//
-// [Watcher.Stats] reads them through open files, without allocating, and
-// [ReadStatsDir] from one directory.
+// Stats are the statistics of the cgroups that bound the process: counters
+// since each cgroup was created, gauges as of the reading. WorkingSet is what
+// the kubelet compares with the limit to evict a pod. A part whose files do
+// not exist (an older kernel, a controller not enabled there, a v2 file on
+// v1) is not available: its Dir is empty or its Has field false, and its
+// values are zero. [Watcher.Stats] reads them through open files, without
+// allocating, and [ReadStatsDir] from one directory.
 type Stats struct {
-	// CPU is cpu.stat: CFS bandwidth (throttling) statistics, with the times
-	// of v1 (nanoseconds) and v2 (microseconds) as time.Duration.
+	// CPU is cpu.stat, CFS bandwidth statistics, with the times of v1 (ns)
+	// and v2 (µs) as time.Duration.
 	CPU struct {
-		// Dir is the directory whose cpu.stat was read; empty when none was.
-		Dir string
-		// Periods is nr_periods: the enforcement periods in which the cgroup
-		// had runnable tasks; zero in a cgroup without a quota of its own.
-		Periods uint64
-		// ThrottledPeriods is nr_throttled: how many of those periods ended
-		// with the cgroup throttled because it had used up its quota.
-		ThrottledPeriods uint64
-		// ThrottledTime is throttled_time (v1) or throttled_usec (v2).
-		ThrottledTime time.Duration
-		// Bursts is nr_bursts: periods in which the cgroup used burst capacity
-		// (cpu.cfs_burst_us, cpu.max.burst; Linux 5.14 and later).
-		Bursts uint64
-		// BurstTime is burst_time (v1) or burst_usec (v2).
-		BurstTime time.Duration
-		// Usage is the CPU time used: usage_usec (v2) or, on v1,
-		// cpuacct.usage when the cpuacct controller is mounted together with
-		// cpu (the same directory). Valid only when HasUsage is true.
-		Usage    time.Duration
-		HasUsage bool
+		Dir              string        // the directory read
+		Periods          uint64        // nr_periods: enforcement periods with runnable tasks; 0 without a quota of its own
+		ThrottledPeriods uint64        // nr_throttled: those that ended throttled, the quota used up
+		ThrottledTime    time.Duration // throttled_time (v1), throttled_usec (v2)
+		Bursts           uint64        // nr_bursts: periods that used burst capacity (Linux 5.14 and later)
+		BurstTime        time.Duration // burst_time (v1), burst_usec (v2)
+		Usage            time.Duration // CPU time used: usage_usec; v1 cpuacct.usage where cpuacct is mounted with cpu
+		HasUsage         bool
 	}
 	// Memory is the usage and the events of the memory controller.
 	Memory struct {
-		// Dir is the directory whose usage was read; empty when none was.
-		Dir string
-		// Usage is memory.current (v2) or memory.usage_in_bytes (v1), in
-		// bytes: page cache included.
-		Usage int64
-		// WorkingSet is Usage less the inactive page cache (inactive_file in
-		// memory.stat; total_inactive_file on v1), as the kubelet and
-		// cAdvisor count it: the number that the kubelet compares with the
-		// limit to evict a pod. Usage when memory.stat does not have it.
-		WorkingSet int64
-		// Peak is the highest Usage seen: memory.peak (v2, Linux 5.19 and
-		// later) or memory.max_usage_in_bytes (v1).
-		Peak    int64
-		HasPeak bool
-		// Events count memory events of the cgroup and its descendants:
-		// memory.events on v2. On v1 only Max (memory.failcnt: times the
-		// usage hit the limit) and OOMKill (oom_kill of memory.oom_control)
-		// are counted. Valid only when HasEvents is true.
+		Dir        string // the directory read
+		Usage      int64  // memory.current (v1: memory.usage_in_bytes) in bytes, page cache included
+		WorkingSet int64  // Usage less inactive_file (v1: total_inactive_file) of memory.stat, if it has it
+		Peak       int64  // memory.peak (Linux 5.19 and later; v1: memory.max_usage_in_bytes)
+		HasPeak    bool
+		// Events count the events of the cgroup and its descendants in
+		// memory.events: reclaimed under memory.low, throttled above
+		// memory.high, about to exceed memory.max, the limit reached and
+		// reclaim failed, processes killed by the OOM killer, whole-cgroup
+		// kills. On v1 only Max (memory.failcnt) and OOMKill (memory.oom_control)
+		// are counted.
 		Events struct {
-			// Low: reclaimed while under memory.low; High: throttled above
-			// memory.high; Max: about to exceed memory.max; OOM: the limit
-			// was reached and reclaim failed; OOMKill: processes killed by
-			// the OOM killer; OOMGroupKill: whole-cgroup kills.
 			Low, High, Max, OOM, OOMKill, OOMGroupKill uint64
 		}
 		HasEvents bool
 	}
-	// Pressure is the pressure stall information of cgroup v2: how much
-	// wall time the process's tasks lost waiting for each resource.
+	// Pressure is the pressure stall information (cgroup v2, a kernel with
+	// PSI) of Dir.
 	Pressure struct {
-		// Dir is the directory whose pressure files were read; empty when
-		// none of them exists (cgroup v1, a kernel without PSI).
 		Dir             string
 		CPU, Memory, IO Pressure
 	}
 }
 
-// Pressure is one pressure file: cpu.pressure, memory.pressure or
-// io.pressure.
+// Pressure is one pressure file, cpu.pressure, memory.pressure or
+// io.pressure: the wall time lost by tasks waiting for the resource.
 type Pressure struct {
-	// Some is the time in which at least one task stalled; Full, the time in
-	// which all non-idle tasks stalled at once (the cgroup made no progress).
-	// Avg10, Avg60 and Avg300 are the share of wall time, in percent, over
-	// the last 10, 60 and 300 seconds; Total is the sum since the cgroup was
-	// created.
+	// Some is when at least one task stalled; Full, when all non-idle tasks
+	// did at once. Avg10, Avg60 and Avg300 are shares of wall time in percent
+	// over the last 10, 60 and 300 seconds; Total is the sum since the cgroup
+	// was created. HasSome and HasFull report whether the file has each line
+	// (cpu.pressure has no full line before Linux 5.13).
 	Some, Full struct {
 		Avg10, Avg60, Avg300 float64
 		Total                time.Duration
 	}
-	// HasSome and HasFull report whether the file has each line (cpu.pressure
-	// has no full line before Linux 5.13).
 	HasSome, HasFull bool
 }
 
@@ -103,8 +75,7 @@ type Pressure struct {
 // CPU and memory where the effective limit is imposed (CPU.Source,
 // Memory.MaxSource), which is where throttling and OOM kills happen, or in
 // the process's own cgroup (Dir) when there is no limit; the pressure in the
-// process's own cgroup. Like Read, it keeps the files open and re-reads them
-// without allocating; it follows the process to another cgroup at the next
+// process's own cgroup. It follows the process to another cgroup at the next
 // Read.
 //
 // The error joins those of the files that could not be read or parsed; the
@@ -114,8 +85,8 @@ func (w *Watcher) Stats() (Stats, error) {
 	if w.closed {
 		return Stats{}, errWatcherClosed
 	}
-	lim, _ := eval(w, w.lim)
-	return readStats(w, statDirsOf(&lim))
+	lim, _ := w.eval(w.lim)
+	return readStats(w, &lim)
 }
 
 // ReadStatsDir reads the statistics in the absolute directory dir of fsys,
@@ -140,82 +111,59 @@ func ReadStatsDir(fsys fs.FS, dir string) (Stats, error) {
 	if _, err := fs.Stat(fsys, fsName(joinPath(dir, "cgroup.controllers"))); err == nil {
 		v = V2
 	}
-	return readStats(&fsReader{fsys: fsys}, statDirs{cpu: dir, mem: dir, psi: dir, cpuV: v, memV: v})
-}
-
-// statDirs are the directories that Stats reads, and their versions; an
-// empty directory is not read.
-type statDirs struct {
-	cpu, mem, psi string
-	cpuV, memV    Version
-}
-
-// statDirsOf returns the directories of the statistics of lim.
-func statDirsOf(lim *Limits) statDirs {
-	var d statDirs
-	if c := &lim.CPU; c.Version != 0 {
-		d.cpu, d.cpuV, d.psi = c.Source, c.Version, c.Dir
-		if d.cpu == "" {
-			d.cpu = c.Dir
-		}
-	}
-	if m := &lim.Memory; m.Version != 0 {
-		d.mem, d.memV = m.MaxSource, m.Version
-		if d.mem == "" {
-			d.mem = m.Dir
-		}
-		if d.psi == "" || (d.cpuV == V1 && m.Version == V2) {
-			d.psi = m.Dir // pressure files are cgroup v2's
-		}
-	}
-	return d
+	var lim Limits
+	lim.CPU.Version, lim.CPU.Dir, lim.Memory.Version, lim.Memory.Dir = v, dir, v, dir
+	w := &Watcher{fsys: fsys, once: true}
+	defer w.Close()
+	return readStats(w, &lim)
 }
 
 // statReader reads statistics files and keeps their errors.
 type statReader struct {
-	src  fileSource
+	w    *Watcher
 	errs error
 }
 
 // read gives dir/name to parse and reports whether it exists and parsed;
 // an error, of the file or of parse, is kept.
 func (r *statReader) read(dir, name string, parse func([]byte) error) bool {
-	data, found, err := r.src.file(dir, name)
-	if err == nil && found {
-		err = withFile(parse(data), dir, name)
-	}
-	if err != nil {
-		r.errs = errors.Join(r.errs, err)
-	}
+	found, err := r.w.parse(dir, name, parse)
+	r.errs = errors.Join(r.errs, err)
 	return found && err == nil
 }
 
-// readStats reads the statistics in the directories d from src.
-func readStats(src fileSource, d statDirs) (Stats, error) {
+// readStats reads the statistics of lim's hierarchies, as Watcher.Stats
+// says; the pressure files are v2's, so a v2 memory Dir wins over a v1 CPU one.
+func readStats(w *Watcher, lim *Limits) (Stats, error) {
 	var s Stats
-	r := &statReader{src: src}
-	if dir := d.cpu; dir != "" && r.read(dir, fileCPUStat, func(b []byte) error { return parseCPUStat(b, &s) }) {
+	r := &statReader{w: w}
+	c, m := &lim.CPU, &lim.Memory
+	psi, dir := c.Dir, cmp.Or(c.Source, c.Dir)
+	if c.Version != 0 && r.read(dir, "cpu.stat", func(b []byte) error { return parseCPUStat(b, &s) }) {
 		s.CPU.Dir = dir
-		if !s.CPU.HasUsage && d.cpuV == V1 {
-			r.read(dir, fileCPUAcctUsage, func(b []byte) (err error) {
+		if !s.CPU.HasUsage && c.Version == V1 {
+			r.read(dir, "cpuacct.usage", func(b []byte) (err error) {
 				s.CPU.Usage, err = parseCPUAcctUsage(b)
 				s.CPU.HasUsage = err == nil
 				return err
 			})
 		}
 	}
-	if dir := d.mem; dir != "" {
-		readMemory(&s, d.memV, dir, r)
+	if m.Version != 0 {
+		readMemory(&s, m.Version, cmp.Or(m.MaxSource, m.Dir), r)
+		if psi == "" || c.Version == V1 && m.Version == V2 {
+			psi = m.Dir
+		}
 	}
-	if dir := d.psi; dir != "" {
+	if psi != "" {
 		into := [3]*Pressure{&s.Pressure.CPU, &s.Pressure.Memory, &s.Pressure.IO}
-		for i, name := range [3]string{fileCPUPressure, fileMemoryPressure, fileIOPressure} {
+		for i, name := range [3]string{"cpu.pressure", "memory.pressure", "io.pressure"} {
 			parse := func(b []byte) (err error) {
 				*into[i], err = parsePressure(b)
 				return err
 			}
-			if r.read(dir, name, parse) {
-				s.Pressure.Dir = dir
+			if r.read(psi, name, parse) {
+				s.Pressure.Dir = psi
 			}
 		}
 	}
@@ -226,9 +174,9 @@ func readStats(src fileSource, d statDirs) (Stats, error) {
 func readMemory(s *Stats, v Version, dir string, r *statReader) {
 	m := &s.Memory
 	usage, inactiveKey := usageFiles(v)
-	peak := fileMemoryPeak
+	peak := "memory.peak" // Linux 5.19 and later
 	if v == V1 {
-		peak = fileMemoryMaxUsage
+		peak = "memory.max_usage_in_bytes"
 	}
 	var n int64
 	count := func(name string) bool {
@@ -239,7 +187,7 @@ func readMemory(s *Stats, v Version, dir string, r *statReader) {
 	}
 	if count(usage) {
 		m.Dir, m.Usage, m.WorkingSet = dir, n, n
-		r.read(dir, fileMemoryStat, func(b []byte) error {
+		r.read(dir, "memory.stat", func(b []byte) error {
 			inactive, found, err := statValue(b, inactiveKey, math.MaxInt64)
 			if found {
 				m.WorkingSet = workingSet(m.Usage, int64(inactive))
@@ -251,13 +199,13 @@ func readMemory(s *Stats, v Version, dir string, r *statReader) {
 		m.Peak, m.HasPeak = n, true
 	}
 	if v == V2 {
-		m.HasEvents = r.read(dir, fileMemoryEvents, func(b []byte) error { return parseMemoryEvents(b, s) })
+		m.HasEvents = r.read(dir, "memory.events", func(b []byte) error { return parseMemoryEvents(b, s) })
 		return
 	}
-	if count(fileMemoryFailcnt) {
+	if count("memory.failcnt") {
 		m.Events.Max, m.HasEvents = uint64(n), true
 	}
-	r.read(dir, fileOOMControl, func(b []byte) error {
+	r.read(dir, "memory.oom_control", func(b []byte) error {
 		kills, found, err := statValue(b, "oom_kill", math.MaxInt64)
 		if found {
 			m.Events.OOMKill, m.HasEvents = kills, true

@@ -1,6 +1,9 @@
 package cgroup
 
-import "errors"
+import (
+	"cmp"
+	"errors"
+)
 
 // headroom is Memory.Headroom's type.
 type headroom = struct {
@@ -24,7 +27,7 @@ type headroomEval struct {
 }
 
 // level adds the level dir whose own limits are max and high (-1: none).
-func (e *headroomEval) level(src fileSource, v Version, dir string, lmax, high int64) {
+func (e *headroomEval) level(w *Watcher, v Version, dir string, lmax, high int64) {
 	limit, from := lmax, "memory.max"
 	if v == V1 {
 		from = "memory.limit_in_bytes"
@@ -37,17 +40,17 @@ func (e *headroomEval) level(src fileSource, v Version, dir string, lmax, high i
 	}
 	if !e.ownRead {
 		e.ownRead = true
-		e.own, e.ownOK = e.read(src, "/proc/self", "status", parseProcStatusOwn)
+		e.own, e.ownOK = e.read(w, "/proc/self", "status", parseProcStatusOwn)
 	}
 	if !e.ownOK {
 		return
 	}
 	usageFile, inactiveKey := usageFiles(v)
-	usage, ok := e.read(src, dir, usageFile, parseUsage)
+	usage, ok := e.read(w, dir, usageFile, parseUsage)
 	if !ok {
 		return
 	}
-	inactive, ok := e.read(src, dir, fileMemoryStat, func(b []byte) (int64, error) {
+	inactive, ok := e.read(w, dir, "memory.stat", func(b []byte) (int64, error) {
 		v, _, err := statValue(b, inactiveKey, unlimitedMemory-1)
 		return int64(v), err
 	})
@@ -66,26 +69,28 @@ func (e *headroomEval) level(src fileSource, v Version, dir string, lmax, high i
 }
 
 // read reads dir/name with parse; false when it is missing or bad (the
-// error kept in h.Err).
-func (e *headroomEval) read(src fileSource, dir, name string, parse func([]byte) (int64, error)) (int64, bool) {
-	data, found, err := src.file(dir, name)
-	if err != nil || !found {
-		e.fail(err)
-		return 0, false
-	}
-	v, err := parse(data)
-	if err != nil {
-		e.fail(withFile(err, dir, name))
-		return 0, false
-	}
-	return v, true
+// first error kept in h.Err).
+func (e *headroomEval) read(w *Watcher, dir, name string, parse func([]byte) (int64, error)) (v int64, ok bool) {
+	found, err := w.parse(dir, name, func(b []byte) (err error) {
+		v, err = parse(b)
+		return err
+	})
+	e.h.Err = cmp.Or(e.h.Err, err)
+	return v, found && err == nil
 }
 
-func (e *headroomEval) fail(err error) {
-	if e.h.Err == nil {
-		e.h.Err = err
+// usageFiles are the file of the usage and the memory.stat key of the
+// inactive page cache, which the working set leaves out.
+func usageFiles(v Version) (usage, inactiveKey string) {
+	if v == V1 {
+		return "memory.usage_in_bytes", "total_inactive_file"
 	}
+	return "memory.current", "inactive_file"
 }
+
+// workingSet is usage less the inactive page cache, never below zero, as the
+// kubelet and cAdvisor count it (container_memory_working_set_bytes).
+func workingSet(usage, inactive int64) int64 { return max(usage-inactive, 0) }
 
 // parseUsage parses memory.current (v2) or memory.usage_in_bytes (v1): bytes.
 func parseUsage(data []byte) (int64, error) {

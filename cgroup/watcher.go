@@ -25,6 +25,7 @@ type Watcher struct {
 	buf    []byte
 	reads  int   // counts Reads: the clock of every retry
 	find   retry // of finding the hierarchy, while that fails
+	once   bool  // ReadFS, ReadStatsDir: each file is closed once read
 	closed bool
 }
 
@@ -56,15 +57,22 @@ func NewWatcher(fsys fs.FS) (*Watcher, error) {
 		fsys = dirFS("")
 	}
 	w := &Watcher{fsys: fsys}
+	if _, err := w.start(); errors.Is(err, ErrNoCgroup) {
+		w.Close()
+		return nil, err
+	}
+	return w, nil
+}
+
+// start finds the hierarchy and reads the limits, opening the files.
+func (w *Watcher) start() (Limits, error) {
 	data, found, err := w.file("/proc/self", "cgroup")
 	if !found {
 		err = cmp.Or(err, w.files[0].err) // or it does not exist
-		w.Close()
-		return nil, fmt.Errorf("%w: %w", ErrNoCgroup, err)
+		return Limits{}, fmt.Errorf("%w: %w", ErrNoCgroup, err)
 	}
 	w.discover(data)
-	_, _ = eval(w, w.lim) // opens the files, sizes the buffer
-	return w, nil
+	return w.eval(w.lim)
 }
 
 // discover finds the hierarchy of self, the content of proc/self/cgroup,
@@ -74,12 +82,23 @@ func (w *Watcher) discover(self []byte) {
 	w.files = w.files[:1]
 	w.seen = append(w.seen[:0], self...)
 	w.lim = Limits{}
-	discover(&fsReader{fsys: w.fsys}, w.seen, &w.lim)
+	discover(w.fsys, w.seen, &w.lim)
 	if w.lim.CPU.Err != nil || w.lim.Memory.Err != nil {
 		w.find.failed(w.reads)
 	} else {
 		w.find = retry{}
 	}
+}
+
+// eval reads the limits of the hierarchies in lim.
+func (w *Watcher) eval(lim Limits) (Limits, error) {
+	evalCPU(w, &lim.CPU)
+	evalMemory(w, &lim.Memory)
+	a, b := lim.CPU.Err, lim.Memory.Err
+	if a == nil || b == nil || errors.Is(a, b) {
+		return lim, cmp.Or(a, b)
+	}
+	return lim, errors.Join(a, b)
 }
 
 // Read re-reads the files and returns what ReadFS would. It allocates only
@@ -97,12 +116,13 @@ func (w *Watcher) Read() (Limits, error) {
 			w.discover(self)
 		}
 	}
-	return eval(w, w.lim)
+	return w.eval(w.lim)
 }
 
-// file implements fileSource: it reads dir/name from its start, with ReadAt
-// or else by opening it again, and opens it on first use, and again when
-// the retry of a failed open is due.
+// file returns the content of dir/name until the next call; found is false
+// when it does not exist: no limit at that level. It opens the file on first
+// use, and again when the retry of a failed open is due, and reads it from
+// its start with ReadAt, or else by opening it again.
 func (w *Watcher) file(dir, name string) ([]byte, bool, error) {
 	i := 0
 	for i < len(w.files) && (w.files[i].dir != dir || w.files[i].name != name) {
@@ -131,10 +151,24 @@ func (w *Watcher) file(dir, name string) ([]byte, bool, error) {
 		return nil, false, wf.err
 	}
 	data, err := readFile(wf.f, w.buf, sizeLimit(dir, name))
+	if w.once {
+		wf.f.Close() // a process short of descriptors can still read
+		wf.f = nil
+	}
 	if w.buf = data[:cap(data)]; err != nil {
 		return nil, false, pathError("read", joinPath(dir, name), err)
 	}
 	return data, true, nil
+}
+
+// parse gives the content of dir/name to parse and reports whether the file
+// exists; an error of parse names the file.
+func (w *Watcher) parse(dir, name string, parse func([]byte) error) (found bool, err error) {
+	data, found, err := w.file(dir, name)
+	if err != nil || !found {
+		return false, err
+	}
+	return true, withFile(parse(data), dir, name)
 }
 
 // Close closes the files and returns the first error; again, it does nothing.
