@@ -21,7 +21,7 @@ import (
 
 // Knob is one runtime setting and what fitgo knows about its value.
 type Knob[V comparable] struct {
-	txt Text
+	txt Text[V]
 	get func() V
 	set func(V) V // sets and returns the previous value
 	// restore puts back the state from before fitgo, whose value was orig,
@@ -44,7 +44,7 @@ type entry[V comparable] struct {
 }
 
 // New returns a Knob over a runtime setting.
-func New[V comparable](txt Text, get func() V, set func(V) V, restore func(orig V) V) *Knob[V] {
+func New[V comparable](txt Text[V], get func() V, set func(V) V, restore func(orig V) V) *Knob[V] {
 	return &Knob[V]{txt: txt, get: get, set: set, restore: restore}
 }
 
@@ -111,19 +111,22 @@ type Fit[V comparable, D any] struct {
 }
 
 // Text is a knob's wording in log lines and reasons.
-type Text struct {
-	Name  string // "GOMAXPROCS", also the log key of the value
-	Value string // "GOMAXPROCS", "the memory limit": the value in reasons
-	Limit string // "CPU limit", the limit in messages
-	Key   string // "cpu_limit", the log key of the limit
+type Text[V comparable] struct {
+	Name   string // "GOMAXPROCS", also the log key of the value
+	Value  string // "GOMAXPROCS", "the memory limit": the value in reasons
+	Limit  string // "CPU limit", the limit in messages
+	Key    string // "cpu_limit", the log key of the limit
+	Format func(V) string
 }
 
 // ErrFor picks from a reading's error err the part that concerns one
 // controller, whose own error is own and the other's other: a malformed file
-// of the other controller does not stop this one, and no cgroup at all is
-// not an error.
-func ErrFor(err, own, other error) error {
+// of the other controller does not stop this one. No cgroup at all is an
+// error only when the knob has nothing to follow without one (beyond: false).
+func ErrFor(err, own, other error, beyond bool) error {
 	switch {
+	case errors.Is(err, cgroup.ErrNoCgroup) && !beyond:
+		return err
 	case err == nil || errors.Is(err, cgroup.ErrNoCgroup) || own == nil && other != nil:
 		return nil
 	case own != nil:
@@ -436,8 +439,8 @@ type State[V comparable, D any] struct {
 
 // Why is the reason a Status gives for the state: someone else's change,
 // a failing reading, or why following stopped; "" when there is none to add
-// to the reason of Apply. format writes a value.
-func (f *Fit[V, D]) Why(s State[V, D], format func(V) string) string {
+// to the reason of Apply.
+func (f *Fit[V, D]) Why(s State[V, D]) string {
 	txt := &f.k.txt
 	switch {
 	case s.Following && s.Err != nil:
@@ -448,7 +451,7 @@ func (f *Fit[V, D]) Why(s State[V, D], format func(V) string) string {
 		return ""
 	}
 	// Someone else changed the value: fitgo handed it over or put it back.
-	why := txt.Value + " was changed from " + format(s.From) + " to " + format(s.To)
+	why := txt.Value + " was changed from " + txt.Format(s.From) + " to " + txt.Format(s.To)
 	if s.By != "" {
 		why += " by another library, matching " + s.By
 	} else {

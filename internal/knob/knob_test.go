@@ -30,7 +30,7 @@ func (f *fakeKnob) knob() *Knob[int] {
 		f.val = n
 		return p
 	}
-	return New(Text{Name: "X", Value: "x", Limit: "x limit", Key: "x_limit"},
+	return New(Text[int]{Name: "X", Value: "x", Limit: "x limit", Key: "x_limit", Format: strconv.Itoa},
 		func() int { return f.val }, set, func(orig int) int { f.restores++; return set(orig) })
 }
 
@@ -344,7 +344,7 @@ func TestHandOverNamesTheOtherLibrary(t *testing.T) {
 			fk.val = tc.to
 			assert.False(t, s.Step(now, withOther(2, 1)), "handed over")
 			assert.Equal(t, tc.to, fk.val, "fitgo does not fight")
-			assert.Equal(t, tc.why, s.Why(s.State(), strconv.Itoa))
+			assert.Equal(t, tc.why, s.Why(s.State()))
 			assert.Equal(t, tc.why != "" && !tc.intact && tc.to == 1, strings.Contains(buf.String(), `by="another library, matching lib's rule"`), buf.String())
 		})
 	}
@@ -366,14 +366,14 @@ func TestInsist(t *testing.T) {
 	st := s.State()
 	assert.Equal(t, 1, st.Kept)
 	assert.False(t, st.HandedOver)
-	assert.Equal(t, "x was changed from 2 to 1 by another library, matching lib's rule; fitgo put its value back (insist, 1 times)", s.Why(st, strconv.Itoa))
+	assert.Equal(t, "x was changed from 2 to 1 by another library, matching lib's rule; fitgo put its value back (insist, 1 times)", s.Why(st))
 	assert.Contains(t, buf.String(), `msg="fitgo: X changed by someone else; fitgo puts its value back (insist)" X=2 was=1 by="another library, matching lib's rule"`)
 
 	fk.val = 5 // again, with a new limit at the same reading
 	assert.True(t, s.Step(now, want(3)))
 	assert.Equal(t, 3, fk.val, "put back, then fitted to the new limit")
 	assert.Equal(t, 2, s.State().Kept)
-	assert.Equal(t, "x was changed from 2 to 5 outside fitgo; fitgo put its value back (insist, 2 times)", s.Why(s.State(), strconv.Itoa))
+	assert.Equal(t, "x was changed from 2 to 5 outside fitgo; fitgo put its value back (insist, 2 times)", s.Why(s.State()))
 	assert.Equal(t, 1, strings.Count(buf.String(), "puts its value back"), "logged once")
 
 	s.Undo()
