@@ -165,17 +165,6 @@ func Start[V comparable, D any](k *Knob[V], log *slog.Logger, before, want V, ch
 	return f, true
 }
 
-// Follow connects a following Fit to its refresh loop and context: wake is
-// called when it stops, and it stops when ctx is done.
-func (f *Fit[V, D]) Follow(ctx context.Context, wake func()) {
-	f.k.mu.Lock()
-	defer f.k.mu.Unlock()
-	f.wake = wake
-	if ctx != nil { // AfterFunc calls stop in a goroutine of its own
-		f.release = context.AfterFunc(ctx, func() { f.stop("stopped: " + context.Cause(ctx).Error()) })
-	}
-}
-
 // Following reports whether the Fit still follows the limit.
 func (f *Fit[V, D]) Following() bool {
 	f.k.mu.Lock()
@@ -469,14 +458,19 @@ func (f *Fit[V, D]) Why(s State[V, D]) string {
 // Join makes a following Fit a member of the Loop that ctx carries (see
 // WithLoop) or, without one, of a new Loop of its own at the interval every
 // over open (ticked by ticks when not nil), and returns the Loop. step is
-// the Fit's package's reading of a tick.
+// the Fit's package's reading of a tick. The Fit stops when ctx is done.
 func (f *Fit[V, D]) Join(ctx context.Context, every time.Duration, open func() (Source, error), ticks <-chan time.Time,
 	step func(time.Time, cgroup.Limits, error) bool) *Loop {
 	l := LoopOf(ctx)
 	if l == nil {
 		l = NewLoop(every, open, ticks)
 	}
-	f.Follow(ctx, l.Wake)
+	f.k.mu.Lock()
+	f.wake = l.Wake
+	if ctx != nil { // AfterFunc calls stop in a goroutine of its own
+		f.release = context.AfterFunc(ctx, func() { f.stop("stopped: " + context.Cause(ctx).Error()) })
+	}
+	f.k.mu.Unlock()
 	l.Add(step, f.Following)
 	if !f.Following() {
 		l.Wake() // superseded or stopped before it joined
