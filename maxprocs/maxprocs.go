@@ -276,9 +276,8 @@ func (f *Fit) tick(now time.Time, lim cgroup.Limits, err error) bool {
 	}
 	rd.Limit, rd.Has = cl, has
 	rd.Want = f.res.Policy.Procs(cl.cores, f.ncpu)
-	rd.Adopting, rd.Adopt = rt.updates, [2]int{f.rtDef, f.rtPrev}
+	rd.Adopting, rd.Adopt, rd.Seen = rt.updates, [2]int{f.rtDef, f.rtPrev}, seen
 	rd.Wait = rt.updates && f.rtDef == rd.Want && now.Sub(f.changedAt) < runtimeGrace
-	rd.Seen, rd.Checked = seen, rt.updates
 	rd.Other, rd.OtherWhy = f.other, f.otherWhy
 	rd.Default = runtimeContainerSupport && rt.updates && rd.Want == f.rtDef
 	return f.f.Step(now, rd)

@@ -188,18 +188,17 @@ type Reading[V comparable, D any] struct {
 	Limit D     // the limit read
 	Want  V     // the value the policy gives for it
 	Has   bool  // false: none (no limit): put back the state from before fitgo
-	// Adopt are values the runtime may have set by itself (its own
-	// updates), which are accepted rather than handed over, while Adopting.
-	Adopt    [2]V
+	// Adopting: the runtime updates the value by itself. Adopt are values
+	// it may have set, which are accepted rather than handed over; Seen is
+	// the value the reading was computed for: if the runtime's value has
+	// changed since (its own update racing the tick), the step is left to
+	// the next reading instead of taken as a hand-over.
 	Adopting bool
+	Adopt    [2]V
+	Seen     V
 	// Wait leaves a change to the runtime for now, while fitgo has not set
 	// the value.
 	Wait bool
-	// Seen is the value the reading was computed for, when Checked: if the
-	// runtime's value has changed since (its own update racing the tick),
-	// the step is left to the next reading instead of taken as a hand-over.
-	Seen    V
-	Checked bool
 	// Other is the value another library's rule gives for this reading,
 	// and OtherWhy names the rule ("" for none): a change to it right after
 	// fitgo set the value is likely that library's.
@@ -244,7 +243,7 @@ func (f *Fit[V, D]) other(cur V, r *Reading[V, D]) string {
 func (f *Fit[V, D]) reassert(r *Reading[V, D]) event {
 	k := f.k
 	cur := k.get()
-	if !f.insist || cur == k.last || r.Checked && cur != r.Seen || f.adopts(cur, r) {
+	if !f.insist || cur == k.last || r.Adopting && cur != r.Seen || f.adopts(cur, r) {
 		return event{}
 	}
 	mine, by := k.last, f.other(cur, r)
@@ -285,7 +284,7 @@ func (f *Fit[V, D]) changeArgs(cur, was V, by string) []any {
 func (f *Fit[V, D]) step(now time.Time, r *Reading[V, D]) event {
 	k := f.k
 	cur := k.get()
-	if r.Checked && cur != r.Seen {
+	if r.Adopting && cur != r.Seen {
 		return event{}
 	}
 	if cur != k.last {

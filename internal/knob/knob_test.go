@@ -148,11 +148,12 @@ func TestStep(t *testing.T) {
 
 	fk.val = 7
 	r = want(7)
-	r.Adopting, r.Adopt = true, [2]int{7, 8}
+	r.Adopting, r.Adopt, r.Seen = true, [2]int{7, 8}, 7
 	assert.True(t, s.Step(now, r), "the runtime's own update is adopted")
 	assert.True(t, s.State().Following)
 
 	fk.val = 9
+	r.Seen = 9 // seen by the tick
 	assert.False(t, s.Step(now, r), "someone else's change: hand over")
 	assert.Equal(t, 9, fk.val)
 	st := s.State()
@@ -181,7 +182,7 @@ func TestRuntimeUpdateRacesTheTick(t *testing.T) {
 	assert.False(t, moved)
 	fk.val = 1 // the runtime's own update, after the tick's look
 	r := want(8)
-	r.Adopting, r.Adopt, r.Seen, r.Checked = true, [2]int{8, 8}, seen, true
+	r.Adopting, r.Adopt, r.Seen = true, [2]int{8, 8}, seen
 	assert.True(t, s.Step(now, r), "not a hand-over: the reading was for the value 8")
 	assert.True(t, s.State().Following)
 	assert.Equal(t, 1, fk.val, "nothing written")
@@ -190,7 +191,7 @@ func TestRuntimeUpdateRacesTheTick(t *testing.T) {
 	assert.Equal(t, 1, seen)
 	assert.True(t, moved)
 	r = want(1)
-	r.Adopting, r.Adopt, r.Seen, r.Checked = true, [2]int{1, 8}, seen, true
+	r.Adopting, r.Adopt, r.Seen = true, [2]int{1, 8}, seen
 	assert.True(t, s.Step(now, r), "the next tick adopts the runtime's update")
 	assert.True(t, s.State().Following)
 
