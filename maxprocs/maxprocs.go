@@ -141,9 +141,9 @@ type Fit struct {
 	seen      cpuLimit
 	ncpu      int
 	changedAt time.Time
-	rtDef     int // the runtime's own value for the current limit
-	rtPrev    int // and for the one before
-	other     int // automaxprocs' value for the current limit
+	rtDef     int     // the runtime's own value for the current limit
+	rtPrev    int     // and for the one before
+	otherFor  float64 // the limit of otherWhy, automaxprocs' rule
 	otherWhy  string
 }
 
@@ -203,7 +203,6 @@ func prepare(o *Options) (*Fit, *knob.Decision[int, cpuLimit]) {
 	f.seen, r.CPU, r.Limit, r.Source = seen, lim.CPU, q, seen.source
 	f.rtDef = e.rt.runtimeDefault(lim, f.ncpu)
 	f.rtPrev = f.rtDef
-	f.setOther()
 	cerr := cpuErr(lim, err)
 	noCgroup := errors.Is(cerr, cgroup.ErrNoCgroup)
 	return f, &knob.Decision[int, cpuLimit]{Decide: func(before int, mine bool) bool {
@@ -272,26 +271,28 @@ func (f *Fit) tick(now time.Time, lim cgroup.Limits, err error) bool {
 		}
 		f.seen = cl
 		f.rtDef = rt.runtimeDefault(lim, f.ncpu)
-		f.setOther()
 	}
 	rd.Limit, rd.Has = cl, has
 	rd.Want = f.res.Policy.Procs(cl.cores, f.ncpu)
 	rd.Adopting, rd.Adopt, rd.Seen = rt.updates, [2]int{f.rtDef, f.rtPrev}, seen
 	rd.Wait = rt.updates && f.rtDef == rd.Want && now.Sub(f.changedAt) < runtimeGrace
-	rd.Other, rd.OtherWhy = f.other, f.otherWhy
+	rd.Other, rd.OtherWhy = f.automaxprocs(cl)
 	rd.Default = runtimeContainerSupport && rt.updates && rd.Want == f.rtDef
 	return f.f.Step(now, rd)
 }
 
-// setOther records what automaxprocs' Set gives for the current limit: the
-// quota rounded down, at least 1 (it reads the leaf cgroup, which imposes
-// the limit in the cases that matter).
-func (f *Fit) setOther() {
-	f.other, f.otherWhy = 0, ""
-	if f.seen.source != "" {
-		f.other = max(1, int(math.Floor(f.seen.cores)))
-		f.otherWhy = "automaxprocs' floor of " + formatCores(f.seen.cores)
+// automaxprocs is what automaxprocs' Set gives for the limit l, and its rule
+// ("" for none): the quota rounded down, at least 1 (it reads the leaf
+// cgroup, which imposes the limit in the cases that matter). The rule's text
+// is made once per limit, so that a tick allocates nothing.
+func (f *Fit) automaxprocs(l cpuLimit) (int, string) {
+	if l.source == "" {
+		return 0, ""
 	}
+	if l.cores != f.otherFor || f.otherWhy == "" {
+		f.otherFor, f.otherWhy = l.cores, "automaxprocs' floor of "+formatCores(l.cores)
+	}
+	return max(1, int(math.Floor(l.cores))), f.otherWhy
 }
 
 // Status returns a snapshot of the management: the Result of Apply with
