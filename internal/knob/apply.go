@@ -146,14 +146,13 @@ func LogValue[V comparable](out Out[V], mid ...slog.Attr) slog.Value {
 // LogApply logs the outcome of an Apply: Warn for an error, Info for a
 // change, Debug when the value was left alone.
 func (k *Knob[V]) LogApply(l *slog.Logger, out Out[V], args ...any) {
-	name := k.txt.Name
 	switch {
 	case l == nil:
 	case *out.Err != nil:
-		l.Warn("fitgo: "+name+" left alone: "+*out.Reason, args...)
+		l.Warn("fitgo: "+k.txt.Name+" left alone: "+*out.Reason, args...)
 	case *out.Changed:
-		l.Info("fitgo: "+name+" set", args...)
+		l.Info("fitgo: "+k.txt.Name+" set", args...)
 	default:
-		l.Debug("fitgo: "+name+" left alone: "+*out.Reason, args...)
+		l.Debug("fitgo: "+k.txt.Name+" left alone: "+*out.Reason, args...)
 	}
 }
