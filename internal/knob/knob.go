@@ -93,21 +93,12 @@ type Fit[V comparable, D any] struct {
 	e   *entry[V]
 
 	// Guarded by k.mu.
-	following bool
-	reason    string
-	handed    bool
-	from, to  V // the hand-over
-	err       error
-	limit     D
-	updates   int
-	lastAt    time.Time
-	logs      coalescer[V]
-	release   func() bool // the context's AfterFunc
-	wake      func()      // tells the refresh loop that the Fit stopped
-	insist    bool        // put fitgo's value back when someone else changes it
-	fresh     bool        // no reading has seen fitgo's value since fitgo set it
-	by        string      // the likely other library of the hand-over or last put-back
-	kept      int         // put-backs
+	st      State[V, D] // but Value
+	logs    coalescer[V]
+	release func() bool // the context's AfterFunc
+	wake    func()      // tells the refresh loop that the Fit stopped
+	insist  bool        // put fitgo's value back when someone else changes it
+	fresh   bool        // no reading has seen fitgo's value since fitgo set it
 }
 
 // Text is a knob's wording in log lines and reasons.
@@ -155,7 +146,7 @@ func Start[V comparable, D any](k *Knob[V], log *slog.Logger, before, want V, ch
 			return nil, false
 		}
 	}
-	f := &Fit[V, D]{k: k, log: log, following: follow, limit: limit, err: err, fresh: true}
+	f := &Fit[V, D]{k: k, log: log, st: State[V, D]{Following: follow, Limit: limit, Err: err}, fresh: true}
 	if a := k.active; a != nil {
 		a.supersede()
 	}
@@ -169,7 +160,7 @@ func Start[V comparable, D any](k *Knob[V], log *slog.Logger, before, want V, ch
 func (f *Fit[V, D]) Following() bool {
 	f.k.mu.Lock()
 	defer f.k.mu.Unlock()
-	return f.following
+	return f.st.Following
 }
 
 // Moved returns the runtime's value and whether it is no longer the one
@@ -217,13 +208,13 @@ type Reading[V comparable, D any] struct {
 func (f *Fit[V, D]) Step(now time.Time, r Reading[V, D]) bool {
 	k := f.k
 	k.mu.Lock()
-	if !f.following {
+	if !f.st.Following {
 		k.mu.Unlock()
 		return false
 	}
 	ev0 := f.reassert(&r)
 	ev := f.step(now, &r)
-	keep := f.following
+	keep := f.st.Following
 	k.mu.Unlock()
 	f.emit(ev0)
 	f.emit(ev)
@@ -257,8 +248,8 @@ func (f *Fit[V, D]) reassert(r *Reading[V, D]) event {
 		return event{} // another write raced: the next reading sees it
 	}
 	f.e.value, f.e.mine = k.last, k.owned
-	f.from, f.to, f.by, f.fresh = mine, cur, by, true
-	if f.kept++; f.kept > 1 {
+	f.st.From, f.st.To, f.st.By, f.fresh = mine, cur, by, true
+	if f.st.Kept++; f.st.Kept > 1 {
 		return event{}
 	}
 	return event{level: slog.LevelInfo, msg: "fitgo: " + f.k.txt.Name + " changed by someone else; fitgo puts its value back (insist)",
@@ -299,15 +290,15 @@ func (f *Fit[V, D]) step(now time.Time, r *Reading[V, D]) event {
 	}
 	f.fresh = false
 	if r.Err != nil {
-		first := f.err == nil
-		f.err = r.Err
+		first := f.st.Err == nil
+		f.st.Err = r.Err
 		if first {
 			return event{level: slog.LevelWarn, msg: "fitgo: cannot read the " + f.k.txt.Limit + "; " + f.k.txt.Name + " not fitted until it can",
 				args: []any{f.k.txt.Name, cur, "err", r.Err}}
 		}
 		return event{}
 	}
-	f.err, f.limit = nil, r.Limit
+	f.st.Err, f.st.Limit = nil, r.Limit
 	switch {
 	case !r.Has && k.owned:
 		got, ok := k.putBack(cur)
@@ -331,8 +322,8 @@ func (f *Fit[V, D]) step(now time.Time, r *Reading[V, D]) event {
 // changed records a change the refresh made; the lock is held.
 func (f *Fit[V, D]) changed(now time.Time, from, to V, what string) event {
 	f.e.value, f.e.mine = to, f.k.owned
-	f.updates++
-	f.lastAt, f.fresh = now, true
+	f.st.Updates++
+	f.st.LastUpdate, f.fresh = now, true
 	if f.logs.held == 0 {
 		f.logs.from = from
 	}
@@ -346,7 +337,7 @@ func (f *Fit[V, D]) changed(now time.Time, from, to V, what string) event {
 func (f *Fit[V, D]) handOver(from, cur V, by string) event {
 	k := f.k
 	f.stopLocked("")
-	f.handed, f.from, f.to, f.by = true, from, cur, by
+	f.st.HandedOver, f.st.From, f.st.To, f.st.By = true, from, cur, by
 	k.owned, k.last, k.stack = false, cur, nil
 	return event{level: slog.LevelInfo, msg: "fitgo: " + f.k.txt.Name + " changed by someone else; fitgo stops managing it",
 		args: f.changeArgs(cur, from, by)}
@@ -360,10 +351,10 @@ func (f *Fit[V, D]) stop(reason string) {
 }
 
 func (f *Fit[V, D]) stopLocked(reason string) {
-	if !f.following {
+	if !f.st.Following {
 		return
 	}
-	f.following, f.reason = false, reason
+	f.st.Following, f.st.Reason = false, reason
 	if f.k.active == f.e {
 		f.k.active = nil
 	}
@@ -479,14 +470,11 @@ func (f *Fit[V, D]) Join(ctx context.Context, every time.Duration, open func() (
 
 // State returns the Fit's live state.
 func (f *Fit[V, D]) State() State[V, D] {
-	k := f.k
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return State[V, D]{
-		Value: k.get(), Following: f.following, Reason: f.reason,
-		HandedOver: f.handed, From: f.from, To: f.to, By: f.by, Kept: f.kept,
-		Err: f.err, Limit: f.limit, Updates: f.updates, LastUpdate: f.lastAt,
-	}
+	f.k.mu.Lock()
+	defer f.k.mu.Unlock()
+	st := f.st
+	st.Value = f.k.get()
+	return st
 }
 
 // event is a log line, written once the lock is released.
@@ -526,7 +514,7 @@ func (f *Fit[V, D]) flush(now time.Time, cur V) event {
 	}
 	n, from := c.held, c.from
 	c.held, c.at = 0, now
-	args := []any{f.k.txt.Name, cur, "before", from, f.k.txt.Key, f.limit}
+	args := []any{f.k.txt.Name, cur, "before", from, f.k.txt.Key, f.st.Limit}
 	if n > 1 {
 		args = append(args, "changes", n)
 	}
