@@ -140,16 +140,12 @@ func logStart(l *slog.Logger, rep Report, mp maxprocs.Result, ml memlimit.Result
 // LogValue makes a Report log as a group of the live status of both knobs.
 func (r Report) LogValue() slog.Value {
 	off := "turned off by " + envVar + "=" + r.Setting
-	var attrs []slog.Attr
+	attrs := []slog.Attr{slog.String("GOMAXPROCS", off), slog.String("GOMEMLIMIT", off)}
 	if r.MaxProcs != nil {
-		attrs = append(attrs, slog.Any("GOMAXPROCS", r.MaxProcs.Status()))
-	} else {
-		attrs = append(attrs, slog.String("GOMAXPROCS", off))
+		attrs[0] = slog.Any("GOMAXPROCS", r.MaxProcs.Status())
 	}
 	if r.MemLimit != nil {
-		attrs = append(attrs, slog.Any("GOMEMLIMIT", r.MemLimit.Status()))
-	} else {
-		attrs = append(attrs, slog.String("GOMEMLIMIT", off))
+		attrs[1] = slog.Any("GOMEMLIMIT", r.MemLimit.Status())
 	}
 	if r.Setting != "" {
 		attrs = append(attrs, slog.String("setting", r.Setting))

@@ -64,8 +64,8 @@ var processKnob = knob.New(text(),
 	restoreGOMAXPROCS,
 )
 
-func text() knob.Text {
-	return knob.Text{Name: "GOMAXPROCS", Value: "GOMAXPROCS", Limit: "CPU limit", Key: "cpu_limit"}
+func text() knob.Text[int] {
+	return knob.Text[int]{Name: "GOMAXPROCS", Value: "GOMAXPROCS", Limit: "CPU limit", Key: "cpu_limit", Format: strconv.Itoa}
 }
 
 // cpuLimit is the CPU limit of a reading.
@@ -141,9 +141,9 @@ type Fit struct {
 	seen      cpuLimit
 	ncpu      int
 	changedAt time.Time
-	rtDef     int // the runtime's own value for the current limit
-	rtPrev    int // and for the one before
-	other     int // automaxprocs' value for the current limit
+	rtDef     int     // the runtime's own value for the current limit
+	rtPrev    int     // and for the one before
+	otherFor  float64 // the limit of otherWhy, automaxprocs' rule
 	otherWhy  string
 }
 
@@ -158,19 +158,23 @@ type Fit struct {
 // When the limit cannot be read or the options are invalid, it returns the
 // error, also in the Result. A later Apply takes over from an earlier one.
 func Apply(o Options) (*Fit, error) {
-	f := apply(&o, false)
-	knob.LogApply(o.Logger, "GOMAXPROCS", f.res.out(), "result", f.res, "runtime", f.res.Runtime)
+	f, d := prepare(&o)
+	f.f, f.loop = d.Settle(&f.env.Env, f.res.out(), f.tick)
+	f.env.Knob.LogApply(o.Logger, f.res.out(), "result", f.res, "runtime", f.res.Runtime)
 	return f, f.res.Err
 }
 
 // Plan reports what Apply would do with the same options, without changing
 // GOMAXPROCS or starting a refresh.
 func Plan(o Options) (Result, error) {
-	f := apply(&o, true)
+	f, d := prepare(&o)
+	d.Plan(f.env.Knob, f.res.out())
 	return f.res, f.res.Err
 }
 
-func apply(o *Options, dry bool) *Fit {
+// prepare reads the limits for Apply and Plan and returns the decision to
+// make, nil when GOMAXPROCS is left alone before any reading.
+func prepare(o *Options) (*Fit, *knob.Decision[int, cpuLimit]) {
 	e := o.env
 	if e == nil {
 		e = &env{Env: knob.Process(processKnob), numCPU: affinity, rt: systemRuntime()}
@@ -185,52 +189,50 @@ func apply(o *Options, dry bool) *Fit {
 	switch n, set := envvar.GOMAXPROCS(r.Env); {
 	case o.Policy.validate() != nil:
 		r.Err, r.Reason = o.Policy.validate(), "invalid options"
-		return f
+		return f, nil
 	case e.GOOS != "linux":
 		r.Reason = "not Linux: no cgroup limits"
-		return f
+		return f, nil
 	case set:
 		r.Reason = "GOMAXPROCS=" + strconv.Itoa(n) + " is set in the environment"
-		return f
+		return f, nil
 	}
-	ko := knob.Options{Insist: o.Insist, Logger: o.Logger, Refresh: o.Refresh, Context: o.Context, Limits: o.Limits}
-	lim, err := e.Limits(ko)
+	lim, err := e.Limits(o.Limits)
 	seen, has := cpuLimitOf(lim)
 	q := seen.cores
 	f.seen, r.CPU, r.Limit, r.Source = seen, lim.CPU, q, seen.source
 	f.rtDef = e.rt.runtimeDefault(lim, f.ncpu)
 	f.rtPrev = f.rtDef
-	f.setOther()
 	cerr := cpuErr(lim, err)
-	noCgroup := errors.Is(err, cgroup.ErrNoCgroup)
-	f.f, f.loop = knob.Settle(&e.Env, ko, r.out(), dry, o.Refresh > 0 && !dry && !noCgroup, f.seen, cerr,
-		func(before int, mine bool) bool {
-			switch def := f.rtDef; {
-			case noCgroup:
-				r.Reason = "no cgroup information (no /proc/self/cgroup)"
-			case o.KeepExisting && !mine && def > 0 && before != def && cerr == nil:
-				r.Reason = "GOMAXPROCS is already " + strconv.Itoa(before) + ", not the runtime's default " +
-					strconv.Itoa(def) + ": set by the program or a library, and kept"
-				return true
-			case cerr != nil:
-				r.Err = fmt.Errorf("maxprocs: reading the CPU limit: %w", cerr)
-				r.Reason = "the CPU limit cannot be read"
-			case !has:
-				r.Reason = "no CPU limit"
-			default:
-				if want := p.Procs(q, f.ncpu); want != before {
-					r.After, r.Changed = want, true
-				} else {
-					r.Reason = sameReason(want, q, f.ncpu, e.rt)
-				}
-			}
+	noCgroup := errors.Is(cerr, cgroup.ErrNoCgroup)
+	return f, &knob.Decision[int, cpuLimit]{Decide: func(before int, mine bool) bool {
+		switch def := f.rtDef; {
+		case noCgroup:
+			r.Reason = "no cgroup information (no /proc/self/cgroup)"
+		case o.KeepExisting && !mine && def > 0 && before != def && cerr == nil:
+			r.Reason = "GOMAXPROCS is already " + strconv.Itoa(before) + ", not the runtime's default " +
+				strconv.Itoa(def) + ": set by the program or a library, and kept"
 			return false
-		}, f.tick)
-	return f
+		case cerr != nil:
+			r.Err = fmt.Errorf("maxprocs: reading the CPU limit: %w", cerr)
+			r.Reason = "the CPU limit cannot be read"
+		case !has:
+			r.Reason = "no CPU limit"
+		default:
+			if want := p.Procs(q, f.ncpu); want != before {
+				r.After, r.Changed = want, true
+			} else {
+				r.Reason = sameReason(want, q, f.ncpu, e.rt)
+			}
+		}
+		return true
+	}, Limit: f.seen, Err: cerr, Follow: !noCgroup, Insist: o.Insist, Logger: o.Logger, Refresh: o.Refresh, Context: o.Context}
 }
 
 // cpuErr is the error of a reading that concerns the CPU limit.
-func cpuErr(lim cgroup.Limits, err error) error { return knob.ErrFor(err, lim.CPU.Err, lim.Memory.Err) }
+func cpuErr(lim cgroup.Limits, err error) error {
+	return knob.ErrFor(err, lim.CPU.Err, lim.Memory.Err, false)
+}
 
 func sameReason(n int, q float64, ncpu int, rt goRuntime) string {
 	s := "GOMAXPROCS is already " + strconv.Itoa(n)
@@ -251,11 +253,8 @@ func formatCores(q float64) string { return strconv.FormatFloat(q, 'f', -1, 64) 
 // and the runtime updates it itself, the CPU affinity is read again (the
 // runtime follows it too).
 func (f *Fit) tick(now time.Time, lim cgroup.Limits, err error) bool {
-	rd := knob.Reading[int, cpuLimit]{Limit: f.seen}
-	if rd.Err = cpuErr(lim, err); rd.Err != nil || errors.Is(err, cgroup.ErrNoCgroup) {
-		if rd.Err == nil {
-			rd.Err = err
-		}
+	rd := knob.Reading[int, cpuLimit]{Limit: f.seen, Err: cpuErr(lim, err)}
+	if rd.Err != nil {
 		return f.f.Step(now, rd)
 	}
 	rt := f.env.rt
@@ -272,27 +271,28 @@ func (f *Fit) tick(now time.Time, lim cgroup.Limits, err error) bool {
 		}
 		f.seen = cl
 		f.rtDef = rt.runtimeDefault(lim, f.ncpu)
-		f.setOther()
 	}
 	rd.Limit, rd.Has = cl, has
 	rd.Want = f.res.Policy.Procs(cl.cores, f.ncpu)
-	rd.Adopting, rd.Adopt = rt.updates, [2]int{f.rtDef, f.rtPrev}
+	rd.Adopting, rd.Adopt, rd.Seen = rt.updates, [2]int{f.rtDef, f.rtPrev}, seen
 	rd.Wait = rt.updates && f.rtDef == rd.Want && now.Sub(f.changedAt) < runtimeGrace
-	rd.Seen, rd.Checked = seen, rt.updates
-	rd.Other, rd.OtherWhy = f.other, f.otherWhy
+	rd.Other, rd.OtherWhy = f.automaxprocs(cl)
 	rd.Default = runtimeContainerSupport && rt.updates && rd.Want == f.rtDef
 	return f.f.Step(now, rd)
 }
 
-// setOther records what automaxprocs' Set gives for the current limit: the
-// quota rounded down, at least 1 (it reads the leaf cgroup, which imposes
-// the limit in the cases that matter).
-func (f *Fit) setOther() {
-	f.other, f.otherWhy = 0, ""
-	if f.seen.source != "" {
-		f.other = max(1, int(math.Floor(f.seen.cores)))
-		f.otherWhy = "automaxprocs' floor of " + formatCores(f.seen.cores)
+// automaxprocs is what automaxprocs' Set gives for the limit l, and its rule
+// ("" for none): the quota rounded down, at least 1 (it reads the leaf
+// cgroup, which imposes the limit in the cases that matter). The rule's text
+// is made once per limit, so that a tick allocates nothing.
+func (f *Fit) automaxprocs(l cpuLimit) (int, string) {
+	if l.source == "" {
+		return 0, ""
 	}
+	if l.cores != f.otherFor || f.otherWhy == "" {
+		f.otherFor, f.otherWhy = l.cores, "automaxprocs' floor of "+formatCores(l.cores)
+	}
+	return max(1, int(math.Floor(l.cores))), f.otherWhy
 }
 
 // Status returns a snapshot of the management: the Result of Apply with
@@ -302,7 +302,7 @@ func (f *Fit) Status() Result {
 		return Result{Before: processKnob.Current(), After: processKnob.Current(), Reason: "not applied"}
 	}
 	r := f.res
-	if l, ok := f.f.Fill(f.env.Knob, r.out(), strconv.Itoa); ok {
+	if l, ok := f.f.Fill(f.env.Knob, r.out()); ok {
 		r.Limit, r.Source = l.cores, l.source
 	}
 	return r
@@ -326,7 +326,7 @@ func (r Result) String() string {
 	if r.Source != "" {
 		lim = "CPU limit " + formatCores(r.Limit) + " from " + r.Source
 	}
-	return knob.Summary("GOMAXPROCS", r.out(), strconv.Itoa, lim, r.Policy.text())
+	return processKnob.Summary(r.out(), lim, r.Policy.text())
 }
 
 // LogValue makes a Result log as a group of its main fields.

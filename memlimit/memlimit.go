@@ -84,8 +84,9 @@ var processKnob = knob.New(text(),
 	debug.SetMemoryLimit,
 )
 
-func text() knob.Text {
-	return knob.Text{Name: "GOMEMLIMIT", Value: "the memory limit", Limit: "memory limit", Key: "memory_limit"}
+func text() knob.Text[int64] {
+	return knob.Text[int64]{Name: "GOMEMLIMIT", Value: "the memory limit", Limit: "memory limit", Key: "memory_limit",
+		Format: formatBytes}
 }
 
 // memLimit is the memory limit of a reading, as Result has it.
@@ -189,7 +190,7 @@ type Fit struct {
 	upper    memLimit
 	headroom bool // not NoHeadroom
 	loop     *knob.Loop
-	log      *slog.Logger // nil for Plan
+	log      *slog.Logger
 
 	// Used by the refresh's goroutine only: the last reading's value (for
 	// the hysteresis), whether the floor's Warn line was logged, the
@@ -241,29 +242,31 @@ func (f *Fit) effective(lim cgroup.Limits) (l memLimit, has bool) {
 // limit cannot be read or the options are invalid. A later Apply takes over
 // from an earlier one.
 func Apply(o Options) (*Fit, error) {
-	f := apply(&o, false)
-	knob.LogApply(o.Logger, "GOMEMLIMIT", f.res.out(), "result", f.res)
+	f, d := prepare(&o)
+	f.f, f.loop = d.Settle(&f.env.Env, f.res.out(), f.tick)
+	f.env.Knob.LogApply(o.Logger, f.res.out(), "result", f.res)
 	return f, f.res.Err
 }
 
 // Plan reports what Apply would do with the same options, without changing
-// the memory limit or starting a refresh.
+// the memory limit, starting a refresh or logging.
 func Plan(o Options) (Result, error) {
-	f := apply(&o, true)
+	o.Logger = nil
+	f, d := prepare(&o)
+	d.Plan(f.env.Knob, f.res.out())
 	f.readEvents(&f.res)
 	return f.res, f.res.Err
 }
 
-func apply(o *Options, dry bool) *Fit {
+// prepare reads the limits for Apply and Plan and returns the decision to
+// make, nil when the memory limit is left alone before any reading.
+func prepare(o *Options) (*Fit, *knob.Decision[int64, memLimit]) {
 	e := o.env
 	if e == nil {
 		e = &env{Env: knob.Process(processKnob), fsys: os.DirFS("/")}
 	}
 	p := o.Policy.resolved()
-	f := &Fit{env: e, res: Result{Policy: p, Env: e.Getenv("GOMEMLIMIT")}, headroom: !o.NoHeadroom}
-	if !dry {
-		f.log = o.Logger
-	}
+	f := &Fit{env: e, res: Result{Policy: p, Env: e.Getenv("GOMEMLIMIT")}, headroom: !o.NoHeadroom, log: o.Logger}
 	r := &f.res
 	before, mine := e.Knob.Peek()
 	r.Before, r.After = before, before
@@ -271,55 +274,57 @@ func apply(o *Options, dry bool) *Fit {
 	switch invalid := cmp.Or(o.Policy.validate(), f.setUpper(o.UpperLimit, e.Getenv(envvar.MemoryLimitVar))); {
 	case invalid != nil:
 		r.Err, r.Reason = invalid, "invalid options"
-		return f
+		return f, nil
 	case e.GOOS != "linux":
 		r.Reason = "not Linux: no cgroup limits"
-		return f
+		return f, nil
 	case kind == envvar.MemLimitOff || kind == envvar.MemLimitBytes:
 		r.Reason = "GOMEMLIMIT=" + r.Env + " is set in the environment"
-		return f
+		return f, nil
 	case o.KeepExisting && before != noLimit && !mine:
 		r.Reason = "the memory limit is already " + formatBytes(before) + ": set by the program or a library, and kept"
-		return f
+		return f, nil
 	}
 	var memErr error
 	if o.SystemMemory {
 		f.memTotal, memErr = readMemTotal(e.fsys)
 	}
 	f.ratio = automemlimitRatio(e.Getenv("AUTOMEMLIMIT"))
-	ko := knob.Options{Insist: o.Insist, Logger: o.Logger, Refresh: o.Refresh, Context: o.Context, Limits: o.Limits}
-	lim, err := e.Limits(ko)
-	noCgroup := errors.Is(err, cgroup.ErrNoCgroup)
+	lim, err := e.Limits(o.Limits)
 	r.Memory = lim.Memory
 	l, has, want, _ := f.value(lim)
 	f.guard.on = !o.NoLeakGuard // from the first tick on
 	r.setLimit(l)
-	merr := knob.ErrFor(err, lim.Memory.Err, lim.CPU.Err)
+	merr := f.memErr(lim, err)
+	noCgroup := errors.Is(merr, cgroup.ErrNoCgroup)
 	noMem := ""
 	if memErr != nil {
 		noMem = "; no system memory either: " + memErr.Error()
 	}
-	follow := o.Refresh > 0 && !dry && !(noCgroup && f.memTotal == 0 && f.upper.bytes == 0)
-	f.f, f.loop = knob.Settle(&e.Env, ko, r.out(), dry, follow, l, merr,
-		func(before int64, _ bool) bool {
-			switch {
-			case noCgroup && !has:
-				r.Reason = "no cgroup information (no /proc/self/cgroup)" + noMem
-			case merr != nil:
-				r.Err = fmt.Errorf("memlimit: reading the memory limit: %w", merr)
-				r.Reason = "the memory limit cannot be read"
-			case !has:
-				r.Reason = "no memory limit" + noMem
-			case want == 0:
-				r.Reason = tinyReason(p, l)
-			case want == before:
-				r.Reason = "GOMEMLIMIT is already " + formatBytes(want)
-			default:
-				r.After, r.Changed = want, true
-			}
-			return false
-		}, f.tick)
-	return f
+	return f, &knob.Decision[int64, memLimit]{Decide: func(before int64, _ bool) bool {
+		switch {
+		case noCgroup:
+			r.Reason = "no cgroup information (no /proc/self/cgroup)" + noMem
+		case merr != nil:
+			r.Err = fmt.Errorf("memlimit: reading the memory limit: %w", merr)
+			r.Reason = "the memory limit cannot be read"
+		case !has:
+			r.Reason = "no memory limit" + noMem
+		case want == 0:
+			r.Reason = tinyReason(p, l)
+		case want == before:
+			r.Reason = "GOMEMLIMIT is already " + formatBytes(want)
+		default:
+			r.After, r.Changed = want, true
+		}
+		return true
+	}, Limit: l, Err: merr, Follow: !noCgroup, Insist: o.Insist, Logger: o.Logger, Refresh: o.Refresh, Context: o.Context}
+}
+
+// memErr is the error of a reading that concerns the memory limit: without
+// a cgroup, MemTotal or the upper limit is still one to follow.
+func (f *Fit) memErr(lim cgroup.Limits, err error) error {
+	return knob.ErrFor(err, lim.Memory.Err, lim.CPU.Err, f.memTotal > 0 || f.upper.bytes > 0)
 }
 
 // tinyReason says why the policy leaves GOMEMLIMIT unset for limit l.
@@ -364,10 +369,7 @@ func (f *Fit) value(lim cgroup.Limits) (memLimit, bool, int64, guardEvent) {
 func (f *Fit) tick(now time.Time, lim cgroup.Limits, err error) bool {
 	var rd knob.Reading[int64, memLimit]
 	gev := guardNone
-	rd.Err = knob.ErrFor(err, lim.Memory.Err, lim.CPU.Err)
-	if rd.Err == nil && errors.Is(err, cgroup.ErrNoCgroup) && f.memTotal == 0 && f.upper.bytes == 0 {
-		rd.Err = err // nothing to follow
-	}
+	rd.Err = f.memErr(lim, err)
 	if rd.Err == nil {
 		var has bool
 		rd.Limit, has, rd.Want, gev = f.value(lim)
@@ -420,7 +422,7 @@ func (f *Fit) Status() Result {
 		return Result{Before: processKnob.Current(), After: processKnob.Current(), Reason: "not applied"}
 	}
 	r := f.res
-	if l, ok := f.f.Fill(f.env.Knob, r.out(), formatBytes); ok {
+	if l, ok := f.f.Fill(f.env.Knob, r.out()); ok {
 		r.setLimit(l)
 	}
 	f.readEvents(&r)
@@ -464,7 +466,7 @@ func (r Result) String() string {
 		}
 		lim += " " + a.Key + " " + strconv.FormatUint(a.Value.Uint64(), 10)
 	}
-	return knob.Summary("GOMEMLIMIT", r.out(), formatBytes, lim, r.Policy.text())
+	return processKnob.Summary(r.out(), lim, r.Policy.text())
 }
 
 // LogValue makes a Result log as a group of its main fields.

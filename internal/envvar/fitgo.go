@@ -7,43 +7,25 @@ import (
 	"time"
 )
 
-// Fitgo is the blank import's configuration from the FITGO environment variable.
+// Fitgo is the blank import's configuration from the FITGO environment
+// variable. The knobs' options of the same names say what each does.
 type Fitgo struct {
 	MaxProcs bool          // set GOMAXPROCS (maxprocs=off turns it off)
 	MemLimit bool          // set GOMEMLIMIT (memlimit=off turns it off)
 	Refresh  bool          // follow limit changes (refresh=off turns it off)
 	Interval time.Duration // refresh interval; 0 means the default
 	Rounding string        // GOMAXPROCS rounding: "" (the default), "floor", "ceil" or "nearest"
-	// InsistMaxProcs and InsistMemLimit keep fitgo's value against later
-	// changes by other code (insist=on, maxprocs or memlimit).
-	InsistMaxProcs, InsistMemLimit bool
-	// NoHeadroom fits GOMEMLIMIT to the whole memory limit, ignoring what
-	// other processes under it hold (headroom=off).
-	NoHeadroom bool
-	// NoLeakGuard turns off the leak guard, which raises GOMEMLIMIT toward
-	// the memory limit when the GC is pinned by it (leakguard=off).
-	NoLeakGuard bool
+
+	InsistMaxProcs, InsistMemLimit bool // insist=on, maxprocs or memlimit
+	NoHeadroom                     bool // headroom=off
+	NoLeakGuard                    bool // leakguard=off
 }
 
-// FITGO parses the value of FITGO: comma-separated fields, like GODEBUG.
-//
-//	off                 do nothing at all (same as maxprocs=off,memlimit=off)
-//	maxprocs=off|on     leave GOMAXPROCS alone, or manage it (default on)
-//	memlimit=off|on     leave GOMEMLIMIT alone, or manage it (default on)
-//	refresh=off|on      apply once at start-up only, or follow changes (default on)
-//	refresh=<duration>  follow changes at this interval, e.g. refresh=250ms
-//	rounding=<rule>     round the CPU limit for GOMAXPROCS by floor, ceil or nearest
-//	insist=<knobs>      keep fitgo's value of on (both), maxprocs or memlimit against
-//	                    later changes by other code; off (the default): hand over
-//	headroom=off|on     fit GOMEMLIMIT to the whole memory limit, or to what the other
-//	                    processes under it leave (default on)
-//	leakguard=off|on    leave GOMEMLIMIT where the policy puts it even when it pins the GC,
-//	                    or step it up toward the memory limit then (default on)
-//
-// Spaces around fields are ignored, later fields override earlier ones, and
-// empty fields are skipped. A field that cannot be understood is skipped and
-// reported in err (at most maxErrs of them, each cut to maxField bytes); the
-// other fields still apply.
+// FITGO parses the value of FITGO, whose fields the package doc of fitgo
+// lists: comma-separated, like GODEBUG. Spaces around fields are ignored,
+// later fields override earlier ones, and empty fields are skipped. A field
+// that cannot be understood is skipped and reported in err (at most maxErrs
+// of them, each cut to maxField bytes); the other fields still apply.
 func FITGO(s string) (f Fitgo, err error) {
 	f = Fitgo{MaxProcs: true, MemLimit: true, Refresh: true}
 	headroom, guard := true, true

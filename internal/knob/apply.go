@@ -25,19 +25,10 @@ func Process[V comparable](k *Knob[V]) Env[V] {
 	return Env[V]{GOOS: runtime.GOOS, Getenv: envvar.Startup(), Knob: k, Read: cgroup.Read, Open: OpenProcess}
 }
 
-// Options are the options both packages share.
-type Options struct {
-	Insist  bool
-	Logger  *slog.Logger
-	Refresh time.Duration
-	Context context.Context
-	Limits  *cgroup.Limits
-}
-
-// Limits returns the limits to fit: o.Limits, or a reading.
-func (e *Env[V]) Limits(o Options) (cgroup.Limits, error) {
-	if o.Limits != nil {
-		return *o.Limits, nil
+// Limits returns the limits to fit: *given, or a reading.
+func (e *Env[V]) Limits(given *cgroup.Limits) (cgroup.Limits, error) {
+	if given != nil {
+		return *given, nil
 	}
 	return e.Read()
 }
@@ -53,34 +44,53 @@ type Out[V comparable] struct {
 	LastUpdate         *time.Time
 }
 
-// Settle decides and starts the Fit of an Apply. decide fills out for the
-// knob's value before (mine: fitgo set it) and returns final to leave the
-// knob alone for good; when the value changes before the Fit starts, it
-// decides again. The Fit follows the limit with step when follow; it is nil
-// when dry or final.
-func Settle[V comparable, D any](e *Env[V], o Options, out Out[V], dry, follow bool, limit D, err error,
-	decide func(before V, mine bool) (final bool), step func(time.Time, cgroup.Limits, error) bool) (*Fit[V, D], *Loop) {
-	for {
-		before, mine := e.Knob.Peek()
-		*out.Before, *out.After, *out.Changed, *out.Reason, *out.Err = before, before, false, "", nil
-		if decide(before, mine) || dry {
-			return nil, nil
-		}
-		if f, ok := Start(e.Knob, o.Logger, before, *out.After, *out.Changed, follow, limit, err); ok {
-			f.insist = o.Insist // before the refresh starts
+// Decision is an Apply's decision once it has read the limits: Decide fills
+// out for the knob's value before (mine: fitgo set it) and reports false to
+// leave the knob alone for good; the Fit records Limit and Err, and follows
+// the limit every Refresh (when positive) when Follow.
+type Decision[V comparable, D any] struct {
+	Decide  func(before V, mine bool) bool
+	Limit   D
+	Err     error
+	Follow  bool
+	Insist  bool
+	Logger  *slog.Logger
+	Refresh time.Duration
+	Context context.Context
+}
+
+// Plan decides for the knob's value now, and reports whether to start a Fit
+// (a nil Decision does not).
+func (d *Decision[V, D]) Plan(k *Knob[V], out Out[V]) bool {
+	if d == nil {
+		return false
+	}
+	before, mine := k.Peek()
+	*out.Before, *out.After, *out.Changed, *out.Reason, *out.Err = before, before, false, "", nil
+	return d.Decide(before, mine)
+}
+
+// Settle starts the Fit of the decision, deciding again when the value
+// changes first.
+func (d *Decision[V, D]) Settle(e *Env[V], out Out[V], step func(time.Time, cgroup.Limits, error) bool) (*Fit[V, D], *Loop) {
+	for d.Plan(e.Knob, out) {
+		follow := d.Follow && d.Refresh > 0
+		if f, ok := Start(e.Knob, d.Logger, *out.Before, *out.After, *out.Changed, follow, d.Limit, d.Err); ok {
+			f.insist = d.Insist // before the refresh starts
 			if !follow {
 				return f, nil
 			}
-			l := f.Join(o.Context, o.Refresh, e.Open, e.Ticks, step)
+			l := f.Join(d.Context, d.Refresh, e.Open, e.Ticks, step)
 			*out.Refresh, *out.Following = l.Every(), true
 			return f, l
 		}
 	}
+	return nil, nil
 }
 
 // Fill fills out with the live state of f (which may be nil: Apply left the
-// knob alone) and returns the last good reading. format writes a value.
-func (f *Fit[V, D]) Fill(k *Knob[V], out Out[V], format func(V) string) (D, bool) {
+// knob alone) and returns the last good reading.
+func (f *Fit[V, D]) Fill(k *Knob[V], out Out[V]) (D, bool) {
 	if f == nil {
 		*out.After = k.Current()
 		var none D
@@ -91,7 +101,7 @@ func (f *Fit[V, D]) Fill(k *Knob[V], out Out[V], format func(V) string) (D, bool
 	if st.Following {
 		*out.Err = st.Err
 	}
-	if why := f.Why(st, format); why != "" {
+	if why := f.Why(st); why != "" {
 		*out.Reason = why
 	}
 	return st.Limit, true
@@ -99,10 +109,10 @@ func (f *Fit[V, D]) Fill(k *Knob[V], out Out[V], format func(V) string) (D, bool
 
 // Summary is the one-line String of a Result: limit describes the limit
 // ("" for none), policy the policy.
-func Summary[V comparable](name string, out Out[V], format func(V) string, limit, policy string) string {
-	s := name + " " + format(*out.Before)
+func (k *Knob[V]) Summary(out Out[V], limit, policy string) string {
+	s := k.txt.Name + " " + k.txt.Format(*out.Before)
 	if *out.Changed {
-		s += " -> " + format(*out.After)
+		s += " -> " + k.txt.Format(*out.After)
 	} else {
 		s += " (unchanged: " + *out.Reason + ")"
 	}
@@ -135,14 +145,14 @@ func LogValue[V comparable](out Out[V], mid ...slog.Attr) slog.Value {
 
 // LogApply logs the outcome of an Apply: Warn for an error, Info for a
 // change, Debug when the value was left alone.
-func LogApply[V comparable](l *slog.Logger, name string, out Out[V], args ...any) {
+func (k *Knob[V]) LogApply(l *slog.Logger, out Out[V], args ...any) {
 	switch {
 	case l == nil:
 	case *out.Err != nil:
-		l.Warn("fitgo: "+name+" left alone: "+*out.Reason, args...)
+		l.Warn("fitgo: "+k.txt.Name+" left alone: "+*out.Reason, args...)
 	case *out.Changed:
-		l.Info("fitgo: "+name+" set", args...)
+		l.Info("fitgo: "+k.txt.Name+" set", args...)
 	default:
-		l.Debug("fitgo: "+name+" left alone: "+*out.Reason, args...)
+		l.Debug("fitgo: "+k.txt.Name+" left alone: "+*out.Reason, args...)
 	}
 }

@@ -21,7 +21,7 @@ import (
 
 // Knob is one runtime setting and what fitgo knows about its value.
 type Knob[V comparable] struct {
-	txt Text
+	txt Text[V]
 	get func() V
 	set func(V) V // sets and returns the previous value
 	// restore puts back the state from before fitgo, whose value was orig,
@@ -44,7 +44,7 @@ type entry[V comparable] struct {
 }
 
 // New returns a Knob over a runtime setting.
-func New[V comparable](txt Text, get func() V, set func(V) V, restore func(orig V) V) *Knob[V] {
+func New[V comparable](txt Text[V], get func() V, set func(V) V, restore func(orig V) V) *Knob[V] {
 	return &Knob[V]{txt: txt, get: get, set: set, restore: restore}
 }
 
@@ -93,37 +93,31 @@ type Fit[V comparable, D any] struct {
 	e   *entry[V]
 
 	// Guarded by k.mu.
-	following bool
-	reason    string
-	handed    bool
-	from, to  V // the hand-over
-	err       error
-	limit     D
-	updates   int
-	lastAt    time.Time
-	logs      coalescer[V]
-	release   func() bool // the context's AfterFunc
-	wake      func()      // tells the refresh loop that the Fit stopped
-	insist    bool        // put fitgo's value back when someone else changes it
-	fresh     bool        // no reading has seen fitgo's value since fitgo set it
-	by        string      // the likely other library of the hand-over or last put-back
-	kept      int         // put-backs
+	st      State[V, D] // but Value
+	logs    coalescer[V]
+	release func() bool // the context's AfterFunc
+	wake    func()      // tells the refresh loop that the Fit stopped
+	insist  bool        // put fitgo's value back when someone else changes it
+	fresh   bool        // no reading has seen fitgo's value since fitgo set it
 }
 
 // Text is a knob's wording in log lines and reasons.
-type Text struct {
-	Name  string // "GOMAXPROCS", also the log key of the value
-	Value string // "GOMAXPROCS", "the memory limit": the value in reasons
-	Limit string // "CPU limit", the limit in messages
-	Key   string // "cpu_limit", the log key of the limit
+type Text[V comparable] struct {
+	Name   string // "GOMAXPROCS", also the log key of the value
+	Value  string // "GOMAXPROCS", "the memory limit": the value in reasons
+	Limit  string // "CPU limit", the limit in messages
+	Key    string // "cpu_limit", the log key of the limit
+	Format func(V) string
 }
 
 // ErrFor picks from a reading's error err the part that concerns one
 // controller, whose own error is own and the other's other: a malformed file
-// of the other controller does not stop this one, and no cgroup at all is
-// not an error.
-func ErrFor(err, own, other error) error {
+// of the other controller does not stop this one. No cgroup at all is an
+// error only when the knob has nothing to follow without one (beyond: false).
+func ErrFor(err, own, other error, beyond bool) error {
 	switch {
+	case errors.Is(err, cgroup.ErrNoCgroup) && !beyond:
+		return err
 	case err == nil || errors.Is(err, cgroup.ErrNoCgroup) || own == nil && other != nil:
 		return nil
 	case own != nil:
@@ -152,7 +146,7 @@ func Start[V comparable, D any](k *Knob[V], log *slog.Logger, before, want V, ch
 			return nil, false
 		}
 	}
-	f := &Fit[V, D]{k: k, log: log, following: follow, limit: limit, err: err, fresh: true}
+	f := &Fit[V, D]{k: k, log: log, st: State[V, D]{Following: follow, Limit: limit, Err: err}, fresh: true}
 	if a := k.active; a != nil {
 		a.supersede()
 	}
@@ -162,22 +156,11 @@ func Start[V comparable, D any](k *Knob[V], log *slog.Logger, before, want V, ch
 	return f, true
 }
 
-// Follow connects a following Fit to its refresh loop and context: wake is
-// called when it stops, and it stops when ctx is done.
-func (f *Fit[V, D]) Follow(ctx context.Context, wake func()) {
-	f.k.mu.Lock()
-	defer f.k.mu.Unlock()
-	f.wake = wake
-	if ctx != nil { // AfterFunc calls stop in a goroutine of its own
-		f.release = context.AfterFunc(ctx, func() { f.stop("stopped: " + context.Cause(ctx).Error()) })
-	}
-}
-
 // Following reports whether the Fit still follows the limit.
 func (f *Fit[V, D]) Following() bool {
 	f.k.mu.Lock()
 	defer f.k.mu.Unlock()
-	return f.following
+	return f.st.Following
 }
 
 // Moved returns the runtime's value and whether it is no longer the one
@@ -196,18 +179,17 @@ type Reading[V comparable, D any] struct {
 	Limit D     // the limit read
 	Want  V     // the value the policy gives for it
 	Has   bool  // false: none (no limit): put back the state from before fitgo
-	// Adopt are values the runtime may have set by itself (its own
-	// updates), which are accepted rather than handed over, while Adopting.
-	Adopt    [2]V
+	// Adopting: the runtime updates the value by itself. Adopt are values
+	// it may have set, which are accepted rather than handed over; Seen is
+	// the value the reading was computed for: if the runtime's value has
+	// changed since (its own update racing the tick), the step is left to
+	// the next reading instead of taken as a hand-over.
 	Adopting bool
+	Adopt    [2]V
+	Seen     V
 	// Wait leaves a change to the runtime for now, while fitgo has not set
 	// the value.
 	Wait bool
-	// Seen is the value the reading was computed for, when Checked: if the
-	// runtime's value has changed since (its own update racing the tick),
-	// the step is left to the next reading instead of taken as a hand-over.
-	Seen    V
-	Checked bool
 	// Other is the value another library's rule gives for this reading,
 	// and OtherWhy names the rule ("" for none): a change to it right after
 	// fitgo set the value is likely that library's.
@@ -226,13 +208,13 @@ type Reading[V comparable, D any] struct {
 func (f *Fit[V, D]) Step(now time.Time, r Reading[V, D]) bool {
 	k := f.k
 	k.mu.Lock()
-	if !f.following {
+	if !f.st.Following {
 		k.mu.Unlock()
 		return false
 	}
 	ev0 := f.reassert(&r)
 	ev := f.step(now, &r)
-	keep := f.following
+	keep := f.st.Following
 	k.mu.Unlock()
 	f.emit(ev0)
 	f.emit(ev)
@@ -252,7 +234,7 @@ func (f *Fit[V, D]) other(cur V, r *Reading[V, D]) string {
 func (f *Fit[V, D]) reassert(r *Reading[V, D]) event {
 	k := f.k
 	cur := k.get()
-	if !f.insist || cur == k.last || r.Checked && cur != r.Seen || f.adopts(cur, r) {
+	if !f.insist || cur == k.last || r.Adopting && cur != r.Seen || f.adopts(cur, r) {
 		return event{}
 	}
 	mine, by := k.last, f.other(cur, r)
@@ -266,8 +248,8 @@ func (f *Fit[V, D]) reassert(r *Reading[V, D]) event {
 		return event{} // another write raced: the next reading sees it
 	}
 	f.e.value, f.e.mine = k.last, k.owned
-	f.from, f.to, f.by, f.fresh = mine, cur, by, true
-	if f.kept++; f.kept > 1 {
+	f.st.From, f.st.To, f.st.By, f.fresh = mine, cur, by, true
+	if f.st.Kept++; f.st.Kept > 1 {
 		return event{}
 	}
 	return event{level: slog.LevelInfo, msg: "fitgo: " + f.k.txt.Name + " changed by someone else; fitgo puts its value back (insist)",
@@ -293,7 +275,7 @@ func (f *Fit[V, D]) changeArgs(cur, was V, by string) []any {
 func (f *Fit[V, D]) step(now time.Time, r *Reading[V, D]) event {
 	k := f.k
 	cur := k.get()
-	if r.Checked && cur != r.Seen {
+	if r.Adopting && cur != r.Seen {
 		return event{}
 	}
 	if cur != k.last {
@@ -308,15 +290,15 @@ func (f *Fit[V, D]) step(now time.Time, r *Reading[V, D]) event {
 	}
 	f.fresh = false
 	if r.Err != nil {
-		first := f.err == nil
-		f.err = r.Err
+		first := f.st.Err == nil
+		f.st.Err = r.Err
 		if first {
 			return event{level: slog.LevelWarn, msg: "fitgo: cannot read the " + f.k.txt.Limit + "; " + f.k.txt.Name + " not fitted until it can",
 				args: []any{f.k.txt.Name, cur, "err", r.Err}}
 		}
 		return event{}
 	}
-	f.err, f.limit = nil, r.Limit
+	f.st.Err, f.st.Limit = nil, r.Limit
 	switch {
 	case !r.Has && k.owned:
 		got, ok := k.putBack(cur)
@@ -340,8 +322,8 @@ func (f *Fit[V, D]) step(now time.Time, r *Reading[V, D]) event {
 // changed records a change the refresh made; the lock is held.
 func (f *Fit[V, D]) changed(now time.Time, from, to V, what string) event {
 	f.e.value, f.e.mine = to, f.k.owned
-	f.updates++
-	f.lastAt, f.fresh = now, true
+	f.st.Updates++
+	f.st.LastUpdate, f.fresh = now, true
 	if f.logs.held == 0 {
 		f.logs.from = from
 	}
@@ -355,7 +337,7 @@ func (f *Fit[V, D]) changed(now time.Time, from, to V, what string) event {
 func (f *Fit[V, D]) handOver(from, cur V, by string) event {
 	k := f.k
 	f.stopLocked("")
-	f.handed, f.from, f.to, f.by = true, from, cur, by
+	f.st.HandedOver, f.st.From, f.st.To, f.st.By = true, from, cur, by
 	k.owned, k.last, k.stack = false, cur, nil
 	return event{level: slog.LevelInfo, msg: "fitgo: " + f.k.txt.Name + " changed by someone else; fitgo stops managing it",
 		args: f.changeArgs(cur, from, by)}
@@ -369,10 +351,10 @@ func (f *Fit[V, D]) stop(reason string) {
 }
 
 func (f *Fit[V, D]) stopLocked(reason string) {
-	if !f.following {
+	if !f.st.Following {
 		return
 	}
-	f.following, f.reason = false, reason
+	f.st.Following, f.st.Reason = false, reason
 	if f.k.active == f.e {
 		f.k.active = nil
 	}
@@ -436,8 +418,8 @@ type State[V comparable, D any] struct {
 
 // Why is the reason a Status gives for the state: someone else's change,
 // a failing reading, or why following stopped; "" when there is none to add
-// to the reason of Apply. format writes a value.
-func (f *Fit[V, D]) Why(s State[V, D], format func(V) string) string {
+// to the reason of Apply.
+func (f *Fit[V, D]) Why(s State[V, D]) string {
 	txt := &f.k.txt
 	switch {
 	case s.Following && s.Err != nil:
@@ -448,7 +430,7 @@ func (f *Fit[V, D]) Why(s State[V, D], format func(V) string) string {
 		return ""
 	}
 	// Someone else changed the value: fitgo handed it over or put it back.
-	why := txt.Value + " was changed from " + format(s.From) + " to " + format(s.To)
+	why := txt.Value + " was changed from " + txt.Format(s.From) + " to " + txt.Format(s.To)
 	if s.By != "" {
 		why += " by another library, matching " + s.By
 	} else {
@@ -466,14 +448,19 @@ func (f *Fit[V, D]) Why(s State[V, D], format func(V) string) string {
 // Join makes a following Fit a member of the Loop that ctx carries (see
 // WithLoop) or, without one, of a new Loop of its own at the interval every
 // over open (ticked by ticks when not nil), and returns the Loop. step is
-// the Fit's package's reading of a tick.
+// the Fit's package's reading of a tick. The Fit stops when ctx is done.
 func (f *Fit[V, D]) Join(ctx context.Context, every time.Duration, open func() (Source, error), ticks <-chan time.Time,
 	step func(time.Time, cgroup.Limits, error) bool) *Loop {
 	l := LoopOf(ctx)
 	if l == nil {
 		l = NewLoop(every, open, ticks)
 	}
-	f.Follow(ctx, l.Wake)
+	f.k.mu.Lock()
+	f.wake = l.Wake
+	if ctx != nil { // AfterFunc calls stop in a goroutine of its own
+		f.release = context.AfterFunc(ctx, func() { f.stop("stopped: " + context.Cause(ctx).Error()) })
+	}
+	f.k.mu.Unlock()
 	l.Add(step, f.Following)
 	if !f.Following() {
 		l.Wake() // superseded or stopped before it joined
@@ -483,14 +470,11 @@ func (f *Fit[V, D]) Join(ctx context.Context, every time.Duration, open func() (
 
 // State returns the Fit's live state.
 func (f *Fit[V, D]) State() State[V, D] {
-	k := f.k
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return State[V, D]{
-		Value: k.get(), Following: f.following, Reason: f.reason,
-		HandedOver: f.handed, From: f.from, To: f.to, By: f.by, Kept: f.kept,
-		Err: f.err, Limit: f.limit, Updates: f.updates, LastUpdate: f.lastAt,
-	}
+	f.k.mu.Lock()
+	defer f.k.mu.Unlock()
+	st := f.st
+	st.Value = f.k.get()
+	return st
 }
 
 // event is a log line, written once the lock is released.
@@ -530,7 +514,7 @@ func (f *Fit[V, D]) flush(now time.Time, cur V) event {
 	}
 	n, from := c.held, c.from
 	c.held, c.at = 0, now
-	args := []any{f.k.txt.Name, cur, "before", from, f.k.txt.Key, f.limit}
+	args := []any{f.k.txt.Name, cur, "before", from, f.k.txt.Key, f.st.Limit}
 	if n > 1 {
 		args = append(args, "changes", n)
 	}

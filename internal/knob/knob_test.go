@@ -30,7 +30,7 @@ func (f *fakeKnob) knob() *Knob[int] {
 		f.val = n
 		return p
 	}
-	return New(Text{Name: "X", Value: "x", Limit: "x limit", Key: "x_limit"},
+	return New(Text[int]{Name: "X", Value: "x", Limit: "x limit", Key: "x_limit", Format: strconv.Itoa},
 		func() int { return f.val }, set, func(orig int) int { f.restores++; return set(orig) })
 }
 
@@ -148,11 +148,12 @@ func TestStep(t *testing.T) {
 
 	fk.val = 7
 	r = want(7)
-	r.Adopting, r.Adopt = true, [2]int{7, 8}
+	r.Adopting, r.Adopt, r.Seen = true, [2]int{7, 8}, 7
 	assert.True(t, s.Step(now, r), "the runtime's own update is adopted")
 	assert.True(t, s.State().Following)
 
 	fk.val = 9
+	r.Seen = 9 // seen by the tick
 	assert.False(t, s.Step(now, r), "someone else's change: hand over")
 	assert.Equal(t, 9, fk.val)
 	st := s.State()
@@ -181,7 +182,7 @@ func TestRuntimeUpdateRacesTheTick(t *testing.T) {
 	assert.False(t, moved)
 	fk.val = 1 // the runtime's own update, after the tick's look
 	r := want(8)
-	r.Adopting, r.Adopt, r.Seen, r.Checked = true, [2]int{8, 8}, seen, true
+	r.Adopting, r.Adopt, r.Seen = true, [2]int{8, 8}, seen
 	assert.True(t, s.Step(now, r), "not a hand-over: the reading was for the value 8")
 	assert.True(t, s.State().Following)
 	assert.Equal(t, 1, fk.val, "nothing written")
@@ -190,7 +191,7 @@ func TestRuntimeUpdateRacesTheTick(t *testing.T) {
 	assert.Equal(t, 1, seen)
 	assert.True(t, moved)
 	r = want(1)
-	r.Adopting, r.Adopt, r.Seen, r.Checked = true, [2]int{1, 8}, seen, true
+	r.Adopting, r.Adopt, r.Seen = true, [2]int{1, 8}, seen
 	assert.True(t, s.Step(now, r), "the next tick adopts the runtime's update")
 	assert.True(t, s.State().Following)
 
@@ -344,7 +345,7 @@ func TestHandOverNamesTheOtherLibrary(t *testing.T) {
 			fk.val = tc.to
 			assert.False(t, s.Step(now, withOther(2, 1)), "handed over")
 			assert.Equal(t, tc.to, fk.val, "fitgo does not fight")
-			assert.Equal(t, tc.why, s.Why(s.State(), strconv.Itoa))
+			assert.Equal(t, tc.why, s.Why(s.State()))
 			assert.Equal(t, tc.why != "" && !tc.intact && tc.to == 1, strings.Contains(buf.String(), `by="another library, matching lib's rule"`), buf.String())
 		})
 	}
@@ -366,14 +367,14 @@ func TestInsist(t *testing.T) {
 	st := s.State()
 	assert.Equal(t, 1, st.Kept)
 	assert.False(t, st.HandedOver)
-	assert.Equal(t, "x was changed from 2 to 1 by another library, matching lib's rule; fitgo put its value back (insist, 1 times)", s.Why(st, strconv.Itoa))
+	assert.Equal(t, "x was changed from 2 to 1 by another library, matching lib's rule; fitgo put its value back (insist, 1 times)", s.Why(st))
 	assert.Contains(t, buf.String(), `msg="fitgo: X changed by someone else; fitgo puts its value back (insist)" X=2 was=1 by="another library, matching lib's rule"`)
 
 	fk.val = 5 // again, with a new limit at the same reading
 	assert.True(t, s.Step(now, want(3)))
 	assert.Equal(t, 3, fk.val, "put back, then fitted to the new limit")
 	assert.Equal(t, 2, s.State().Kept)
-	assert.Equal(t, "x was changed from 2 to 5 outside fitgo; fitgo put its value back (insist, 2 times)", s.Why(s.State(), strconv.Itoa))
+	assert.Equal(t, "x was changed from 2 to 5 outside fitgo; fitgo put its value back (insist, 2 times)", s.Why(s.State()))
 	assert.Equal(t, 1, strings.Count(buf.String(), "puts its value back"), "logged once")
 
 	s.Undo()

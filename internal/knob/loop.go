@@ -36,10 +36,9 @@ type Loop struct {
 
 	mu      sync.Mutex
 	members []member
-	running bool
 	wakeC   chan struct{}
-	done    chan struct{}
-	snap    []member // the goroutine's copy of members
+	done    chan struct{} // of the running goroutine, nil when none runs
+	snap    []member      // the goroutine's copy of members
 }
 
 type member struct {
@@ -66,8 +65,7 @@ func (l *Loop) Add(step func(time.Time, cgroup.Limits, error) bool, following fu
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.members = append(l.members, member{step, following})
-	if !l.running {
-		l.running = true
+	if l.done == nil {
 		l.done = make(chan struct{})
 		go l.run(l.done)
 	}
@@ -87,9 +85,6 @@ func (l *Loop) Wake() {
 func (l *Loop) Done() <-chan struct{} {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !l.running {
-		return nil
-	}
 	return l.done
 }
 
@@ -109,7 +104,7 @@ func (l *Loop) prune() bool {
 	if len(kept) > 0 {
 		return false
 	}
-	l.running = false
+	l.done = nil
 	return true
 }
 

@@ -187,14 +187,13 @@ func TestFitFollowsThroughLoop(t *testing.T) {
 	ticks := make(chan time.Time)
 	l := NewLoop(time.Hour, func() (Source, error) { return cgroup.NewWatcher(os.DirFS(root)) }, ticks)
 	ctx, cancel := context.WithCancel(context.Background())
-	f.Follow(ctx, l.Wake)
 	stepped := make(chan bool, 10)
-	l.Add(func(now time.Time, lim cgroup.Limits, err error) bool {
+	f.Join(WithLoop(ctx, l), 0, nil, nil, func(now time.Time, lim cgroup.Limits, err error) bool {
 		q, _ := lim.CPUQuota()
 		keep := f.Step(now, Reading[int, string]{Err: err, Want: int(q), Has: true})
 		stepped <- keep
 		return keep
-	}, f.Following)
+	})
 
 	ticks <- time.Now()
 	<-stepped
