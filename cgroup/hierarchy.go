@@ -2,7 +2,6 @@ package cgroup
 
 import (
 	"bytes"
-	"io/fs"
 	"strings"
 )
 
@@ -56,11 +55,11 @@ func hasController(list []byte, ctrl string) bool {
 }
 
 // discover sets the hierarchy and Err of lim.CPU and lim.Memory from self,
-// /proc/self/cgroup, and the mountinfo of fsys.
-func discover(fsys fs.FS, self []byte, lim *Limits) {
+// /proc/self/cgroup, and the mountinfo that w reads.
+func discover(w *Watcher, self []byte, lim *Limits) {
 	qs := [2]mountQuery{parseProcCgroup(self, "cpu"), parseProcCgroup(self, "memory")}
 	if qs[0].version != 0 || qs[1].version != 0 {
-		mountinfo, err := readAll(fsys, "/proc/self/mountinfo")
+		mountinfo, err := w.readAll("/proc/self/mountinfo")
 		for i := range qs {
 			if qs[i].err = withFile(qs[i].err, "/proc/self", "cgroup"); qs[i].err == nil && qs[i].version != 0 {
 				qs[i].err = err // one value for both, reported once

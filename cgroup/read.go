@@ -22,7 +22,7 @@ func Read() (Limits, error) { return ReadFS(dirFS("")) }
 // cannot be read, with zero Limits; else it joins CPU.Err and Memory.Err: bad
 // files of one controller do not hide the other's limit.
 func ReadFS(fsys fs.FS) (Limits, error) {
-	w := &Watcher{fsys: fsys, once: true}
+	w := &Watcher{fsys: fsys, once: true, files: make([]watchFile, 0, 16)}
 	defer w.Close()
 	return w.start()
 }
@@ -61,14 +61,23 @@ var (
 	errBadCount   = errors.New("read returned an invalid byte count")
 )
 
-// readAll reads the file at abs, which it does not keep open.
-func readAll(fsys fs.FS, abs string) ([]byte, error) {
-	f, err := openFile(fsys, abs)
+// readAll reads the file at abs, which it does not keep open. ReadFS reads it
+// into the buffer of the other files; a Watcher into a buffer of its own, so
+// that it does not keep one of the size of mountinfo.
+func (w *Watcher) readAll(abs string) ([]byte, error) {
+	f, err := openFile(w.fsys, abs)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	data, err := readFile(f, nil, maxProcFile)
+	var buf []byte
+	if w.once {
+		buf = w.buf
+	}
+	data, err := readFile(f, buf, maxProcFile)
+	if w.once {
+		w.buf = data[:cap(data)]
+	}
 	if err != nil {
 		return nil, pathError("read", abs, err)
 	}

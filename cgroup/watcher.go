@@ -82,7 +82,7 @@ func (w *Watcher) discover(self []byte) {
 	w.files = w.files[:1]
 	w.seen = append(w.seen[:0], self...)
 	w.lim = Limits{}
-	discover(w.fsys, w.seen, &w.lim)
+	discover(w, w.seen, &w.lim)
 	if w.lim.CPU.Err != nil || w.lim.Memory.Err != nil {
 		w.find.failed(w.reads)
 	} else {
