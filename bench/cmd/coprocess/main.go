@@ -30,11 +30,11 @@ import (
 	"os/signal"
 	"slices"
 	"strconv"
-	"sync"
 	"syscall"
 	"time"
 
 	"github.com/fitgo/fitgo/bench/internal/results"
+	"github.com/fitgo/fitgo/bench/internal/syncw"
 )
 
 func main() {
@@ -71,7 +71,7 @@ func run(args []string, stdout, stderr io.Writer, sig <-chan os.Signal) int {
 		fmt.Fprintln(stderr, "coprocess: no workload command")
 		return 2
 	}
-	errw := &lockedWriter{w: stderr}
+	errw := &syncw.Writer{W: stderr} // the sidecar's lines, the workload's stderr and coprocess's own
 
 	side := exec.Command(*sidecar, "-mib", strconv.Itoa(*mib))
 	side.Stderr = errw
@@ -201,17 +201,4 @@ func signum(s os.Signal) int {
 		return int(n)
 	}
 	return int(syscall.SIGTERM)
-}
-
-// lockedWriter serialises the lines of the sidecar, the workload's stderr and
-// coprocess's own.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }

@@ -9,7 +9,8 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
+
+	"github.com/fitgo/fitgo/bench/internal/syncw"
 )
 
 // Cmd is one external command: kind, kubectl or docker.
@@ -94,7 +95,7 @@ func (x OSExecutor) Run(ctx context.Context, c Cmd) ([]byte, error) {
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if c.Stream && x.Progress != nil {
 		// Both streams are copied by their own goroutines: serialise them.
-		p := &lockedWriter{w: x.Progress}
+		p := &syncw.Writer{W: x.Progress}
 		cmd.Stdout = io.MultiWriter(&stdout, p)
 		cmd.Stderr = io.MultiWriter(&stderr, p)
 	}
@@ -109,17 +110,6 @@ func (x OSExecutor) Run(ctx context.Context, c Cmd) ([]byte, error) {
 		return stdout.Bytes(), fmt.Errorf("%s: %w", c.String(), ctx.Err())
 	}
 	return stdout.Bytes(), fmt.Errorf("%s: %w", c.String(), err)
-}
-
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 // lastLines returns the last n lines of s.
