@@ -44,6 +44,7 @@ type readmeCase struct {
 	cpu        string // cpu.max
 	max, high  int64  // memory.max, memory.high (0: max)
 	own, other int64  // memory charged to the process and to a co-process in its cgroup
+	onParent   bool   // the limits are on the parent cgroup, none on the process's own
 }
 
 const mib = 1 << 20
@@ -55,31 +56,41 @@ var readmeCases = []readmeCase{
 	{name: "2.5 CPUs, 512 MiB", cpu: "250000 100000", max: 512 * mib, own: 20 * mib},
 	{name: "1 CPU, 512 MiB beside a 200 MiB co-process", cpu: "100000 100000", max: 512 * mib, own: 20 * mib, other: 200 * mib},
 	{name: "1 CPU, 512 MiB with `memory.high` 384 MiB", cpu: "100000 100000", max: 512 * mib, high: 384 * mib, own: 20 * mib},
+	{name: "1 CPU, 512 MiB on a parent cgroup only (an ECS task, a slice)", cpu: "100000 100000", max: 512 * mib, own: 20 * mib, onParent: true},
 }
 
 // fsys is the case's container as the process sees it: a cgroup v2
-// hierarchy whose leaf carries the limits, with its usage. The co-process's
-// memory is anonymous, like the process's own, and there is no page cache.
+// hierarchy whose leaf (or its parent, the pod) carries the limits, with
+// their usage. The co-process's memory is anonymous, like the process's
+// own, and there is no page cache.
 func (c readmeCase) fsys() fstest.MapFS {
-	high := "max"
-	if c.high > 0 {
-		high = strconv.FormatInt(c.high, 10)
-	}
-	dir := "sys/fs/cgroup/kubepods.slice/pod1/app/"
-	anon := c.own + c.other
 	file := func(s string) *fstest.MapFile { return &fstest.MapFile{Data: []byte(s)} }
-	return fstest.MapFS{
-		"proc/self/cgroup":         file("0::/kubepods.slice/pod1/app\n"),
-		"proc/self/mountinfo":      file("25 1 0:23 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n"),
-		"proc/self/status":         file(fmt.Sprintf("Name:\tapp\nRssAnon:\t%d kB\nRssFile:\t0 kB\nRssShmem:\t0 kB\n", c.own>>10)),
-		dir + "cgroup.controllers": file("cpu memory\n"),
-		dir + "cpu.max":            file(c.cpu + "\n"),
-		dir + "memory.max":         file(strconv.FormatInt(c.max, 10) + "\n"),
-		dir + "memory.high":        file(high + "\n"),
-		dir + "memory.current":     file(strconv.FormatInt(anon, 10) + "\n"),
-		dir + "memory.stat": file(fmt.Sprintf("anon %d\nfile 0\nkernel 0\nkernel_stack 0\npagetables 0\nsock 0\nshmem 0\n"+
-			"active_anon %d\ninactive_anon 0\nactive_file 0\ninactive_file 0\nslab_reclaimable 0\nslab_unreclaimable 0\n", anon, anon)),
+	num := func(n int64) *fstest.MapFile {
+		if n <= 0 {
+			return file("max\n")
+		}
+		return file(strconv.FormatInt(n, 10) + "\n")
 	}
+	anon := c.own + c.other
+	fsys := fstest.MapFS{
+		"proc/self/cgroup":    file("0::/kubepods.slice/pod1/app\n"),
+		"proc/self/mountinfo": file("25 1 0:23 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n"),
+		"proc/self/status":    file(fmt.Sprintf("Name:\tapp\nRssAnon:\t%d kB\nRssFile:\t0 kB\nRssShmem:\t0 kB\n", c.own>>10)),
+	}
+	limited, free := "sys/fs/cgroup/kubepods.slice/pod1/app/", "sys/fs/cgroup/kubepods.slice/pod1/"
+	if c.onParent {
+		limited, free = free, limited
+	}
+	for _, dir := range []string{limited, free} {
+		fsys[dir+"cgroup.controllers"] = file("cpu memory\n")
+		fsys[dir+"memory.current"] = num(anon)
+		fsys[dir+"memory.stat"] = file(fmt.Sprintf("anon %d\nfile 0\nkernel 0\nkernel_stack 0\npagetables 0\nsock 0\nshmem 0\n"+
+			"active_anon %d\ninactive_anon 0\nactive_file 0\ninactive_file 0\nslab_reclaimable 0\nslab_unreclaimable 0\n", anon, anon))
+	}
+	fsys[limited+"cpu.max"], fsys[free+"cpu.max"] = file(c.cpu+"\n"), file("max 100000\n")
+	fsys[limited+"memory.max"], fsys[free+"memory.max"] = num(c.max), num(0)
+	fsys[limited+"memory.high"], fsys[free+"memory.high"] = num(c.high), num(0)
+	return fsys
 }
 
 // readmeRow is what each of them sets for a case.
@@ -92,10 +103,11 @@ type readmeRow struct {
 // memory limit chosen and fitted by memlimit.Plan, GOMAXPROCS by the default
 // Policy. The anchors' rules are fitgo's policies set to them, as maxprocs'
 // and memlimit's own tests check against the rules they use to recognise
-// the anchors: the runtime's is Ceil with a minimum of 2 (it reads the leaf,
-// which carries the limits here), automaxprocs' is Floor with a minimum of
-// 1, automemlimit's is 0.9 × memory.max with no minimum (it ignores
-// memory.high and the other processes).
+// the anchors: the runtime's is Ceil with a minimum of 2, automaxprocs' is
+// Floor with a minimum of 1, both of the leaf's CPU limit only (none when a
+// parent imposes it: the host's CPUs); automemlimit's is 0.9 × the tightest
+// memory.max with no minimum (it ignores memory.high and the other
+// processes).
 func (c readmeCase) row(t *testing.T) readmeRow {
 	lim, err := cgroup.ReadFS(c.fsys())
 	require.NoError(t, err, c.name)
@@ -106,10 +118,16 @@ func (c readmeCase) row(t *testing.T) readmeRow {
 	res, err := memlimit.Plan(memlimit.Options{Limits: &lim})
 	require.NoError(t, err, c.name)
 	require.True(t, res.Changed, "%s: memlimit.Plan sets nothing: %s", c.name, res.Reason)
+	leafOnly := func(p maxprocs.Policy) int {
+		if lim.CPU.Source != lim.CPU.Dir {
+			return readmeHostCPUs
+		}
+		return p.Procs(cores, readmeHostCPUs)
+	}
 	return readmeRow{
 		procs:        maxprocs.Policy{}.Procs(cores, readmeHostCPUs),
-		runtimeProcs: maxprocs.Policy{Rounding: maxprocs.Ceil, Min: 2}.Procs(cores, readmeHostCPUs),
-		automaxprocs: maxprocs.Policy{Rounding: maxprocs.Floor}.Procs(cores, readmeHostCPUs),
+		runtimeProcs: leafOnly(maxprocs.Policy{Rounding: maxprocs.Ceil, Min: 2}),
+		automaxprocs: leafOnly(maxprocs.Policy{Rounding: maxprocs.Floor}),
 		memLimit:     res.After,
 		automemlimit: memlimit.Policy{Ratio: 0.9, Min: -1}.SoftLimit(hard),
 	}
@@ -130,9 +148,10 @@ func whatItSets(t *testing.T) string {
 		fmt.Fprintf(&b, "| %s | **%d** | %d | %d | **%s** | %s | none |\n", c.name,
 			r.procs, r.runtimeProcs, r.automaxprocs, readmeMiB(r.memLimit), readmeMiB(r.automemlimit))
 	}
-	fmt.Fprintf(&b, "\nOn a host with %d CPUs, the limits on the container's own cgroup. The runtime's column is for a\n"+
-		"module whose `go` line is 1.25 or later; with 1.24 or older, GOMAXPROCS is the host's %d CPUs. The\n"+
-		"co-process holds 200 MiB the kernel cannot reclaim.\n", readmeHostCPUs, readmeHostCPUs)
+	fmt.Fprintf(&b, "\nOn a host with %d CPUs. The runtime's column is for a module whose `go` line is 1.25 or later;\n"+
+		"with 1.24 or older, GOMAXPROCS is the host's %d CPUs. The co-process holds 200 MiB the kernel\n"+
+		"cannot reclaim. In the last row the container's own cgroup has no limit, and the runtime and\n"+
+		"automaxprocs, which read only that one, see none.\n", readmeHostCPUs, readmeHostCPUs)
 	return b.String()
 }
 
