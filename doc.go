@@ -39,4 +39,13 @@
 //
 // For other policies, logging or lifetimes, do not import this package: call
 // maxprocs.Apply and memlimit.Apply in main.
+//
+// The README shows [what it sets] for common limits next to what the Go
+// runtime, automaxprocs and automemlimit set, the [configuration] in a
+// table, the [explicit API] with its options, and [how it compares].
+//
+// [what it sets]: https://github.com/fitgo/fitgo#what-it-sets
+// [configuration]: https://github.com/fitgo/fitgo#configuration-fitgo-and-the-environment
+// [explicit API]: https://github.com/fitgo/fitgo#the-explicit-api
+// [how it compares]: https://github.com/fitgo/fitgo#how-it-compares
 package fitgo

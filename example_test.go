@@ -1,10 +1,14 @@
 package fitgo_test
 
 import (
+	"context"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/fitgo/fitgo"
+	"github.com/fitgo/fitgo/maxprocs"
+	"github.com/fitgo/fitgo/memlimit"
 )
 
 // A Report logs as a group; here one whose FITGO turned both knobs off.
@@ -21,4 +25,39 @@ func ExampleReport() {
 	logger.Info("fitgo", "report", fitgo.Report{Setting: "off"})
 	// Output:
 	// level=INFO msg=fitgo report.GOMAXPROCS="turned off by FITGO=off" report.GOMEMLIMIT="turned off by FITGO=off" report.setting=off
+}
+
+// The blank import's report, logged once at start-up: what was set, from
+// which limits, and why.
+func ExampleStartup() {
+	slog.Info("fitgo", "report", fitgo.Startup())
+}
+
+// Instead of the blank import: both knobs applied in main with a policy of
+// the program's own, a logger and a lifetime.
+func Example_apply() {
+	logger := slog.Default()
+	ctx := context.Background() // the program's lifetime
+
+	procs, err := maxprocs.Apply(maxprocs.Options{
+		Policy:  maxprocs.Policy{Reserve: 0.25}, // leave a quarter core to a sidecar
+		Logger:  logger,                         // *slog.Logger; nil: nothing is logged
+		Refresh: time.Second,                    // follow resizes; 0: set once
+		Context: ctx,                            // until ctx is done
+	})
+	if err != nil {
+		logger.Warn("GOMAXPROCS unchanged", "err", err) // a malformed cgroup file
+	}
+	defer procs.Undo()
+
+	mem, err := memlimit.Apply(memlimit.Options{
+		Policy:  memlimit.Policy{Ratio: 0.85, Reserve: 64 << 20}, // the lower result wins
+		Logger:  logger,
+		Refresh: time.Second,
+		Context: ctx,
+	})
+	if err != nil {
+		logger.Warn("GOMEMLIMIT unchanged", "err", err)
+	}
+	defer mem.Undo()
 }

@@ -21,4 +21,11 @@
 // Memory.Err; a malformed file names file and line), and a controller with
 // one has no limit. A [Watcher] keeps the files open and re-reads them
 // without allocating.
+//
+// The README's [comparison] shows which limits the Go runtime, automaxprocs
+// and automemlimit read; its [metrics] section exports these statistics to
+// Prometheus.
+//
+// [comparison]: https://github.com/fitgo/fitgo#how-it-compares
+// [metrics]: https://github.com/fitgo/fitgo#metrics
 package cgroup

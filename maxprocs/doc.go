@@ -28,4 +28,12 @@
 // Options.Insist it puts its value back instead. A change to the value
 // fitgo already has cannot be told from no change: end the refresh
 // (Options.Context, or Undo) before setting GOMAXPROCS yourself.
+//
+// The README shows [what it sets] at common limits, next to the runtime's
+// and automaxprocs' values, lists the [options] with their defaults, and
+// says how to [migrate] from automaxprocs.
+//
+// [what it sets]: https://github.com/fitgo/fitgo#what-it-sets
+// [options]: https://github.com/fitgo/fitgo#the-explicit-api
+// [migrate]: https://github.com/fitgo/fitgo#migrating-from-automaxprocs-or-automemlimit
 package maxprocs

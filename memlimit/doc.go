@@ -13,8 +13,9 @@
 //
 // The limit is the effective one: the tightest hard limit over the cgroup
 // hierarchy, or memory.high where lower, less what the other processes under
-// it hold (the headroom). The Policy keeps a margin below it and leaves
-// GOMEMLIMIT unset where the result is too small to prevent the OOM kill.
+// it hold (the headroom). The Policy keeps a margin below it (10 % by
+// default) and leaves GOMEMLIMIT unset where the result is too small to
+// prevent the OOM kill.
 // fitgo never sets a soft limit above the container's limit, and never
 // clears a limit the program set.
 //
@@ -28,4 +29,12 @@
 // Options.Insist it puts its value back instead. Setting the value fitgo
 // already has cannot be told from no change: end the refresh
 // (Options.Context, or Undo) before setting the limit yourself.
+//
+// The README shows [what it sets] at common limits, beside a co-process and
+// with memory.high, next to automemlimit's values, lists the [options] with
+// their defaults, and says how to [migrate] from automemlimit.
+//
+// [what it sets]: https://github.com/fitgo/fitgo#what-it-sets
+// [options]: https://github.com/fitgo/fitgo#the-explicit-api
+// [migrate]: https://github.com/fitgo/fitgo#migrating-from-automaxprocs-or-automemlimit
 package memlimit

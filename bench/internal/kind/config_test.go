@@ -136,18 +136,19 @@ func TestParseFlagsShared(t *testing.T) {
 	}, c.Settings(), "-cpus is the cpu scenario's; shared has no CPU limit")
 }
 
-// TestREADMECommandsParse: every kind command in the repository's README
-// parses, so that a renamed flag or scenario cannot leave it stale.
+// TestREADMECommandsParse: every kind command in the benchmark's document
+// (docs/benchmark.md) parses, so that a renamed flag or scenario cannot leave
+// it stale.
 func TestREADMECommandsParse(t *testing.T) {
-	b, err := os.ReadFile("../../../README.md")
+	b, err := os.ReadFile("../../../docs/benchmark.md")
 	require.NoError(t, err)
 	n := 0
 	for _, m := range regexp.MustCompile(`(?m)^go run -C bench \. kind((?: [^#\n\\]+)?)`).FindAllStringSubmatch(string(b), -1) {
 		args := strings.Fields(m[1])
 		_, err := ParseFlags(args, &bytes.Buffer{})
-		assert.NoError(t, err, "README: go run -C bench . kind%s", m[1])
+		assert.NoError(t, err, "docs/benchmark.md: go run -C bench . kind%s", m[1])
 		n++
 	}
-	assert.GreaterOrEqual(t, n, 4, "the README's kind commands, the shared scenario's among them")
+	assert.GreaterOrEqual(t, n, 4, "the kind commands of docs/benchmark.md, the shared scenario's among them")
 	assert.Contains(t, string(b), "go run -C bench . kind -scenario shared")
 }
