@@ -74,6 +74,11 @@ type cpuLimit struct {
 	source string // "" when there is none
 }
 
+// LogValue makes a limit log as its cores and source, as memlimit's does.
+func (l cpuLimit) LogValue() slog.Value {
+	return slog.GroupValue(slog.Float64("cores", l.cores), slog.String("source", l.source))
+}
+
 // cpuLimitOf returns the CPU limit of lim, and whether there is one.
 func cpuLimitOf(lim cgroup.Limits) (cpuLimit, bool) {
 	q, ok := lim.CPUQuota()

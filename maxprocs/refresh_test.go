@@ -37,7 +37,8 @@ func TestTickPinned(t *testing.T) {
 	fk := &fakeKnob{value: 8, def: 8}
 	te := newTestEnv(fk, 8, oldRT, nil)
 	te.src.setQuota(0.5, "/sys/fs/cgroup/app")
-	res, s := applyFollowing(t, te, Options{})
+	var buf bytes.Buffer
+	res, s := applyFollowing(t, te, Options{Logger: slog.New(slog.NewTextHandler(&buf, nil))})
 	require.Equal(t, 1, res.Status().After)
 	assert.Equal(t, time.Hour, res.Status().Refresh)
 	now := time.Now()
@@ -57,6 +58,8 @@ func TestTickPinned(t *testing.T) {
 	assert.True(t, st.Following)
 	assert.Equal(t, 1, st.Updates)
 	assert.Equal(t, 3.0, st.Limit)
+	// The limit logs as its cores and source, as memlimit's does.
+	assert.Contains(t, buf.String(), `msg="fitgo: GOMAXPROCS updated: CPU limit changed" GOMAXPROCS=3 before=1 cpu_limit.cores=3 cpu_limit.source=/sys/fs/cgroup/app`+"\n")
 
 	// A bad reading keeps the value and is reported.
 	bad := cpuLimits(3, "/sys/fs/cgroup/app")
