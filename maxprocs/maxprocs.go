@@ -182,7 +182,7 @@ func Plan(o Options) (Result, error) {
 func prepare(o *Options) (*Fit, *knob.Decision[int, cpuLimit]) {
 	e := o.env
 	if e == nil {
-		e = &env{Env: knob.Process(processKnob), numCPU: affinity, rt: systemRuntime()}
+		e = &env{Env: knob.Process(processKnob), numCPU: (&statusFile{name: "/proc/self/status"}).affinity, rt: systemRuntime()}
 	}
 	p := o.Policy.resolved()
 	f := &Fit{env: e, ncpu: e.numCPU(), res: Result{Policy: p, Env: e.Getenv("GOMAXPROCS"),
