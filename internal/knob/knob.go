@@ -156,6 +156,14 @@ func Start[V comparable, D any](k *Knob[V], log *slog.Logger, before, want V, ch
 	return f, true
 }
 
+// setInsist makes the Fit put its value back over someone else's change
+// (on) or hand the knob over (off).
+func (f *Fit[V, D]) setInsist(on bool) {
+	f.k.mu.Lock()
+	f.insist = on
+	f.k.mu.Unlock()
+}
+
 // Following reports whether the Fit still follows the limit.
 func (f *Fit[V, D]) Following() bool {
 	f.k.mu.Lock()
