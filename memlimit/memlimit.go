@@ -270,7 +270,6 @@ func prepare(o *Options) (*Fit, *knob.Decision[int64, memLimit]) {
 	r := &f.res
 	before, mine := e.Knob.Peek()
 	r.Before, r.After = before, before
-	_, kind := envvar.GOMEMLIMIT(r.Env)
 	switch invalid := cmp.Or(o.Policy.validate(), f.setUpper(o.UpperLimit, e.Getenv(envvar.MemoryLimitVar))); {
 	case invalid != nil:
 		r.Err, r.Reason = invalid, "invalid options"
@@ -278,7 +277,7 @@ func prepare(o *Options) (*Fit, *knob.Decision[int64, memLimit]) {
 	case e.GOOS != "linux":
 		r.Reason = "not Linux: no cgroup limits"
 		return f, nil
-	case kind == envvar.MemLimitOff || kind == envvar.MemLimitBytes:
+	case r.Env != "": // "off" or a byte count: the runtime does not start with another
 		r.Reason = "GOMEMLIMIT=" + r.Env + " is set in the environment"
 		return f, nil
 	case o.KeepExisting && before != noLimit && !mine:
