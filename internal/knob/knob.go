@@ -374,10 +374,6 @@ func (f *Fit[V, D]) stopLocked(reason string) {
 	}
 }
 
-// Stop stops following, leaving the value as it is. Calling it again does
-// nothing.
-func (f *Fit[V, D]) Stop() { f.stop("stopped") }
-
 // Undo stops following and takes this Apply off the undo stack. When it was
 // the Apply in force and fitgo's value is still the runtime's, the value
 // goes back to what the Apply before it left in force or, when every Apply
