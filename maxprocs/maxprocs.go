@@ -297,7 +297,7 @@ func (f *Fit) automaxprocs(l cpuLimit) (int, string) {
 	if l.cores != f.otherFor || f.otherWhy == "" {
 		f.otherFor, f.otherWhy = l.cores, "automaxprocs' floor of "+formatCores(l.cores)
 	}
-	return max(1, int(math.Floor(l.cores))), f.otherWhy
+	return Policy{Rounding: Floor}.Procs(l.cores, math.MaxInt32), f.otherWhy
 }
 
 // Status returns a snapshot of the management: the Result of Apply with

@@ -402,10 +402,11 @@ func (f *Fit) automemlimit(lim cgroup.Limits) (int64, string) {
 // automemlimitRatio is the ratio automemlimit's Set applies to the hard
 // limit (memory.max, or v1's limit_in_bytes and hierarchical limit; it
 // ignores memory.high): AUTOMEMLIMIT when it is a ratio in (0, 1], else its
-// default 0.9; 0 when AUTOMEMLIMIT makes it do nothing ("off", invalid).
+// default (0.9, as fitgo's defaultRatio); 0 when AUTOMEMLIMIT makes it do
+// nothing ("off", invalid).
 func automemlimitRatio(env string) float64 {
 	if env == "" {
-		return 0.9
+		return defaultRatio
 	}
 	if r, err := strconv.ParseFloat(env, 64); err == nil && r > 0 && r <= 1 {
 		return r
