@@ -2,7 +2,6 @@ package maxprocs
 
 import (
 	"bytes"
-	"errors"
 	"io"
 	"math"
 	"os"
@@ -99,37 +98,20 @@ func (s *statusFile) affinity() int {
 	if s.f == nil {
 		s.f, err = os.Open(s.name)
 	}
-	var data []byte
-	if err == nil {
-		data, err = s.read()
-		if s.reads++; s.reads == 1 || err != nil {
-			s.f.Close()
-			s.f = nil
+	n := 0
+	for err == nil { // ReadAt fills buf, or ends with an error: io.EOF at the end
+		if n, err = s.f.ReadAt(s.buf, 0); err == nil {
+			s.buf = make([]byte, max(4<<10, 2*n))
 		}
 	}
-	if n, ok := parseAffinity(data); ok && err == nil {
-		return n
+	if s.reads++; s.f != nil && (s.reads == 1 || err != io.EOF) {
+		s.f.Close()
+		s.f = nil
+	}
+	if cpus, ok := parseAffinity(s.buf[:n]); ok && err == io.EOF {
+		return cpus
 	}
 	return runtime.NumCPU()
-}
-
-// read reads the whole file from its start into buf, which it grows.
-func (s *statusFile) read() ([]byte, error) {
-	for {
-		if len(s.buf) == 0 {
-			s.buf = make([]byte, 4<<10)
-		}
-		n, err := s.f.ReadAt(s.buf, 0)
-		switch {
-		case n < len(s.buf) && err == io.EOF:
-			return s.buf[:n], nil
-		case err != nil:
-			return nil, err
-		case len(s.buf) >= 1<<20:
-			return nil, errors.New("status file too large")
-		}
-		s.buf = make([]byte, 2*len(s.buf))
-	}
 }
 
 // parseAffinity counts the CPUs of the Cpus_allowed_list line of
@@ -150,11 +132,11 @@ func parseAffinity(status []byte) (int, bool) {
 		var r []byte
 		r, rest, more = bytes.Cut(rest, []byte{','})
 		lo, hi, isRange := bytes.Cut(r, []byte{'-'})
-		a, ok1 := cpuNumber(lo)
-		b, ok2 := a, true
-		if isRange {
-			b, ok2 = cpuNumber(hi)
+		if !isRange {
+			hi = lo
 		}
+		a, ok1 := cpuNumber(lo)
+		b, ok2 := cpuNumber(hi)
 		if !ok1 || !ok2 || b < a {
 			return 0, false
 		}
