@@ -2,6 +2,7 @@ package local
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -116,12 +117,8 @@ func checkSharedRun(t *testing.T, r results.Run, limit, sidecar int64) {
 	require.Contains(t, r.MemoryEvents, "max")
 	switch r.Variant {
 	case "untuned":
-		// The kill needs the heap to grow past the room the sidecar leaves,
-		// which takes allocation that a starved guest may not do within the
-		// window: a run that stayed below it proves nothing either way.
-		if room := limit - r.Sidecar.LimitedUsageBytes; r.OOMKills == 0 && r.Workload != nil && r.Workload.PeakRSSBytes < room {
-			t.Skipf("the workload's peak RSS %d stayed below the %d bytes the sidecar left (load %.1f in the guest, %d GC cycles): it did not allocate up to its GOGC goal in its window",
-				r.Workload.PeakRSSBytes, room, r.HostLoad, r.Workload.GCCycles)
+		if why, ok := belowRoom(r, limit); ok {
+			t.Skip(why)
 		}
 		assert.Equal(t, uint64(1), r.OOMKills)
 		assert.Equal(t, uint64(1), r.MemoryEvents["oom_kill"])
@@ -130,6 +127,20 @@ func checkSharedRun(t *testing.T, r results.Run, limit, sidecar int64) {
 		assert.Zero(t, r.OOMKills)
 		assert.NotNil(t, r.Workload)
 	}
+}
+
+// belowRoom reports why an untuned shared run under a limit of limit bytes
+// was not OOM-killed when its peak RSS stayed below the room the sidecar
+// left: the kill needs the heap to grow past it, which takes allocation that
+// a starved process may not do within its window, and such a run proves
+// nothing either way.
+func belowRoom(r results.Run, limit int64) (string, bool) {
+	room := limit - r.Sidecar.LimitedUsageBytes
+	if r.OOMKills > 0 || r.Workload == nil || r.Workload.PeakRSSBytes >= room {
+		return "", false
+	}
+	return fmt.Sprintf("%s/%s: the workload's peak RSS %d stayed below the %d bytes the sidecar left (load %.1f, %d GC cycles): it did not allocate up to its GOGC goal in its window",
+		r.Layout, r.Variant, r.Workload.PeakRSSBytes, room, r.HostLoad, r.Workload.GCCycles), true
 }
 
 // TestSharedRunBelowTheRoom: an untuned run that was not killed because its
