@@ -129,24 +129,24 @@ func checkSharedRun(t *testing.T, r results.Run, limit, sidecar int64) {
 	}
 }
 
-// noGCInWindow reports why an untuned shared run under a limit of limit
-// bytes was not OOM-killed when it completed no GC cycle in its window: the
-// kill needs the heap to grow to the GOGC trigger, past the room the sidecar
-// leaves, which takes allocation that a starved process may not do within
+// noGCInWindow reports why an untuned run under a limit of limit bytes was
+// not OOM-killed when it completed no GC cycle in its window: the kill needs
+// the heap to grow to the GOGC trigger, past the limit (less what the sidecar
+// holds), which takes allocation that a starved process may not do within
 // its window; such a run proves nothing either way.
 func noGCInWindow(r results.Run, limit int64) (string, bool) {
 	if r.OOMKills > 0 || r.Workload == nil || r.Workload.GCCycles > 0 {
 		return "", false
 	}
-	return fmt.Sprintf("%s/%s: no GC cycle in the workload's window (load %.1f; peak RSS %d, the sidecar left %d): its heap never grew to the GOGC trigger",
-		r.Layout, r.Variant, r.HostLoad, r.Workload.PeakRSSBytes, limit-r.Sidecar.LimitedUsageBytes), true
+	return fmt.Sprintf("%s: no GC cycle in the workload's window (load %.1f; peak RSS %d under a limit of %d): its heap never grew to the GOGC trigger",
+		strings.Join([]string{r.Scenario, r.Layout, r.Variant}, "/"), r.HostLoad, r.Workload.PeakRSSBytes, limit), true
 }
 
 // TestSharedRunWithoutGC: an untuned run that was not killed because its
 // heap never grew to the GOGC trigger (a busy host slowed it down; the
 // figures of a run at load 25) is skipped with the figures, not failed.
 func TestSharedRunWithoutGC(t *testing.T) {
-	r := results.Run{Layout: "coprocess", Variant: "untuned", Sidecar: &results.Sidecar{LimitedUsageBytes: 56410112},
+	r := results.Run{Scenario: "shared", Layout: "coprocess", Variant: "untuned", Sidecar: &results.Sidecar{LimitedUsageBytes: 56410112},
 		MemoryEvents: map[string]uint64{"max": 0}, Workload: &results.Workload{PeakRSSBytes: 78835712, GCCycles: 0}, HostLoad: 25}
 	var skipped bool
 	t.Run("check", func(t *testing.T) {
