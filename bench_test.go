@@ -9,9 +9,9 @@ import (
 
 // BenchmarkApplyBoth is what a program pays for maxprocs.Apply plus
 // memlimit.Apply with the defaults, on this machine's own cgroup, each
-// reading the limits itself; "shared" reads them once for both, as the blank
-// import does. Run it inside a limited cgroup to measure the path that reads
-// and sets limits. The runtime knobs are restored (timer stopped) in between.
+// reading the limits itself. Run it inside a limited cgroup to measure the
+// path that reads and sets limits. The runtime knobs are restored (timer
+// stopped) in between.
 func BenchmarkApplyBoth(b *testing.B) {
 	b.Run("each", func(b *testing.B) {
 		b.ReportAllocs()

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -101,7 +102,7 @@ func start(d deps) (rep Report) {
 	var ml memlimit.Result
 	if cfg.MaxProcs {
 		o := maxprocs.Options{KeepExisting: !cfg.InsistMaxProcs, Insist: cfg.InsistMaxProcs, Logger: logger, Refresh: every, Context: ctx, Limits: shared}
-		o.Rounding = map[string]maxprocs.Rounding{"floor": maxprocs.Floor, "ceil": maxprocs.Ceil, "nearest": maxprocs.Nearest}[cfg.Rounding]
+		o.Rounding = maxprocs.Rounding(slices.Index(envvar.Roundings[:], cfg.Rounding) + 1) // "": the default
 		rep.MaxProcs, _ = d.maxprocs(o)
 		mp = rep.MaxProcs.Status()
 	}

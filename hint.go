@@ -11,6 +11,7 @@ import (
 
 	"github.com/fitgo/fitgo/cgroup"
 	"github.com/fitgo/fitgo/internal/knob"
+	"github.com/fitgo/fitgo/maxprocs"
 )
 
 // The throttling hint: when the share of CFS periods that ended throttled
@@ -124,7 +125,7 @@ func (s *hinted) Read() (cgroup.Limits, error) {
 func logHint(l *slog.Logger, d throttling, over time.Duration, lim cgroup.Limits, procs int) {
 	cores, limited := lim.CPUQuota()
 	consider := "raise the CPU limit, or spread the work: bursts above the quota wait for the next period"
-	if fit := max(1, int(cores)); limited && procs > fit {
+	if fit := (maxprocs.Policy{Rounding: maxprocs.Floor}).Procs(cores, procs); limited && procs > fit {
 		how := ""
 		if cores > 1 && procs == int(math.Ceil(cores)) {
 			how = " (FITGO=rounding=floor)"

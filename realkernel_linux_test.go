@@ -275,17 +275,20 @@ func TestRealKernelV1RuntimeContainerSupport(t *testing.T) {
 			assert.Contains(t, first.MaxProcs, "left to the Go runtime, whose own updates stay on")
 			if pin {
 				c.Send(t, "pin")
-				time.Sleep(100 * time.Millisecond)
+				c.WaitFor(t, time.Now(), 10*time.Second, func(s testprog.State) bool { return s.Acks == 1 })
 			}
 			out, err := exec.Command(taskset, "-a", "-p", "1", strconv.Itoa(c.Cmd.Process.Pid)).CombinedOutput()
 			require.NoError(t, err, "taskset: %s", out)
 			changed := time.Now()
 			if pin {
-				for {
-					s, more := c.Next(t, 3*time.Second)
-					if !more {
-						break
-					}
+				// The runtime re-reads the affinity about once a second: up to
+				// the state 2.5 s of the child's time after the change, over two
+				// such readings, every state keeps every CPU.
+				c.Send(t, "report 2500")
+				for s := (testprog.State{}); !s.Report; {
+					var more bool
+					s, more = c.Next(t, 10*time.Second)
+					require.True(t, more, "no report (stderr: %s)", c.Stderr)
 					assert.Equal(t, runtime.NumCPU(), s.GOMAXPROCS, "pinned: the runtime does not follow the affinity")
 				}
 				return
@@ -296,11 +299,11 @@ func TestRealKernelV1RuntimeContainerSupport(t *testing.T) {
 			// the change is the runtime's own, and fitgo keeps following
 			// (it used to take it for someone else's and stop for good).
 			assert.True(t, s.MaxProcsFollowing, s.MaxProcsReason)
-			for {
-				s, more := c.Next(t, 2500*time.Millisecond) // over two refresh ticks
-				if !more {
-					break
-				}
+			c.Send(t, "report 2500") // over two refresh ticks
+			for !s.Report {
+				var more bool
+				s, more = c.Next(t, 10*time.Second)
+				require.True(t, more, "no report (stderr: %s)", c.Stderr)
 				assert.True(t, s.MaxProcsFollowing, "still following: %s", s.MaxProcsReason)
 			}
 		})

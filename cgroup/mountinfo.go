@@ -102,7 +102,7 @@ func cgroupDir(point, root, cgPath string) string {
 // the cgroup path or an ancestor and below which the path does not climb
 // out. A mount covered by its child on the same mount point is hidden. Of
 // the others the shortest root wins (the most ancestors shown), of equal
-// ones the last listed. Malformed lines are skipped.
+// ones the first listed, as in the Go runtime. Malformed lines are skipped.
 func findMounts(mountinfo []byte, qs []mountQuery) {
 	for i := range qs {
 		q := &qs[i]
@@ -119,7 +119,7 @@ func findMounts(mountinfo []byte, qs []mountQuery) {
 			}
 			root := unescape(m.root)
 			shown := isAncestorOrSelf(root, q.path) && !climbsOut(relPath(root, q.path))
-			if shown && (!q.found || len(root) <= len(q.root)) && !covered(mountinfo, m) {
+			if shown && (!q.found || len(root) < len(q.root)) && !covered(mountinfo, m) {
 				q.found, q.point, q.root = true, path.Clean(unescape(m.point)), root
 			}
 		})

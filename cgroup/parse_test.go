@@ -321,6 +321,17 @@ var findMountTests = []struct {
 	{"no final newline", "1 0 0:1 / /cg rw - cgroup2 cgroup2 rw", V2, "", "/a", "/cg", "/", true},
 	{"empty", "", V2, "", "/", "", "", false},
 	{"no version", v2Mounts, 0, "", "/", "", "", false},
+	// Ties of equal roots go to the first listed, as in the Go runtime, runc
+	// and the JDK; a shorter root (more ancestors shown) wins wherever it is.
+	{"bedrock strata: the first of equal roots", "30 26 0:27 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n" +
+		"130 126 0:27 / /bedrock/strata/kde/sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n" +
+		"230 226 0:27 / /bedrock/strata/arch/sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n",
+		V1, "memory", "/app", "/sys/fs/cgroup/memory", "/", true},
+	{"second cpu,cpuacct mount", v1Mounts + "40 1 0:28 / /cpu,cpuacct rw - cgroup cgroup rw,cpu,cpuacct\n",
+		V1, "cpu", "/app", "/sys/fs/cgroup/cpu,cpuacct", "/", true},
+	{"the most ancestors win over the first listed", "1 0 0:1 /docker /c ro - cgroup cgroup rw,memory\n" +
+		"2 0 0:1 / /d ro - cgroup cgroup rw,memory\n" + "3 0 0:1 / /e ro - cgroup cgroup rw,memory\n",
+		V1, "memory", "/docker/abc", "/d", "/", true},
 }
 
 func TestFindMount(t *testing.T) {

@@ -454,7 +454,7 @@ func TestReadFSCases(t *testing.T) {
 			want: want{cpuVersion: V2, memVersion: V2, cores: 2, cpuSource: "/cg/app", cpuDir: "/cg/app", memDir: "/cg/app"},
 		},
 		{
-			name: "the shortest mount root wins (it shows the most ancestors), then the last of equals",
+			name: "the shortest mount root wins (it shows the most ancestors), then the first of equals",
 			files: map[string]string{
 				"proc/self/cgroup": "0::/a/b/c\n",
 				"proc/self/mountinfo": "1 0 0:30 /a /first rw - cgroup2 cgroup2 rw\n" +
@@ -462,10 +462,10 @@ func TestReadFSCases(t *testing.T) {
 					"3 0 0:30 /a /second rw - cgroup2 cgroup2 rw\n" +
 					"4 0 0:30 /a/b/c/d /deeper rw - cgroup2 cgroup2 rw\n" +
 					"5 0 0:30 /x /elsewhere rw - cgroup2 cgroup2 rw\n",
-				"second/b/c/cpu.max": "300000 100000\n",
-				"second/b/cpu.max":   "400000 100000\n",
+				"first/b/c/cpu.max": "300000 100000\n",
+				"first/b/cpu.max":   "400000 100000\n",
 			},
-			want: want{cpuVersion: V2, memVersion: V2, cores: 3, cpuSource: "/second/b/c", cpuDir: "/second/b/c", memDir: "/second/b/c"},
+			want: want{cpuVersion: V2, memVersion: V2, cores: 3, cpuSource: "/first/b/c", cpuDir: "/first/b/c", memDir: "/first/b/c"},
 		},
 		{
 			name: "the whole hierarchy wins over a mount of a subtree: it shows every ancestor",

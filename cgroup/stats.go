@@ -75,8 +75,9 @@ type Pressure struct {
 // CPU and memory where the effective limit is imposed (CPU.Source,
 // Memory.MaxSource), which is where throttling and OOM kills happen, or in
 // the process's own cgroup (Dir) when there is no limit; the pressure in the
-// process's own cgroup. It follows the process to another cgroup at the next
-// Read.
+// process's own cgroup. Right after a Read, the limits are those it read,
+// and the files it read are not read again; else Stats reads the limits
+// too. It follows the process to another cgroup at the next Read.
 //
 // The error joins those of the files that could not be read or parsed; the
 // other parts are filled all the same. A file that does not exist is not an
@@ -85,7 +86,12 @@ func (w *Watcher) Stats() (Stats, error) {
 	if w.closed {
 		return Stats{}, errWatcherClosed
 	}
-	lim, _ := w.eval(w.lim)
+	lim := w.last
+	if !w.fresh {
+		w.gen++
+		lim, _ = w.eval(w.lim)
+	}
+	w.fresh = false
 	return readStats(w, &lim)
 }
 

@@ -13,7 +13,8 @@ import (
 // cpu.max and memory.max of a running container) by polling: it keeps open
 // each file it has read and re-reads it from the start without allocating.
 // Each Read re-reads proc/self/cgroup first, to follow the process to
-// another cgroup. A missing file is no limit until the process moves; a
+// another cgroup, and each file once, however many parts need it; Stats
+// right after a Read reads only the files that Read did not. A missing file is no limit until the process moves; a
 // file that could not be opened for another reason (too many open files),
 // and a hierarchy that could not be found, are tried again after 1, 2, 4 and
 // so on up to 32 Reads. A Watcher must be used by one goroutine at a time.
@@ -27,6 +28,9 @@ type Watcher struct {
 	find   retry // of finding the hierarchy, while that fails
 	once   bool  // ReadFS, ReadStatsDir: each file is closed once read
 	closed bool
+	gen    int    // counts readings (start, Read, a Stats on its own): each reads a file once
+	last   Limits // what the last Read returned, for a Stats right after it
+	fresh  bool   // no Stats since that Read
 }
 
 // watchFile is one file to re-read; f is nil while it is missing or cannot
@@ -36,6 +40,8 @@ type watchFile struct {
 	f         fs.File
 	err       error
 	retry     retry
+	data      []byte // its content as read in reading gen (not by ReadFS)
+	gen       int
 }
 
 // retry schedules the next attempt after a failure, 1, 2, 4 ... 32 Reads on.
@@ -66,6 +72,7 @@ func NewWatcher(fsys fs.FS) (*Watcher, error) {
 
 // start finds the hierarchy and reads the limits, opening the files.
 func (w *Watcher) start() (Limits, error) {
+	w.gen++
 	data, found, err := w.file("/proc/self", "cgroup")
 	if !found {
 		err = cmp.Or(err, w.files[0].err) // or it does not exist
@@ -109,6 +116,7 @@ func (w *Watcher) Read() (Limits, error) {
 		return Limits{}, errWatcherClosed
 	}
 	w.reads++
+	w.gen++
 	// proc/self/cgroup that cannot be read now does not hide the limits.
 	if self, found, err := w.file("/proc/self", "cgroup"); err == nil && found {
 		failed := w.lim.CPU.Err != nil || w.lim.Memory.Err != nil
@@ -116,13 +124,16 @@ func (w *Watcher) Read() (Limits, error) {
 			w.discover(self)
 		}
 	}
-	return w.eval(w.lim)
+	lim, err := w.eval(w.lim)
+	w.last, w.fresh = lim, true
+	return lim, err
 }
 
 // file returns the content of dir/name until the next call; found is false
 // when it does not exist: no limit at that level. It opens the file on first
 // use, and again when the retry of a failed open is due, and reads it from
-// its start with ReadAt, or else by opening it again.
+// its start with ReadAt, or else by opening it again; a Watcher reads it once
+// in a reading.
 func (w *Watcher) file(dir, name string) ([]byte, bool, error) {
 	i := 0
 	for i < len(w.files) && (w.files[i].dir != dir || w.files[i].name != name) {
@@ -132,6 +143,9 @@ func (w *Watcher) file(dir, name string) ([]byte, bool, error) {
 		w.files = append(w.files, watchFile{dir: dir, name: name})
 	}
 	wf := &w.files[i]
+	if !w.once && wf.gen == w.gen {
+		return wf.data, true, nil
+	}
 	if _, ok := wf.f.(io.ReaderAt); wf.f != nil && !ok {
 		wf.f.Close()
 		wf.f, wf.retry = nil, retry{}
@@ -157,6 +171,9 @@ func (w *Watcher) file(dir, name string) ([]byte, bool, error) {
 	}
 	if w.buf = data[:cap(data)]; err != nil {
 		return nil, false, pathError("read", joinPath(dir, name), err)
+	}
+	if !w.once {
+		wf.data, wf.gen = append(wf.data[:0], data...), w.gen
 	}
 	return data, true, nil
 }

@@ -74,6 +74,11 @@ type cpuLimit struct {
 	source string // "" when there is none
 }
 
+// LogValue makes a limit log as its cores and source, as memlimit's does.
+func (l cpuLimit) LogValue() slog.Value {
+	return slog.GroupValue(slog.Float64("cores", l.cores), slog.String("source", l.source))
+}
+
 // cpuLimitOf returns the CPU limit of lim, and whether there is one.
 func cpuLimitOf(lim cgroup.Limits) (cpuLimit, bool) {
 	q, ok := lim.CPUQuota()
@@ -177,7 +182,7 @@ func Plan(o Options) (Result, error) {
 func prepare(o *Options) (*Fit, *knob.Decision[int, cpuLimit]) {
 	e := o.env
 	if e == nil {
-		e = &env{Env: knob.Process(processKnob), numCPU: affinity, rt: systemRuntime()}
+		e = &env{Env: knob.Process(processKnob), numCPU: (&statusFile{name: "/proc/self/status"}).affinity, rt: systemRuntime()}
 	}
 	p := o.Policy.resolved()
 	f := &Fit{env: e, ncpu: e.numCPU(), res: Result{Policy: p, Env: e.Getenv("GOMAXPROCS"),
@@ -292,7 +297,7 @@ func (f *Fit) automaxprocs(l cpuLimit) (int, string) {
 	if l.cores != f.otherFor || f.otherWhy == "" {
 		f.otherFor, f.otherWhy = l.cores, "automaxprocs' floor of "+formatCores(l.cores)
 	}
-	return max(1, int(math.Floor(l.cores))), f.otherWhy
+	return Policy{Rounding: Floor}.Procs(l.cores, math.MaxInt32), f.otherWhy
 }
 
 // Status returns a snapshot of the management: the Result of Apply with

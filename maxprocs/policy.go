@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+
+	"github.com/fitgo/fitgo/internal/envvar"
 )
 
 // Rounding is how a fractional CPU limit becomes a whole GOMAXPROCS. Every
@@ -41,7 +43,7 @@ func (r Rounding) rule() Rounding {
 // rule).
 func (r Rounding) text() string {
 	if n := r.rule(); n >= Floor && n <= Nearest {
-		return [...]string{"floor", "ceil", "nearest"}[n-1]
+		return envvar.Roundings[n-1]
 	}
 	return "Rounding(" + strconv.Itoa(int(r)) + ")"
 }

@@ -37,7 +37,8 @@ func TestTickPinned(t *testing.T) {
 	fk := &fakeKnob{value: 8, def: 8}
 	te := newTestEnv(fk, 8, oldRT, nil)
 	te.src.setQuota(0.5, "/sys/fs/cgroup/app")
-	res, s := applyFollowing(t, te, Options{})
+	var buf bytes.Buffer
+	res, s := applyFollowing(t, te, Options{Logger: slog.New(slog.NewTextHandler(&buf, nil))})
 	require.Equal(t, 1, res.Status().After)
 	assert.Equal(t, time.Hour, res.Status().Refresh)
 	now := time.Now()
@@ -57,6 +58,8 @@ func TestTickPinned(t *testing.T) {
 	assert.True(t, st.Following)
 	assert.Equal(t, 1, st.Updates)
 	assert.Equal(t, 3.0, st.Limit)
+	// The limit logs as its cores and source, as memlimit's does.
+	assert.Contains(t, buf.String(), `msg="fitgo: GOMAXPROCS updated: CPU limit changed" GOMAXPROCS=3 before=1 cpu_limit.cores=3 cpu_limit.source=/sys/fs/cgroup/app`+"\n")
 
 	// A bad reading keeps the value and is reported.
 	bad := cpuLimits(3, "/sys/fs/cgroup/app")
@@ -355,6 +358,40 @@ func TestReadErrorThenRecovers(t *testing.T) {
 	assert.NoError(t, st.Err)
 	assert.Equal(t, 2, st.After, "followed once the reading is good")
 }
+
+// TestTickAllocsWhenMoved: a tick after the runtime moved GOMAXPROCS reads
+// the CPU affinity again, and allocates nothing for it either.
+func TestTickAllocsWhenMoved(t *testing.T) {
+	name := filepath.Join(t.TempDir(), "status")
+	wide, narrow := []byte("Name:\tx\nCpus_allowed_list:\t0-3\nVoluntary_ctxt_switches:\t1\n"), []byte("Name:\tx\nCpus_allowed_list:\t0-1\nVoluntary_ctxt_switches:\t1\n")
+	require.NoError(t, os.WriteFile(name, wide, 0o644))
+	w, err := os.OpenFile(name, os.O_WRONLY, 0)
+	require.NoError(t, err)
+	defer w.Close()
+
+	fk := &fakeKnob{value: 4, def: 4, modern: true}
+	te := newTestEnv(fk, 4, modernRT, nil)
+	te.env.numCPU = statusAffinity(name)
+	te.src.setQuota(4, "/sys/fs/cgroup/app")
+	fit, s := applyFollowing(t, te, Options{})
+	require.False(t, fit.Status().Changed, "the runtime's 4 is right")
+	lim, now, i := cpuLimits(4, "/sys/fs/cgroup/app"), time.Now(), 0
+	allocs := testing.AllocsPerRun(100, func() {
+		// taskset moves the affinity at every run; the runtime follows.
+		status, n := wide, 4
+		if i++; i%2 == 1 {
+			status, n = narrow, 2
+		}
+		w.WriteAt(status, 0)
+		fk.runtimeUpdate(n)
+		if !s.tick(now, lim, nil) || s.ncpu != n {
+			t.Fatalf("run %d: following %v, ncpu %d, want %d", i, fit.Status().Following, s.ncpu, n)
+		}
+	})
+	assert.Zero(t, allocs)
+}
+
+func statusAffinity(name string) func() int { return (&statusFile{name: name}).affinity }
 
 // TestAffinityChangeIsTheRuntimes: with the runtime's own updates on, a
 // change of GOMAXPROCS that the runtime made because the CPU affinity shrank

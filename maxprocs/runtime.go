@@ -2,6 +2,7 @@ package maxprocs
 
 import (
 	"bytes"
+	"io"
 	"math"
 	"os"
 	"runtime"
@@ -79,39 +80,79 @@ func (r goRuntime) runtimeDefault(lim cgroup.Limits, ncpu int) int {
 	return min(ncpu, max(2, int(math.Ceil(q))))
 }
 
-// affinity returns the number of CPUs the process may run on now, from
-// Cpus_allowed_list in /proc/self/status, which follows taskset and cpuset
-// changes (runtime.NumCPU, the count at start-up, is the fallback).
-func affinity() int {
-	if data, err := os.ReadFile("/proc/self/status"); err == nil {
-		if n, ok := parseAffinity(data); ok {
-			return n
+// statusFile reads the number of CPUs the process may run on now from
+// Cpus_allowed_list in a status file (/proc/self/status), which follows
+// taskset and cpuset changes; runtime.NumCPU, the count at start-up, is the
+// fallback. The first reading (at Apply) closes the file; later ones (the
+// refresh's, when GOMAXPROCS moved) keep it open and re-read it with ReadAt
+// into the same buffer, allocating nothing. One goroutine at a time.
+type statusFile struct {
+	name  string
+	f     *os.File
+	buf   []byte
+	reads int
+}
+
+func (s *statusFile) affinity() int {
+	var err error
+	if s.f == nil {
+		s.f, err = os.Open(s.name)
+	}
+	n := 0
+	for err == nil { // ReadAt fills buf, or ends with an error: io.EOF at the end
+		if n, err = s.f.ReadAt(s.buf, 0); err == nil {
+			s.buf = make([]byte, max(4<<10, 2*n))
 		}
+	}
+	if s.reads++; s.f != nil && (s.reads == 1 || err != io.EOF) {
+		s.f.Close()
+		s.f = nil
+	}
+	if cpus, ok := parseAffinity(s.buf[:n]); ok && err == io.EOF {
+		return cpus
 	}
 	return runtime.NumCPU()
 }
 
 // parseAffinity counts the CPUs of the Cpus_allowed_list line of
-// /proc/self/status, such as "Cpus_allowed_list:\t0-3,8,10-11".
+// /proc/self/status, such as "Cpus_allowed_list:\t0-3,8,10-11". It
+// allocates nothing.
 func parseAffinity(status []byte) (int, bool) {
-	const key = "\nCpus_allowed_list:"
-	i := bytes.Index(append([]byte{'\n'}, status...), []byte(key))
-	if i < 0 {
-		return 0, false
-	}
-	list, _, _ := bytes.Cut(status[i+len(key)-1:], []byte{'\n'})
-	n := 0
-	for _, r := range bytes.Split(bytes.TrimSpace(list), []byte{','}) {
-		lo, hi, isRange := bytes.Cut(r, []byte{'-'})
-		a, err1 := strconv.ParseUint(string(lo), 10, 16)
-		b, err2 := a, error(nil)
-		if isRange {
-			b, err2 = strconv.ParseUint(string(hi), 10, 16)
-		}
-		if err1 != nil || err2 != nil || b < a {
+	var list []byte
+	for found := false; !found; {
+		if len(status) == 0 {
 			return 0, false
 		}
-		n += int(b-a) + 1
+		var line []byte
+		line, status, _ = bytes.Cut(status, []byte{'\n'})
+		list, found = bytes.CutPrefix(line, []byte("Cpus_allowed_list:"))
+	}
+	n := 0
+	for rest, more := bytes.TrimSpace(list), true; more; {
+		var r []byte
+		r, rest, more = bytes.Cut(rest, []byte{','})
+		lo, hi, isRange := bytes.Cut(r, []byte{'-'})
+		if !isRange {
+			hi = lo
+		}
+		a, ok1 := cpuNumber(lo)
+		b, ok2 := cpuNumber(hi)
+		if !ok1 || !ok2 || b < a {
+			return 0, false
+		}
+		n += b - a + 1
 	}
 	return n, n > 0
+}
+
+// cpuNumber parses a CPU number: decimal digits, at most 65535.
+func cpuNumber(b []byte) (int, bool) {
+	v := 0
+	for _, c := range b {
+		if c < '0' || c > '9' || v > 65535 {
+			return 0, false
+		}
+		v = v*10 + int(c-'0')
+	}
+	return v, len(b) > 0 && v <= 65535
 }

@@ -1,7 +1,9 @@
 package maxprocs
 
 import (
+	"bytes"
 	"runtime"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -104,16 +106,43 @@ func TestParseAffinity(t *testing.T) {
 		assert.Equal(t, tc.ok, ok, tc.in)
 		assert.Equal(t, tc.n, n, tc.in)
 	}
-	assert.Positive(t, affinity(), "this process")
+	assert.Positive(t, (&statusFile{name: "/proc/self/status"}).affinity(), "this process")
 }
 
 func FuzzParseAffinity(f *testing.F) {
 	f.Add([]byte("Cpus_allowed_list:\t0-3,8\n"))
 	f.Add([]byte("Cpus_allowed_list:\t65535\n"))
+	f.Add([]byte("Name:\tx\nCpus_allowed_list:\t0-1,,3\n"))
+	f.Add([]byte("Cpus_allowed_list:\t65536\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		n, ok := parseAffinity(data)
-		if ok != (n > 0) {
-			t.Fatalf("parseAffinity(%q) = %d, %v", data, n, ok)
+		if wn, wok := affinityOracle(data); ok != (n > 0) || n != wn || ok != wok {
+			t.Fatalf("parseAffinity(%q) = %d, %v; oracle %d, %v", data, n, ok, wn, wok)
 		}
 	})
+}
+
+// affinityOracle is parseAffinity as it was with strconv, before it was
+// made allocation-free.
+func affinityOracle(status []byte) (int, bool) {
+	const key = "\nCpus_allowed_list:"
+	i := bytes.Index(append([]byte{'\n'}, status...), []byte(key))
+	if i < 0 {
+		return 0, false
+	}
+	list, _, _ := bytes.Cut(status[i+len(key)-1:], []byte{'\n'})
+	n := 0
+	for _, r := range bytes.Split(bytes.TrimSpace(list), []byte{','}) {
+		lo, hi, isRange := bytes.Cut(r, []byte{'-'})
+		a, err1 := strconv.ParseUint(string(lo), 10, 16)
+		b, err2 := a, error(nil)
+		if isRange {
+			b, err2 = strconv.ParseUint(string(hi), 10, 16)
+		}
+		if err1 != nil || err2 != nil || b < a {
+			return 0, false
+		}
+		n += int(b-a) + 1
+	}
+	return n, n > 0
 }

@@ -78,8 +78,8 @@ func TestApplyTable(t *testing.T) {
 			reason: "GOMEMLIMIT=0 is set in the environment"},
 		{name: "GOMEMLIMIT empty is unset", fsys: v2FS("536870912", "", ""), envValue: "", start: noLimit,
 			after: 483183820, changed: true, limit: 512 * MiB, source: "/sys/fs/cgroup/pod/app", from: "memory.max"},
-		{name: "GOMEMLIMIT invalid is ignored, as by the runtime", fsys: v2FS("536870912", "", ""), envValue: "lots", start: noLimit,
-			after: 483183820, changed: true, limit: 512 * MiB, source: "/sys/fs/cgroup/pod/app", from: "memory.max"},
+		{name: "GOMEMLIMIT malformed, which the runtime refuses to start with, is taken as set", fsys: v2FS("536870912", "", ""),
+			envValue: "lots", start: noLimit, after: noLimit, reason: "GOMEMLIMIT=lots is set in the environment"},
 		{name: "malformed memory.max", fsys: v2FS("lots", "", ""), start: noLimit, after: noLimit,
 			reason: "the memory limit cannot be read", err: "memory.max"},
 		{name: "malformed cpu.max does not stop GOMEMLIMIT", fsys: func() fstest.MapFS {

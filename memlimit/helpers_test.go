@@ -154,9 +154,5 @@ func waitIdle(t *testing.T, done <-chan struct{}) {
 	}
 }
 
-// stop ends the refresh of f, leaving the memory limit as it is.
-func stop(f *Fit) {
-	if f != nil && f.f != nil {
-		f.f.Stop()
-	}
-}
+// stop ends the refresh of f, by Undo: the test is done with the value.
+func stop(f *Fit) { f.Undo() }

@@ -270,7 +270,6 @@ func prepare(o *Options) (*Fit, *knob.Decision[int64, memLimit]) {
 	r := &f.res
 	before, mine := e.Knob.Peek()
 	r.Before, r.After = before, before
-	_, kind := envvar.GOMEMLIMIT(r.Env)
 	switch invalid := cmp.Or(o.Policy.validate(), f.setUpper(o.UpperLimit, e.Getenv(envvar.MemoryLimitVar))); {
 	case invalid != nil:
 		r.Err, r.Reason = invalid, "invalid options"
@@ -278,7 +277,7 @@ func prepare(o *Options) (*Fit, *knob.Decision[int64, memLimit]) {
 	case e.GOOS != "linux":
 		r.Reason = "not Linux: no cgroup limits"
 		return f, nil
-	case kind == envvar.MemLimitOff || kind == envvar.MemLimitBytes:
+	case r.Env != "": // "off" or a byte count: the runtime does not start with another
 		r.Reason = "GOMEMLIMIT=" + r.Env + " is set in the environment"
 		return f, nil
 	case o.KeepExisting && before != noLimit && !mine:
@@ -403,10 +402,11 @@ func (f *Fit) automemlimit(lim cgroup.Limits) (int64, string) {
 // automemlimitRatio is the ratio automemlimit's Set applies to the hard
 // limit (memory.max, or v1's limit_in_bytes and hierarchical limit; it
 // ignores memory.high): AUTOMEMLIMIT when it is a ratio in (0, 1], else its
-// default 0.9; 0 when AUTOMEMLIMIT makes it do nothing ("off", invalid).
+// default (0.9, as fitgo's defaultRatio); 0 when AUTOMEMLIMIT makes it do
+// nothing ("off", invalid).
 func automemlimitRatio(env string) float64 {
 	if env == "" {
-		return 0.9
+		return defaultRatio
 	}
 	if r, err := strconv.ParseFloat(env, 64); err == nil && r > 0 && r <= 1 {
 		return r

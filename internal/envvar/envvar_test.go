@@ -3,7 +3,6 @@ package envvar
 import (
 	"bytes"
 	"math"
-	"math/bits"
 	"os"
 	"runtime"
 	"slices"
@@ -117,63 +116,6 @@ func TestGOMAXPROCS(t *testing.T) {
 		assert.Equal(t, 3, n)
 	} else {
 		assert.False(t, ok)
-	}
-}
-
-func TestGOMEMLIMIT(t *testing.T) {
-	const (
-		KiB = 1 << 10
-		MiB = 1 << 20
-		GiB = 1 << 30
-		TiB = 1 << 40
-	)
-	for _, tc := range []struct {
-		in   string
-		n    int64
-		kind MemLimit
-	}{
-		{"", math.MaxInt64, MemLimitUnset},
-		{"off", math.MaxInt64, MemLimitOff},
-		{"0", 0, MemLimitBytes},
-		{"123", 123, MemLimitBytes},
-		{"123B", 123, MemLimitBytes},
-		{"1KiB", KiB, MemLimitBytes},
-		{"512MiB", 512 * MiB, MemLimitBytes},
-		{"2GiB", 2 * GiB, MemLimitBytes},
-		{"3TiB", 3 * TiB, MemLimitBytes},
-		{"0MiB", 0, MemLimitBytes},
-		{"9223372036854775807", math.MaxInt64, MemLimitBytes},
-		{"9223372036854775807B", math.MaxInt64, MemLimitBytes},
-		{"8388607TiB", 8388607 * TiB, MemLimitBytes},
-		{"8388608TiB", 0, MemLimitInvalid}, // 2^63: overflow
-		{"9223372036854775808", 0, MemLimitInvalid},
-		{"Off", 0, MemLimitInvalid},
-		{"OFF", 0, MemLimitInvalid},
-		{"none", 0, MemLimitInvalid},
-		{"-1", 0, MemLimitInvalid},
-		{"-1MiB", 0, MemLimitInvalid},
-		{"1MB", 0, MemLimitInvalid},
-		{"1M", 0, MemLimitInvalid},
-		{"1mib", 0, MemLimitInvalid},
-		{"1PiB", 0, MemLimitInvalid},
-		{"1 MiB", 0, MemLimitInvalid},
-		{"B", 0, MemLimitInvalid},
-		{"iB", 0, MemLimitInvalid},
-		{"KiB", 0, MemLimitInvalid},
-		{"1.5GiB", 0, MemLimitInvalid},
-		{" 1GiB", 0, MemLimitInvalid},
-	} {
-		n, kind := GOMEMLIMIT(tc.in)
-		assert.Equal(t, tc.kind, kind, "GOMEMLIMIT=%q", tc.in)
-		assert.Equal(t, tc.n, n, "GOMEMLIMIT=%q", tc.in)
-	}
-	// "-KiB" is zero for the runtime up to Go 1.25 (its atoi reads a lone
-	// "-" as 0) and malformed from Go 1.26.
-	_, kind := GOMEMLIMIT("-KiB")
-	if plusSignAccepted() {
-		assert.Equal(t, MemLimitInvalid, kind)
-	} else {
-		assert.Equal(t, MemLimitBytes, kind)
 	}
 }
 
@@ -324,56 +266,6 @@ func FuzzGOMAXPROCS(f *testing.F) {
 		digits := strings.TrimLeft(strings.TrimPrefix(s, "+"), "0")
 		if digits != strconv.Itoa(n) {
 			t.Fatalf("GOMAXPROCS(%q) = %d", s, n)
-		}
-	})
-}
-
-// byteCountOracle is an independent reading of the GOMEMLIMIT syntax.
-func byteCountOracle(s string) (int64, bool) {
-	mult := uint64(1)
-	num := s
-	for _, u := range []struct {
-		suffix string
-		mult   uint64
-	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40}, {"B", 1}} {
-		if strings.HasSuffix(s, u.suffix) {
-			num, mult = strings.TrimSuffix(s, u.suffix), u.mult
-			break
-		}
-	}
-	n, ok := runtimeAtoi(num, 64)
-	if !ok || n < 0 {
-		return 0, false
-	}
-	hi, lo := bits.Mul64(uint64(n), mult)
-	if hi != 0 || lo > math.MaxInt64 {
-		return 0, false
-	}
-	return int64(lo), true
-}
-
-func FuzzGOMEMLIMIT(f *testing.F) {
-	for _, s := range []string{"", "off", "0", "123B", "1KiB", "512MiB", "2GiB", "3TiB", "8388608TiB", "-1", "1MB", "1 MiB", "B", "iB", "KiB", "-KiB", "+5GiB", "9223372036854775807B"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		n, kind := GOMEMLIMIT(s)
-		switch kind {
-		case MemLimitUnset:
-			if s != "" || n != math.MaxInt64 {
-				t.Fatalf("GOMEMLIMIT(%q) = %d, unset", s, n)
-			}
-		case MemLimitOff:
-			if s != "off" || n != math.MaxInt64 {
-				t.Fatalf("GOMEMLIMIT(%q) = %d, off", s, n)
-			}
-		case MemLimitBytes, MemLimitInvalid:
-			want, ok := byteCountOracle(s)
-			if ok != (kind == MemLimitBytes) || ok && n != want {
-				t.Fatalf("GOMEMLIMIT(%q) = %d, %v; oracle says %d, %v", s, n, kind, want, ok)
-			}
-		default:
-			t.Fatalf("GOMEMLIMIT(%q): kind %d", s, kind)
 		}
 	})
 }

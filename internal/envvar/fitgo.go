@@ -3,6 +3,7 @@ package envvar
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -20,6 +21,10 @@ type Fitgo struct {
 	NoHeadroom                     bool // headroom=off
 	NoLeakGuard                    bool // leakguard=off
 }
+
+// Roundings are the names of the GOMAXPROCS roundings, in the order of
+// maxprocs.Rounding from 1 (Floor).
+var Roundings = [...]string{"floor", "ceil", "nearest"}
 
 // FITGO parses the value of FITGO, whose fields the package doc of fitgo
 // lists: comma-separated, like GODEBUG. Spaces around fields are ignored,
@@ -44,7 +49,7 @@ func FITGO(s string) (f Fitgo, err error) {
 		case !ok:
 			bad = "want off or key=value"
 		case key == "rounding":
-			if value != "floor" && value != "ceil" && value != "nearest" {
+			if !slices.Contains(Roundings[:], value) {
 				bad = "want floor, ceil or nearest"
 			} else {
 				f.Rounding = value

@@ -76,7 +76,7 @@ func (d *Decision[V, D]) Settle(e *Env[V], out Out[V], step func(time.Time, cgro
 	for d.Plan(e.Knob, out) {
 		follow := d.Follow && d.Refresh > 0
 		if f, ok := Start(e.Knob, d.Logger, *out.Before, *out.After, *out.Changed, follow, d.Limit, d.Err); ok {
-			f.insist = d.Insist // before the refresh starts
+			f.setInsist(d.Insist)
 			if !follow {
 				return f, nil
 			}

@@ -156,6 +156,14 @@ func Start[V comparable, D any](k *Knob[V], log *slog.Logger, before, want V, ch
 	return f, true
 }
 
+// setInsist makes the Fit put its value back over someone else's change
+// (on) or hand the knob over (off).
+func (f *Fit[V, D]) setInsist(on bool) {
+	f.k.mu.Lock()
+	f.insist = on
+	f.k.mu.Unlock()
+}
+
 // Following reports whether the Fit still follows the limit.
 func (f *Fit[V, D]) Following() bool {
 	f.k.mu.Lock()
@@ -365,10 +373,6 @@ func (f *Fit[V, D]) stopLocked(reason string) {
 		f.wake()
 	}
 }
-
-// Stop stops following, leaving the value as it is. Calling it again does
-// nothing.
-func (f *Fit[V, D]) Stop() { f.stop("stopped") }
 
 // Undo stops following and takes this Apply off the undo stack. When it was
 // the Apply in force and fitgo's value is still the runtime's, the value

@@ -304,8 +304,8 @@ func TestReadErrorWarnsOnce(t *testing.T) {
 func TestStopAndUndoAreIdempotent(t *testing.T) {
 	fk := &fakeKnob{val: 8}
 	s := apply(t, fk.knob(), 4, nil)
-	s.Stop()
-	s.Stop()
+	s.stop("stopped")
+	s.stop("stopped")
 	assert.Equal(t, "stopped", s.State().Reason)
 	assert.Equal(t, 4, fk.val, "Stop keeps the value")
 	s.Undo()
@@ -359,7 +359,7 @@ func TestInsist(t *testing.T) {
 	now := time.Now()
 	fk := &fakeKnob{val: 8}
 	s := apply(t, fk.knob(), 2, slog.New(slog.NewTextHandler(&buf, nil)))
-	s.insist = true
+	s.setInsist(true)
 
 	fk.val = 1
 	assert.True(t, s.Step(now, withOther(2, 1)), "still following")

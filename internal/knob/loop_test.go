@@ -211,6 +211,37 @@ func TestFitFollowsThroughLoop(t *testing.T) {
 	assert.Equal(t, 3, k.Current(), "no change after the stop")
 }
 
+// TestInsistSetWhileRefreshing: insist is guarded by the knob's lock, so
+// setting it while the refresh reads it is no data race (go test -race).
+func TestInsistSetWhileRefreshing(t *testing.T) {
+	fk := &fakeKnob{val: 8}
+	f := apply(t, fk.knob(), 2, nil)
+	ticks := make(chan time.Time)
+	stepped := make(chan bool)
+	ctx, cancel := context.WithCancel(context.Background())
+	l := f.Join(ctx, time.Hour, func() (Source, error) { return &fakeSource{}, nil }, ticks, func(now time.Time, _ cgroup.Limits, _ error) bool {
+		keep := f.Step(now, want(2))
+		stepped <- keep
+		return keep
+	})
+	refreshed := make(chan struct{})
+	go func() {
+		defer close(refreshed)
+		for range 100 {
+			ticks <- time.Now()
+			<-stepped
+		}
+	}()
+	for i := range 100 {
+		f.setInsist(i%2 == 0)
+	}
+	<-refreshed
+	done := l.Done()
+	cancel()
+	waitDone(t, done)
+	assert.True(t, f.State().Updates == 0 && f.State().Err == nil, "the value was fitgo's throughout")
+}
+
 // TestLoopTickAllocs: a tick over an open cgroup.Watcher whose members change
 // nothing allocates nothing.
 func TestLoopTickAllocs(t *testing.T) {

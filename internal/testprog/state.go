@@ -15,4 +15,7 @@ type State struct {
 	MemLimitFollowing bool   `json:"memlimit_following"`
 	MemLimitReason    string `json:"memlimit_reason,omitempty"`
 	MemLimitEvents    bool   `json:"memlimit_events"` // its Status has memory events
+
+	Acks   int  `json:"acks"`             // commands handled so far
+	Report bool `json:"report,omitempty"` // the line a "report" command asked for
 }

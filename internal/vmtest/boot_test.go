@@ -304,7 +304,8 @@ func checkLimits(t *testing.T, got report.Limits, want wantLimits) {
 // bands that hold when the guest gets the CPU time it asks for. On a busy host
 // qemu's vCPU threads wait for a core while the guest's clock runs on: the
 // threads then use less than the quota and late period timers count missed
-// periods as throttled, so those bands are wide.
+// periods as throttled, so those bands are wide, and skipped (with the
+// figures) when the threads did not get the CPU to use the quota.
 func checkThrottle(t *testing.T, b report.Burn, quotaCores float64, timeKey string, unit time.Duration) {
 	t.Helper()
 	const period = 100 * time.Millisecond
@@ -328,14 +329,6 @@ func checkThrottle(t *testing.T, b report.Burn, quotaCores float64, timeKey stri
 	assert.Positive(t, d.ThrottledTime, "throttled time")
 	assert.LessOrEqual(t, d.ThrottledTime.Seconds(), float64(guestCPUs)*wall, "throttled time")
 
-	// Bands. The threads want b.Threads CPUs against quotaCores: they use
-	// the quota (half of it at least, even on a busy host), most periods end
-	// throttled, and of the b.Threads × wall they wanted and did not get,
-	// much was spent throttled.
-	assert.GreaterOrEqual(t, usage, 0.4*quotaCores*wall, "usage far below the quota")
-	assert.GreaterOrEqual(t, float64(d.ThrottledPeriods), 0.5*float64(d.Periods), "throttled periods")
-	assert.GreaterOrEqual(t, d.ThrottledTime.Seconds(), 0.25*(float64(b.Threads)*wall-usage), "throttled time")
-
 	// The reader against the kernel's files around its last reading.
 	before, after := parseRaw(t, b.RawBefore, timeKey, unit), parseRaw(t, b.RawAfter, timeKey, unit)
 	got := b.After
@@ -350,6 +343,19 @@ func checkThrottle(t *testing.T, b report.Burn, quotaCores float64, timeKey stri
 	} {
 		assert.True(t, c.lo <= c.got && c.got <= c.hi, "%s: the reader says %d, the kernel %d before and %d after", c.name, c.got, c.lo, c.hi)
 	}
+
+	// Bands. The threads want b.Threads CPUs against quotaCores: when the
+	// guest gets the CPU time it asks for, they use the quota (0.4 of it at
+	// least), most periods end throttled, and of the b.Threads × wall they
+	// wanted and did not get, much was spent throttled. On a host too busy to
+	// run qemu's vCPUs that much, the bands say nothing about the reader.
+	if usage < 0.4*quotaCores*wall {
+		load, _ := os.ReadFile("/proc/loadavg")
+		t.Skipf("bands skipped: the guest got %.3fs of CPU against a quota of %.3fs over %v, its vCPUs waiting for the host's cores (host load %s)",
+			usage, quotaCores*wall, b.Wall, strings.Fields(string(load) + " ?")[0])
+	}
+	assert.GreaterOrEqual(t, float64(d.ThrottledPeriods), 0.5*float64(d.Periods), "throttled periods")
+	assert.GreaterOrEqual(t, d.ThrottledTime.Seconds(), 0.25*(float64(b.Threads)*wall-usage), "throttled time")
 }
 
 // parseRaw reads the counters of the kernel's cpu.stat (and cpuacct.usage on
@@ -488,4 +494,21 @@ func checkResize(t *testing.T, w report.Watch, start, end int64, from, to report
 		assert.True(t, st.following, st.reason)
 		assert.Equal(t, 1, st.updates)
 	}
+}
+
+// TestThrottleBandsOfAStarvedGuest: the figures of a guest whose vCPUs waited
+// for the host's cores (the threads used a quarter of the quota) skip the
+// bands, after the kernel's guarantees and the reader's agreement with the
+// kernel's files were checked, instead of failing them.
+func TestThrottleBandsOfAStarvedGuest(t *testing.T) {
+	after := report.CPU{Periods: 25, ThrottledPeriods: 8, ThrottledTime: 150 * time.Millisecond, Usage: 300 * time.Millisecond, HasUsage: true}
+	raw := map[string]string{"cpu.stat": "nr_periods 25\nnr_throttled 8\nthrottled_time 150000000\n", "cpuacct.usage": "300000000\n"}
+	b := report.Burn{Threads: 2, Wall: 2 * time.Second, After: after, RawBefore: raw, RawAfter: raw,
+		Delta: report.CPU{Periods: 20, ThrottledPeriods: 5, ThrottledTime: 100 * time.Millisecond, Usage: 250 * time.Millisecond, HasUsage: true}}
+	var skipped bool
+	t.Run("check", func(t *testing.T) {
+		defer func() { skipped = t.Skipped() }()
+		checkThrottle(t, b, 0.5, "throttled_time", time.Nanosecond)
+	})
+	assert.True(t, skipped, "the bands are skipped")
 }

@@ -67,7 +67,7 @@ func TestMachineArgs(t *testing.T) {
 	args := strings.Join(m.Args(), " ")
 	for _, want := range []string{
 		"-accel tcg", "-smp 4", "-m 1536", "-no-reboot", "-serial stdio", "-kernel /k", "-initrd /i",
-		"console=ttyS0 panic=-1 quiet fitgo.suite=v2",
+		"console=ttyS0 panic=-1 quiet no_timer_check fitgo.suite=v2",
 	} {
 		assert.Contains(t, args, want)
 	}

@@ -33,8 +33,10 @@ func (m Machine) Args() []string {
 	// console=ttyS0: the guest's console is the first serial port, which
 	// -serial stdio connects to qemu's standard output. panic=-1 reboots at
 	// once on a panic (for example when /init dies), and -no-reboot turns any
-	// reboot into qemu's exit, so a broken guest ends the run.
-	cmdline := append([]string{"console=ttyS0", "panic=-1", "quiet"}, m.Cmdline...)
+	// reboot into qemu's exit, so a broken guest ends the run. no_timer_check:
+	// on a busy host the emulated timer can miss the kernel's boot-time check,
+	// which then panics ("IO-APIC + timer doesn't work").
+	cmdline := append([]string{"console=ttyS0", "panic=-1", "quiet", "no_timer_check"}, m.Cmdline...)
 	return []string{
 		"-accel", "tcg",
 		"-smp", strconv.Itoa(cpus),

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -58,14 +59,21 @@ func RunSuite(t *testing.T, h Host, name, script string, progs map[string]string
 		QEMU: h.QEMU, Kernel: h.Kernel, Initramfs: initramfs,
 		CPUs: cpus, MemoryMiB: memMiB, Cmdline: []string{"fitgo.suite=" + name},
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
+	// A hung guest goes quiet; how long a whole suite takes depends on the
+	// host's load. qemu is stopped after quietCutoff without console output,
+	// or after an hour.
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	ctx, stop := context.WithTimeout(ctx, time.Hour)
+	defer stop()
+	quiet := time.AfterFunc(quietCutoff, func() { cancel(fmt.Errorf("the guest printed nothing for %v", quietCutoff)) })
+	defer quiet.Stop()
 	var out bytes.Buffer
 	start := time.Now()
-	err = m.Run(ctx, &out)
+	err = m.Run(ctx, &watchdog{&out, quiet})
 	t.Logf("qemu ran %v", time.Since(start).Round(time.Second))
 	console := out.String()
-	require.NoError(t, err, console)
+	require.NoError(t, err, "%v\n%s", context.Cause(ctx), console)
 	c, err := ParseConsole(out.Bytes())
 	require.NoError(t, err, console)
 	require.True(t, c.Done, "the guest did not finish:\n%s", console)
@@ -85,4 +93,19 @@ func BuildStatic(dir, out string, pkgs ...string) error {
 		return fmt.Errorf("go build %s: %v\n%s", strings.Join(pkgs, " "), err, b)
 	}
 	return nil
+}
+
+// quietCutoff is how long a guest may print nothing before it counts as hung
+// (the bench suite prints after each run, minutes apart on a busy host).
+const quietCutoff = 5 * time.Minute
+
+// watchdog writes the console and restarts t at every write.
+type watchdog struct {
+	w io.Writer
+	t *time.Timer
+}
+
+func (d *watchdog) Write(p []byte) (int, error) {
+	d.t.Reset(quietCutoff)
+	return d.w.Write(p)
 }

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -193,8 +194,18 @@ func TestRealRun(t *testing.T) {
 	assert.Zero(t, u.OOMKills)
 
 	m := byKey["memory/untuned"]
-	assert.Equal(t, uint64(1), m.OOMKills, "a 154 MiB live heap without GOMEMLIMIT outgrows 256 MiB")
-	assert.True(t, math.IsNaN(float64(m.LatencyP99MS)))
+	var runs []results.Run
+	b, err = os.ReadFile(filepath.Join(out, report.RunsFile))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &runs))
+	i := slices.IndexFunc(runs, func(r results.Run) bool { return r.Scenario == "memory" && r.Variant == "untuned" })
+	require.GreaterOrEqual(t, i, 0)
+	if why, ok := noGCInWindow(runs[i], 256<<20); ok {
+		t.Log("kill not checked: " + why)
+	} else {
+		assert.Equal(t, uint64(1), m.OOMKills, "a 154 MiB live heap without GOMEMLIMIT outgrows 256 MiB")
+		assert.True(t, math.IsNaN(float64(m.LatencyP99MS)))
+	}
 	if runtime.NumCPU() >= 2 {
 		// fitgo reads the quota, also on the parent cgroup only; untuned does not.
 		assert.Equal(t, results.Float(1), byKey["cpu/fitgo"].GOMAXPROCS)
@@ -342,6 +353,10 @@ func TestRealShared(t *testing.T) {
 		case "untuned":
 			// A 48 MiB live heap grows to twice that before GOGC collects:
 			// more than the 80 MiB the sidecar leaves.
+			if why, ok := noGCInWindow(r, 128<<20); ok {
+				t.Log("kill not checked: " + why)
+				continue
+			}
 			assert.Equal(t, uint64(1), r.OOMKills, name)
 			assert.Nil(t, r.Workload, name)
 			kills := r.MemoryEvents["oom_kill"]

@@ -18,11 +18,13 @@ import (
 // GOMAXPROCS, the memory limit or the refresh status changes (polled every
 // 10ms), a State as a JSON line on stdout. It reads commands from stdin, one
 // per line: "pin" calls runtime.GOMAXPROCS with the current value (as a
-// program that sets it itself would); "setmem N" calls debug.SetMemoryLimit(N).
-// It returns when stdin is closed.
+// program that sets it itself would); "setmem N" calls debug.SetMemoryLimit(N);
+// "report N" asks for a State with Report set N ms after it. Each command
+// counts in Acks, so that a State shows it was handled. It returns when stdin
+// is closed.
 func Run() {
 	rep := fitgo.Startup()
-	start := time.Now()
+	start, acks := time.Now(), 0
 	enc := json.NewEncoder(os.Stdout)
 	cur := func() testprog.State {
 		mp, ml := rep.MaxProcs.Status(), rep.MemLimit.Status()
@@ -35,6 +37,7 @@ func Run() {
 			MemLimitFollowing: ml.Following,
 			MemLimitReason:    ml.Reason,
 			MemLimitEvents:    ml.HasEvents,
+			Acks:              acks,
 		}
 	}
 	first := cur()
@@ -65,11 +68,13 @@ func Run() {
 	last.MaxProcs, last.MemLimit, last.Changed, last.Err = "", "", false, ""
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
+	var reportAt int64 // 0: none asked for
 	for {
 		select {
 		case <-done:
 			return
 		case c := <-cmds:
+			acks++
 			switch f := strings.Fields(c); {
 			case len(f) == 1 && f[0] == "pin":
 				runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
@@ -78,14 +83,23 @@ func Run() {
 				if err := json.Unmarshal([]byte(f[1]), &n); err == nil {
 					debug.SetMemoryLimit(n)
 				}
+			case len(f) == 2 && f[0] == "report":
+				var n int64
+				if err := json.Unmarshal([]byte(f[1]), &n); err == nil {
+					reportAt = max(time.Since(start).Milliseconds()+n, 1)
+				}
 			}
 		case <-tick.C:
 			s := cur()
 			probe := s
 			probe.Millis = last.Millis
-			if probe != last {
+			if s.Report = reportAt > 0 && s.Millis >= reportAt; s.Report || probe != last {
 				enc.Encode(s)
 				last = s
+				last.Report = false
+			}
+			if s.Report {
+				reportAt = 0
 			}
 		}
 	}
