@@ -15,4 +15,5 @@ type State struct {
 	MemLimitFollowing bool   `json:"memlimit_following"`
 	MemLimitReason    string `json:"memlimit_reason,omitempty"`
 	MemLimitEvents    bool   `json:"memlimit_events"` // its Status has memory events
+	Done              string `json:"done,omitempty"`  // the command read, map or churn is done (or its error)
 }
