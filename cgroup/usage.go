@@ -98,15 +98,17 @@ func parseUsage(data []byte) (int64, error) {
 // inactive: what the kernel reclaims (writing back the dirty ones) before
 // it OOM-kills anyone. A level's usage less them is what it cannot reclaim:
 // anonymous memory and swap cache, shmem (tmpfs, shared memory) and the
-// kernel memory charged to the cgroup. Shmem is not in them: it is
-// swap-backed and sits on the anon lists ("shmem pages are on anon memory
-// management lists", cgroup-v2.rst, memory.stat; v1 memory.txt 5.2:
-// "active_file + inactive_file = cache - size of tmpfs"). The kernel memory
-// is charged to the usage on both (memory.current; v1 memory.usage_in_bytes
-// as well as memory.kmem.usage_in_bytes), so the usage less the file pages
-// counts it without a file or key of its own; the reclaimable slab it
-// holds (dentries, inodes) counts too, an error on the safe side. v1 keys
-// are total_*, the cgroup and its descendants, as memory.usage_in_bytes.
+// kernel memory charged to the cgroup. Shmem is not among them: it is
+// swap-backed ("shmem pages are on anon memory management lists",
+// cgroup-v2.rst, memory.stat); v1 counts it in cache but not in
+// active_file/inactive_file, "file-backed memory and MADV_FREE anonymous
+// memory (LazyFree pages)" on the LRU lists (cgroup-v1/memory.rst, 5.2).
+// The kernel memory is charged to the usage on both (memory.current; on v1
+// memory.usage_in_bytes is rss + cache + memory.kmem.usage_in_bytes, as
+// measured on Linux 6.18), so the usage less the file pages counts it with
+// no file or key of its own; the reclaimable slab (dentries, inodes) counts
+// too, an error on the safe side. The v1 keys are total_*, the cgroup and
+// its descendants, as memory.usage_in_bytes is.
 func parseFilePages(data []byte, v Version) (int64, error) {
 	active, inactive := "active_file", "inactive_file"
 	if v == V1 {
