@@ -205,7 +205,7 @@ func TestRealKernelV1HeadroomShmemElsewhere(t *testing.T) {
 	t.Cleanup(func() { os.RemoveAll(shm) }) // before owner's cgroups go
 	file := filepath.Join(shm, "shared")
 	startShell(t, owner.MemChild, "written", `dd if=/dev/zero of="$2" bs=1M count=300 2>/dev/null && echo written && exec cat`, file)
-	waitStat(t, owner.MemChild, "total_shmem", func(v int64) bool { return v >= 300*mib })
+	waitStat(t, owner.MemChild, "total_shmem", func(v int64) bool { return v >= 290*mib }) // the kernel flushes its counters lazily
 
 	cgv1.SetMemory(t, cg.MemChild, 512*mib)
 	startSidecar(t, side, cg.MemChild, "200")
