@@ -4,10 +4,14 @@ package fitgo
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -28,7 +32,14 @@ type sidecar struct {
 // and waits until it holds them.
 func startSidecar(t *testing.T, prog, dir string, mibs string) *sidecar {
 	t.Helper()
-	cmd := exec.Command("/bin/sh", "-c", `echo $$ > "$1/cgroup.procs" && exec "$2" "$3"`, "sh", dir, prog, mibs)
+	return startShell(t, dir, "held", `exec "$2" "$3"`, prog, mibs)
+}
+
+// startShell runs script in a shell in the memory cgroup dir, with args as
+// $2..., and waits until it writes the line want.
+func startShell(t *testing.T, dir, want, script string, args ...string) *sidecar {
+	t.Helper()
+	cmd := exec.Command("/bin/sh", append([]string{"-c", `echo $$ > "$1/cgroup.procs" && ` + script, "sh", dir}, args...)...)
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	require.NoError(t, err)
@@ -44,7 +55,7 @@ func startSidecar(t *testing.T, prog, dir string, mibs string) *sidecar {
 		}
 		close(s.lines)
 	}()
-	s.expect(t, "held")
+	s.expect(t, want)
 	return s
 }
 
@@ -114,4 +125,192 @@ func removeDir(t *testing.T, dir string) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Errorf("cannot remove test cgroup %s", dir)
+}
+
+// TestRealKernelV1HeadroomPageCache (issue 26, point 1): the program runs
+// alone under 512 MiB, and 300 MiB of a file are read twice in its cgroup,
+// by the program itself or by a neighbour process: the cgroup then holds
+// 300 MiB of active file pages, which the kernel reclaims before it
+// OOM-kills anyone. GOMEMLIMIT must stay 0.9 × 512 MiB. A 100 MiB sidecar
+// started next proves the refresh has read the cache: the first value at or
+// below 0.9 × (512 − 100) MiB must be within 16 MiB × 0.9 of it (the
+// sidecar's runtime and kernel memory), and once the sidecar frees its
+// memory GOMEMLIMIT must go back to 0.9 × 512 MiB without going lower on
+// the way. The working set gave 0.9 × (512 − 300) MiB at the first tick
+// after the reads, and then less.
+func TestRealKernelV1HeadroomPageCache(t *testing.T) {
+	cgv1.Require(t)
+	prog := cgv1.Build(t, "./internal/testprog/blank")
+	side := cgv1.Build(t, "./internal/testprog/sidecar")
+	whole, exact := int64(512*mib*9/10), int64(412*mib*9/10)
+	for _, reader := range []string{"own", "neighbour"} {
+		t.Run(reader, func(t *testing.T) {
+			cg := cgv1.NewPair(t)
+			cgv1.SetMemory(t, cg.MemChild, 512*mib)
+			file := sparseFile(t, t.TempDir(), 300*mib) // read, its holes fill the page cache
+			c := cg.StartIn(t, prog, "FITGO=refresh=100ms")
+			first, ok := c.Next(t, 30*time.Second)
+			require.True(t, ok, "no output; stderr: %s", c.Stderr)
+			require.Equal(t, whole, first.GOMEMLIMIT, "alone: %s", first.MemLimit)
+
+			if reader == "own" {
+				for range 2 {
+					c.Send(t, "read "+file)
+					st, _ := c.WaitFor(t, time.Now(), 60*time.Second, func(s testprog.State) bool { return s.Done != "" })
+					require.Equal(t, "read", st.Done)
+				}
+			} else {
+				startShell(t, cg.MemChild, "read", `cat "$2" >/dev/null && cat "$2" >/dev/null && echo read && exec cat`, file)
+			}
+			waitStat(t, cg.MemChild, "total_active_file", func(v int64) bool { return v >= 250*mib })
+
+			low := exact - 16*mib*9/10
+			s := startSidecar(t, side, cg.MemChild, "100")
+			st, _ := c.WaitFor(t, time.Now(), 60*time.Second, func(s testprog.State) bool {
+				return s.GOMEMLIMIT <= exact
+			})
+			t.Logf("first value at or below 0.9 × 412 MiB: %.1f MiB (%s)", float64(st.GOMEMLIMIT)/mib, statLine(t, cg.MemChild))
+			assert.Greater(t, st.GOMEMLIMIT, low)
+
+			// The sidecar frees its memory: back to the whole limit's value,
+			// never below low on the way (the working set went on down as
+			// the cache turned active).
+			s.stdin.Write([]byte("free\n"))
+			s.expect(t, "freed")
+			st, _ = c.WaitFor(t, time.Now(), 60*time.Second, func(s testprog.State) bool {
+				return s.GOMEMLIMIT == whole || s.GOMEMLIMIT <= low
+			})
+			t.Logf("then: %.1f MiB (%s)", float64(st.GOMEMLIMIT)/mib, statLine(t, cg.MemChild))
+			assert.Equal(t, whole, st.GOMEMLIMIT)
+		})
+	}
+}
+
+// TestRealKernelV1HeadroomShmemElsewhere (issue 26, point 2): a 200 MiB
+// sidecar shares the program's 512 MiB cgroup, and the program maps a
+// 300 MiB tmpfs file whose pages a process in another cgroup wrote, so they
+// are charged there. That RssShmem is not this cgroup's and must not cancel
+// the sidecar: GOMEMLIMIT stays 0.9 × (512 − 200) MiB, and with a 50 MiB
+// sidecar started next it goes down to 0.9 × (512 − 250) MiB (less up to
+// 16 MiB × 0.9) before it goes up at all (before the fix it went up to
+// 0.9 × 512 MiB after the mapping). Then the program, with GOGC=off, churns garbage up to
+// its GOMEMLIMIT for 100 readings of its RssAnon: no OOM kill.
+func TestRealKernelV1HeadroomShmemElsewhere(t *testing.T) {
+	cgv1.Require(t)
+	prog := cgv1.Build(t, "./internal/testprog/blank")
+	side := cgv1.Build(t, "./internal/testprog/sidecar")
+	owner, cg := cgv1.NewPair(t), cgv1.NewPair(t)
+	shm, err := os.MkdirTemp("/dev/shm", "fitgo-test-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(shm) }) // before owner's cgroups go
+	file := filepath.Join(shm, "shared")
+	startShell(t, owner.MemChild, "written", `dd if=/dev/zero of="$2" bs=1M count=300 2>/dev/null && echo written && exec cat`, file)
+	waitStat(t, owner.MemChild, "total_shmem", func(v int64) bool { return v >= 290*mib }) // the kernel flushes its counters lazily
+
+	cgv1.SetMemory(t, cg.MemChild, 512*mib)
+	startSidecar(t, side, cg.MemChild, "200")
+	c := cg.StartIn(t, prog, "FITGO=refresh=100ms", "GOGC=off")
+	first, ok := c.Next(t, 30*time.Second)
+	require.True(t, ok, "no output; stderr: %s", c.Stderr)
+	exact := int64(312 * mib * 9 / 10)
+	require.LessOrEqual(t, first.GOMEMLIMIT, exact, first.MemLimit)
+	require.Greater(t, first.GOMEMLIMIT, exact-16*mib*9/10, first.MemLimit)
+
+	c.Send(t, "map "+file)
+	st, _ := c.WaitFor(t, time.Now(), 60*time.Second, func(s testprog.State) bool { return s.Done != "" })
+	require.Equal(t, "map", st.Done)
+	pid := c.Cmd.Process.Pid
+	assert.GreaterOrEqual(t, procStatus(t, pid, "RssShmem"), int64(290*mib), "the mapping is resident")
+	assert.Less(t, statValue(t, cg.MemChild, "total_shmem"), int64(10*mib), "and charged elsewhere")
+
+	startSidecar(t, side, cg.MemChild, "50")
+	exact = int64(262 * mib * 9 / 10)
+	st, _ = c.WaitFor(t, time.Now(), 60*time.Second, func(s testprog.State) bool {
+		return s.GOMEMLIMIT <= exact || s.GOMEMLIMIT > first.GOMEMLIMIT
+	})
+	t.Logf("first value at or below 0.9 × 262 MiB, or up: %.1f MiB (%s)", float64(st.GOMEMLIMIT)/mib, statLine(t, cg.MemChild))
+	assert.LessOrEqual(t, st.GOMEMLIMIT, exact)
+	assert.Greater(t, st.GOMEMLIMIT, exact-16*mib*9/10)
+
+	c.Send(t, "churn")
+	st, _ = c.WaitFor(t, time.Now(), 60*time.Second, func(s testprog.State) bool { return s.Done != "" })
+	require.Equal(t, "churn", st.Done)
+	high := 0
+	for i := 0; i < 3000 && high < 100; i++ {
+		if anon, ok := procStatusOK(pid, "RssAnon"); !ok {
+			break // killed
+		} else if anon >= st.GOMEMLIMIT*3/4 {
+			high++
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	kills, _ := oomKills(t, cg.MemChild)
+	t.Logf("%d readings of RssAnon at 3/4 of GOMEMLIMIT or more; %s", high, statLine(t, cg.MemChild))
+	assert.Zero(t, kills, "the cgroup's oom_kill count")
+	assert.Equal(t, 100, high, "the program churned at its GOMEMLIMIT")
+}
+
+// sparseFile is a file of size bytes in dir with no data written: reading
+// it fills the page cache of the reader's cgroup, and no other's.
+func sparseFile(t *testing.T, dir string, size int64) string {
+	f, err := os.Create(filepath.Join(dir, "sparse"))
+	require.NoError(t, err)
+	require.NoError(t, f.Truncate(size))
+	require.NoError(t, f.Close())
+	return f.Name()
+}
+
+// statValue is key of the v1 cgroup dir's memory.stat.
+func statValue(t *testing.T, dir, key string) int64 {
+	data, err := os.ReadFile(filepath.Join(dir, "memory.stat"))
+	require.NoError(t, err)
+	m := regexp.MustCompile(`(?m)^` + key + ` (\d+)$`).FindSubmatch(data)
+	require.NotNil(t, m, "no %s in %s/memory.stat", key, dir)
+	n, err := strconv.ParseInt(string(m[1]), 10, 64)
+	require.NoError(t, err)
+	return n
+}
+
+// waitStat waits until ok holds for key of dir's memory.stat, for at most
+// 500 readings.
+func waitStat(t *testing.T, dir, key string, ok func(int64) bool) {
+	t.Helper()
+	for range 500 {
+		if ok(statValue(t, dir, key)) {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("%s of %s: %d MiB, not as wanted", key, dir, statValue(t, dir, key)/mib)
+}
+
+// statLine is the usage and the main figures of dir's memory.stat, for the log.
+func statLine(t *testing.T, dir string) string {
+	usage, err := os.ReadFile(filepath.Join(dir, "memory.usage_in_bytes"))
+	require.NoError(t, err)
+	line := "usage " + strings.TrimSpace(string(usage))
+	for _, k := range []string{"total_rss", "total_shmem", "total_active_file", "total_inactive_file"} {
+		line += fmt.Sprintf(" %s %d MiB", k, statValue(t, dir, k)/mib)
+	}
+	return line
+}
+
+// procStatus is the field key (in kB) of /proc/pid/status, in bytes.
+func procStatus(t *testing.T, pid int, key string) int64 {
+	v, ok := procStatusOK(pid, key)
+	require.True(t, ok, "no %s for process %d", key, pid)
+	return v
+}
+
+func procStatusOK(pid int, key string) (int64, bool) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, false
+	}
+	m := regexp.MustCompile(`(?m)^` + key + `:\s+(\d+) kB$`).FindSubmatch(data)
+	if m == nil {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(string(m[1]), 10, 64)
+	return n << 10, err == nil
 }

@@ -60,12 +60,17 @@ type Memory struct {
 	// Headroom is the memory the process can count on at the level of its
 	// hierarchy that leaves it the least: that level's limit minus what the
 	// others (the rest of its cgroup and of every cgroup below the level) hold
-	// there, Usage − Own. Usage is the working set, as the kubelet counts it:
-	// memory.current (v1: memory.usage_in_bytes) minus inactive_file (v1:
-	// total_inactive_file) of memory.stat. Own is RssAnon + RssShmem of
-	// /proc/self/status, what the heap and stacks are made of. Others up to
+	// there, Usage − Own. Usage is what the kernel cannot reclaim there:
+	// memory.current (v1: memory.usage_in_bytes) minus the file pages of
+	// memory.stat, active_file + inactive_file (v1: total_active_file +
+	// total_inactive_file), so anonymous memory, shmem and kernel memory.
+	// It is not the kubelet's working set, which keeps the active file
+	// pages: the kernel reclaims those too before it OOM-kills anyone. Own
+	// is RssAnon of /proc/self/status, what the heap and stacks are made of;
+	// not RssShmem, which may be charged to another cgroup. Others up to
 	// max(Limit/32, 8 MiB) are taken as the process's own kernel memory and
-	// page cache: Avail is then Limit, so that a process alone sees no change.
+	// shared memory: Avail is then Limit, so that a process alone sees no
+	// change.
 	//
 	// Only levels with a limit of their own and a visible usage count, not a
 	// v1 limit seen only through hierarchical_memory_limit; Source is "" when
@@ -75,7 +80,7 @@ type Memory struct {
 		Source string // the level's directory
 		From   string // its limit's file: memory.max, memory.high or memory.limit_in_bytes
 		Limit  int64  // the level's limit in bytes
-		Usage  int64  // the level's working set in bytes
+		Usage  int64  // what the level cannot reclaim, in bytes
 		Own    int64  // the process's share in bytes
 		Others int64  // Usage − Own, at least 0
 		Avail  int64  // Limit − Others (Limit when Others is within the margin); may be <= 0

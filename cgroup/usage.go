@@ -15,7 +15,7 @@ type headroom = struct {
 var errNoRssAnon = errors.New("no RssAnon line")
 
 // margin is the amount of others at a level with limit bytes that is taken
-// as the process's own kernel memory and file cache (see Memory.Headroom).
+// as the process's own kernel memory and shared memory (see Memory.Headroom).
 func margin(limit int64) int64 { return max(limit/32, 8<<20) }
 
 // headroomEval collects the levels of one evaluation.
@@ -45,26 +45,23 @@ func (e *headroomEval) level(w *Watcher, v Version, dir string, lmax, high int64
 	if !e.ownOK {
 		return
 	}
-	usageFile, inactiveKey := usageFiles(v)
+	usageFile, _ := usageFiles(v)
 	usage, ok := e.read(w, dir, usageFile, parseUsage)
 	if !ok {
 		return
 	}
-	inactive, ok := e.read(w, dir, "memory.stat", func(b []byte) (int64, error) {
-		v, _, err := statValue(b, inactiveKey, unlimitedMemory-1)
-		return int64(v), err
-	})
+	file, ok := e.read(w, dir, "memory.stat", func(b []byte) (int64, error) { return parseFilePages(b, v) })
 	if !ok {
 		return
 	}
-	ws := workingSet(usage, inactive)
-	others := max(ws-e.own, 0)
+	held := max(usage-file, 0)
+	others := max(held-e.own, 0)
 	avail := limit
 	if others > margin(limit) {
 		avail = limit - others
 	}
 	if e.h.Source == "" || avail < e.h.Avail {
-		e.h = headroom{Source: dir, From: from, Limit: limit, Usage: ws, Own: e.own, Others: others, Avail: avail, Err: e.h.Err}
+		e.h = headroom{Source: dir, From: from, Limit: limit, Usage: held, Own: e.own, Others: others, Avail: avail, Err: e.h.Err}
 	}
 }
 
@@ -97,30 +94,57 @@ func parseUsage(data []byte) (int64, error) {
 	return parseCount(data, "memory usage", unlimitedMemory-1)
 }
 
-// parseProcStatusOwn returns RssAnon + RssShmem of /proc/self/status, lines
-// such as "RssAnon:\t    1234 kB", in bytes. RssAnon is required (Linux
-// 4.5 and later); RssShmem is 0 when missing.
+// parseFilePages returns the file pages of a memory.stat, active and
+// inactive: what the kernel reclaims (writing back the dirty ones) before
+// it OOM-kills anyone. A level's usage less them is what it cannot reclaim:
+// anonymous memory and swap cache, shmem (tmpfs, shared memory) and the
+// kernel memory charged to the cgroup. Shmem is not among them: it is
+// swap-backed ("shmem pages are on anon memory management lists",
+// cgroup-v2.rst, memory.stat); v1 counts it in cache but not in
+// active_file/inactive_file, "file-backed memory and MADV_FREE anonymous
+// memory (LazyFree pages)" on the LRU lists (cgroup-v1/memory.rst, 5.2).
+// The kernel memory is charged to the usage on both (memory.current; on v1
+// memory.usage_in_bytes is rss + cache + memory.kmem.usage_in_bytes, as
+// measured on Linux 6.18), so the usage less the file pages counts it with
+// no file or key of its own; the reclaimable slab (dentries, inodes) counts
+// too, an error on the safe side. The v1 keys are total_*, the cgroup and
+// its descendants, as memory.usage_in_bytes is.
+func parseFilePages(data []byte, v Version) (int64, error) {
+	active, inactive := "active_file", "inactive_file"
+	if v == V1 {
+		active, inactive = "total_active_file", "total_inactive_file"
+	}
+	a, _, err := statValue(data, active, unlimitedMemory-1)
+	if err != nil {
+		return 0, err
+	}
+	i, _, err := statValue(data, inactive, unlimitedMemory-1)
+	return int64(a + i), err
+}
+
+// parseProcStatusOwn returns RssAnon of /proc/self/status, a line such as
+// "RssAnon:\t    1234 kB", in bytes (Linux 4.5 and later): the heap, stacks
+// and the rest of the runtime's memory, which GOMEMLIMIT governs. RssShmem
+// is left out: a mapping of shared memory may be charged to another cgroup
+// (the one that first touched its pages), and counted as the process's own
+// it would cancel a co-process's memory at the level. Capping it by the
+// level's shmem would still cancel a co-process's own shmem. Left to the
+// others, the process's shmem lowers GOMEMLIMIT, which is right: GOMEMLIMIT
+// does not bound it, so the heap can only have what it leaves.
 func parseProcStatusOwn(data []byte) (int64, error) {
-	var total int64
-	anon := false
 	for n := 1; len(data) > 0; n++ {
 		var line []byte
 		line, data = nextLine(data)
 		k, v := nextField(line)
-		isAnon := string(k) == "RssAnon:"
-		if !isAnon && string(k) != "RssShmem:" {
+		if string(k) != "RssAnon:" {
 			continue
 		}
 		num, unit := nextField(v)
 		u, ok := parseUint(num)
 		if !ok || string(unit) != "kB" || u >= unlimitedMemory>>10 {
-			return 0, invalid(n, string(k[:len(k)-1]), line)
+			return 0, invalid(n, "RssAnon", line)
 		}
-		total += int64(u) << 10
-		anon = anon || isAnon
+		return int64(u) << 10, nil
 	}
-	if !anon {
-		return 0, &parseError{Err: errNoRssAnon}
-	}
-	return total, nil
+	return 0, &parseError{Err: errNoRssAnon}
 }

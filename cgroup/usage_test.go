@@ -9,10 +9,21 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// statusOwn is a /proc/self/status whose RssAnon + RssShmem is own MiB.
+// statusOwn is a /proc/self/status whose RssAnon is own MiB.
 func statusOwn(own int64) string {
-	return "Name:\tapp\nVmRSS:\t99999 kB\nRssAnon:\t" + strconv.FormatInt(own*1024-4, 10) + " kB\nRssFile:\t5000 kB\nRssShmem:\t4 kB\n"
+	return "Name:\tapp\nVmRSS:\t99999 kB\nRssAnon:\t" + strconv.FormatInt(own*1024, 10) + " kB\nRssFile:\t5000 kB\nRssShmem:\t0 kB\n"
 }
+
+// withShmem is fsys with a /proc/self/status of own MiB of RssAnon and shmem
+// MiB of RssShmem.
+func withShmem(fsys fstest.MapFS, own, shmem int64) fstest.MapFS {
+	fsys["proc/self/status"] = &fstest.MapFile{Data: []byte("RssAnon:\t" + strconv.FormatInt(own*1024, 10) +
+		" kB\nRssFile:\t5000 kB\nRssShmem:\t" + strconv.FormatInt(shmem*1024, 10) + " kB\n")}
+	return fsys
+}
+
+// stat is a memory.stat line "key n MiB".
+func stat(key string, n int64) string { return key + " " + strconv.FormatInt(n*mib, 10) + "\n" }
 
 func mibs(n int64) string { return strconv.FormatInt(n*mib, 10) + "\n" }
 
@@ -76,8 +87,8 @@ func TestHeadroom(t *testing.T) {
 			"pod/app/memory.max": mibs(400), "pod/app/memory.current": mibs(100), "pod/app/memory.stat": "inactive_file 0\n",
 			"pod/memory.max": mibs(512), "pod/memory.current": mibs(300), "pod/memory.stat": "inactive_file 0\n",
 		}), headroom{Source: pod, From: "memory.max", Limit: 512 * mib, Usage: 300 * mib, Own: 100 * mib, Others: 200 * mib, Avail: 312 * mib}, false},
-		{"v2 inactive file pages are not the others'", headroomV2(100, map[string]string{
-			"pod/memory.max": mibs(512), "pod/memory.current": mibs(400), "pod/memory.stat": "active_file 1\ninactive_file " + strconv.Itoa(250*mib) + "\n",
+		{"v2 file pages are not the others'", headroomV2(100, map[string]string{
+			"pod/memory.max": mibs(512), "pod/memory.current": mibs(400), "pod/memory.stat": stat("active_file", 50) + stat("inactive_file", 200),
 		}), headroom{Source: pod, From: "memory.max", Limit: 512 * mib, Usage: 150 * mib, Own: 100 * mib, Others: 50 * mib, Avail: 462 * mib}, false},
 		{"v2 memory.high is the level's limit", headroomV2(100, map[string]string{
 			"pod/memory.max": mibs(512), "pod/memory.high": mibs(400), "pod/memory.current": mibs(300), "pod/memory.stat": "inactive_file 0\n",
@@ -113,6 +124,44 @@ func TestHeadroom(t *testing.T) {
 			"pod/app/memory.limit_in_bytes": mibs(512), "pod/app/memory.usage_in_bytes": mibs(300),
 			"pod/app/memory.stat": "total_inactive_file 0\n",
 		}), headroom{Source: v1app, From: "memory.limit_in_bytes", Limit: 512 * mib, Usage: 300 * mib, Own: 100 * mib, Others: 200 * mib, Avail: 312 * mib}, false},
+		// Issue 26, point 1: file pages, active or not, are the kernel's to
+		// reclaim; neither the process's own cache nor a neighbour's is
+		// the others' memory.
+		{"v1 own active file cache, read twice, alone", headroomV1(5, map[string]string{
+			"pod/app/memory.limit_in_bytes": mibs(512), "pod/app/memory.usage_in_bytes": mibs(307),
+			"pod/app/memory.stat": stat("total_cache", 300) + stat("total_rss", 5) + stat("total_inactive_file", 0) + stat("total_active_file", 300),
+		}), headroom{Source: v1app, From: "memory.limit_in_bytes", Limit: 512 * mib, Usage: 7 * mib, Own: 5 * mib, Others: 2 * mib, Avail: 512 * mib}, false},
+		{"v1 a neighbour's file cache in the own cgroup", headroomV1(230, map[string]string{
+			"pod/app/memory.limit_in_bytes": mibs(512), "pod/app/memory.usage_in_bytes": mibs(540),
+			"pod/app/memory.stat": stat("total_active_file", 200) + stat("total_inactive_file", 100),
+		}), headroom{Source: v1app, From: "memory.limit_in_bytes", Limit: 512 * mib, Usage: 240 * mib, Own: 230 * mib, Others: 10 * mib, Avail: 512 * mib}, false},
+		{"v1 a sibling's file cache and anonymous memory", headroomV1(100, map[string]string{
+			"pod/memory.limit_in_bytes": mibs(512), "pod/memory.usage_in_bytes": mibs(600),
+			"pod/memory.stat":               stat("total_active_file", 250) + stat("total_inactive_file", 50) + stat("total_shmem", 0),
+			"pod/app/memory.limit_in_bytes": "9223372036854771712\n", "pod/app/memory.usage_in_bytes": mibs(100),
+		}), headroom{Source: v1pod, From: "memory.limit_in_bytes", Limit: 512 * mib, Usage: 300 * mib, Own: 100 * mib, Others: 200 * mib, Avail: 312 * mib}, false},
+		{"v2 a neighbour's active file cache", headroomV2(100, map[string]string{
+			"pod/memory.max": mibs(512), "pod/memory.current": mibs(410),
+			"pod/memory.stat": stat("anon", 105) + stat("file", 300) + stat("active_file", 300) + stat("inactive_file", 0),
+		}), headroom{Source: pod, From: "memory.max", Limit: 512 * mib, Usage: 110 * mib, Own: 100 * mib, Others: 10 * mib, Avail: 512 * mib}, false},
+		{"v2 shmem is not file pages", headroomV2(100, map[string]string{
+			"pod/memory.max": mibs(512), "pod/memory.current": mibs(410),
+			"pod/memory.stat": stat("anon", 100) + stat("file", 300) + stat("shmem", 200) + stat("active_file", 60) + stat("inactive_file", 40) + stat("active_anon", 300),
+		}), headroom{Source: pod, From: "memory.max", Limit: 512 * mib, Usage: 310 * mib, Own: 100 * mib, Others: 210 * mib, Avail: 302 * mib}, false},
+		// Issue 26, point 2: the process maps 300 MiB of a tmpfs file whose
+		// pages are charged to another cgroup; its RssShmem must not cancel
+		// a 200 MiB co-process.
+		{"v1 shmem charged elsewhere next to a co-process", withShmem(headroomV1(0, map[string]string{
+			"pod/app/memory.limit_in_bytes": mibs(512), "pod/app/memory.usage_in_bytes": mibs(215),
+			"pod/app/memory.stat": stat("total_cache", 2) + stat("total_rss", 213) + stat("total_shmem", 0) + stat("total_active_file", 2),
+		}), 10, 300), headroom{Source: v1app, From: "memory.limit_in_bytes", Limit: 512 * mib, Usage: 213 * mib, Own: 10 * mib, Others: 203 * mib, Avail: 309 * mib}, false},
+		{"v2 shmem charged elsewhere next to a co-process", withShmem(headroomV2(0, map[string]string{
+			"pod/app/memory.max": mibs(512), "pod/app/memory.current": mibs(215),
+			"pod/app/memory.stat": stat("anon", 213) + stat("active_file", 2) + stat("inactive_file", 0),
+		}), 10, 300), headroom{Source: app, From: "memory.max", Limit: 512 * mib, Usage: 213 * mib, Own: 10 * mib, Others: 203 * mib, Avail: 309 * mib}, false},
+		{"v2 bad file pages in memory.stat: error, limit kept", headroomV2(100, map[string]string{
+			"pod/memory.max": mibs(512), "pod/memory.current": mibs(300), "pod/memory.stat": "active_file x\ninactive_file 0\n",
+		}), headroom{}, true},
 		{"v1 no usage file", headroomV1(100, map[string]string{
 			"pod/app/memory.limit_in_bytes": mibs(512), "pod/app/memory.stat": "total_inactive_file 0\n",
 		}), headroom{}, false},
@@ -165,7 +214,9 @@ var procStatusTests = []struct {
 	want int64
 	err  bool
 }{
-	{"RssAnon:\t 100 kB\nRssShmem:\t 4 kB\n", 104 << 10, false},
+	{"RssAnon:\t 100 kB\nRssShmem:\t 4 kB\n", 100 << 10, false},
+	{"RssShmem:\t 307200 kB\nRssAnon:\t 10240 kB\n", 10 << 20, false},
+	{"RssShmem: 1 kB\n", 0, true},
 	{"Name: x\nRssAnon: 1 kB\n", 1 << 10, false},
 	{"VmRSS: 1 kB\n", 0, true},
 	{"RssAnon: 1 MB\n", 0, true},
@@ -200,15 +251,54 @@ func FuzzProcStatusOwn(f *testing.F) {
 	})
 }
 
+var filePagesTests = []struct {
+	in     string
+	v1, v2 int64
+	err    bool
+}{
+	{"active_file 3\ninactive_file 4\ntotal_active_file 30\ntotal_inactive_file 40\n", 70, 7, false},
+	{"cache 9\nfile 9\nshmem 5\ntotal_cache 90\ntotal_shmem 50\n", 0, 0, false},
+	{"inactive_file 4\ntotal_inactive_file 40\n", 40, 4, false},
+	{"", 0, 0, false},
+	{"active_file x\ntotal_active_file -1\n", 0, 0, true},
+	{"inactive_file 99999999999999999999\ntotal_inactive_file 4611686018427387904\n", 0, 0, true},
+}
+
+func TestParseFilePages(t *testing.T) {
+	for _, tc := range filePagesTests {
+		for _, c := range []struct {
+			v    Version
+			want int64
+		}{{V1, tc.v1}, {V2, tc.v2}} {
+			got, err := parseFilePages([]byte(tc.in), c.v)
+			if tc.err {
+				assert.Error(t, err, "%q v%d", tc.in, c.v)
+				requireParseError(t, err)
+				continue
+			}
+			assert.NoError(t, err, "%q v%d", tc.in, c.v)
+			assert.Equal(t, c.want, got, "%q v%d", tc.in, c.v)
+		}
+	}
+}
+
 func FuzzUsage(f *testing.F) {
 	for _, s := range []string{"123\n", "0", "max\n", "", "1\n2\n", "99999999999999999999"} {
 		f.Add(s, "inactive_file 5\ntotal_inactive_file 6\n")
+		f.Add(s, "active_file 5\ninactive_file 6\ntotal_active_file 7\ntotal_inactive_file 8\n")
 	}
 	f.Fuzz(func(t *testing.T, usage, stat string) {
 		u, err := parseUsage([]byte(usage))
 		requireParseError(t, err)
 		if err == nil && (u < 0 || u >= unlimitedMemory) {
 			t.Fatalf("usage %d out of range", u)
+		}
+		for _, v := range []Version{V1, V2} {
+			n, err := parseFilePages([]byte(stat), v)
+			requireParseError(t, err)
+			if n < 0 {
+				t.Fatalf("file pages %d out of range", n)
+			}
 		}
 		for _, key := range []string{"inactive_file", "total_inactive_file"} {
 			v, _, err := statValue([]byte(stat), key, unlimitedMemory-1)

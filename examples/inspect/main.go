@@ -77,7 +77,7 @@ type headroom struct {
 	Source      string `json:"source,omitempty"`
 	From        string `json:"from,omitempty"`
 	LimitBytes  int64  `json:"limit_bytes,omitempty"`
-	UsageBytes  int64  `json:"working_set_bytes,omitempty"`
+	UsageBytes  int64  `json:"unreclaimable_bytes,omitempty"`
 	OwnBytes    int64  `json:"own_bytes,omitempty"`
 	OthersBytes int64  `json:"others_bytes"`
 	AvailBytes  int64  `json:"available_bytes,omitempty"`
@@ -342,7 +342,7 @@ func printText(w io.Writer, r report) error {
 			row("memory high", bytesString(*c.MemoryHighBytes)+" from "+c.MemoryHighSrc)
 		}
 		if h := c.Headroom; h != nil && h.Source != "" {
-			row("memory headroom", fmt.Sprintf("%s available at %s: %s %s − others %s (working set %s, own %s)",
+			row("memory headroom", fmt.Sprintf("%s available at %s: %s %s − others %s (not reclaimable %s, own %s)",
 				bytesString(h.AvailBytes), h.Source, h.From, bytesString(h.LimitBytes), bytesString(h.OthersBytes),
 				bytesString(h.UsageBytes), bytesString(h.OwnBytes)))
 		}

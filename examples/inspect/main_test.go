@@ -42,7 +42,7 @@ func TestPrintTextHeadroom(t *testing.T) {
 	}}
 	var buf bytes.Buffer
 	require.NoError(t, printText(&buf, r))
-	assert.Contains(t, buf.String(), "memory headroom    312 MiB available at /sys/fs/cgroup/pod: memory.max 512 MiB − others 200 MiB (working set 300 MiB, own 100 MiB)\n")
+	assert.Contains(t, buf.String(), "memory headroom    312 MiB available at /sys/fs/cgroup/pod: memory.max 512 MiB − others 200 MiB (not reclaimable 300 MiB, own 100 MiB)\n")
 }
 
 func TestPrintText(t *testing.T) {

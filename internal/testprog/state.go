@@ -16,6 +16,7 @@ type State struct {
 	MemLimitReason    string `json:"memlimit_reason,omitempty"`
 	MemLimitEvents    bool   `json:"memlimit_events"` // its Status has memory events
 
-	Acks   int  `json:"acks"`             // commands handled so far
-	Report bool `json:"report,omitempty"` // the line a "report" command asked for
+	Acks   int    `json:"acks"`             // commands handled so far
+	Report bool   `json:"report,omitempty"` // the line a "report" command asked for
+	Done   string `json:"done,omitempty"`   // the command read, map or churn is done (or its error)
 }

@@ -7,17 +7,24 @@
 // hold. With -listen it also accepts TCP connections on that address once it
 // holds the memory (and closes them at once): a Kubernetes tcpSocket startup
 // probe, which needs no shell in the image, then tells the kubelet to start
-// the workload's container only after that. It exits on SIGTERM or SIGINT.
+// the workload's container only after that. With -cache-mib it also keeps
+// page cache: it reads a file of that size (sparse, made for the run in the
+// temporary directory and removed at exit) twice before it says it holds
+// its memory, so that the pages are active, and then again every
+// -cache-every, as a process that serves files, writes logs or runs an
+// embedded database does. It exits on SIGTERM or SIGINT.
 package main
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -41,8 +48,29 @@ func run(args []string, stdout, stderr io.Writer, sig <-chan os.Signal) int {
 	mib := fs.Int("mib", 200, "resident memory to hold, MiB")
 	freeAfter := fs.Duration("free-after", 0, "free the memory after this time (0: only on SIGUSR1)")
 	listen := fs.String("listen", "", "once the memory is held, accept TCP connections on this address (e.g. :8642), for a readiness or startup probe")
+	cacheMiB := fs.Int("cache-mib", 0, "also keep this much page cache: read a file of this size in a loop (0: none)")
+	cacheEvery := fs.Duration("cache-every", time.Second, "read the -cache-mib file again this often")
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	if *cacheMiB > 0 {
+		file, err := cacheFile(int64(*cacheMiB) << 20)
+		if err != nil {
+			fmt.Fprintf(stderr, "sidecar: %v\n", err)
+			return 1
+		}
+		defer os.RemoveAll(filepath.Dir(file))
+		for range 2 { // twice: the second read makes the pages active
+			if err := readAll(file); err != nil {
+				fmt.Fprintf(stderr, "sidecar: %v\n", err)
+				return 1
+			}
+		}
+		go func() {
+			for range time.Tick(*cacheEvery) {
+				readAll(file)
+			}
+		}()
 	}
 	held := make([][]byte, *mib)
 	for i := range held {
@@ -82,6 +110,36 @@ func run(args []string, stdout, stderr io.Writer, sig <-chan os.Signal) int {
 			say(stdout, results.SidecarLine{State: "freed"})
 		}
 	}
+}
+
+// cacheFile makes a sparse file of size bytes in a new temporary directory:
+// reading it fills the page cache (of the reader's memory cgroup) without
+// writing to a disk.
+func cacheFile(size int64) (string, error) {
+	dir, err := os.MkdirTemp("", "fitgo-sidecar-cache-")
+	if err != nil {
+		return "", err
+	}
+	f, err := os.Create(filepath.Join(dir, "cache"))
+	if err == nil {
+		err = errors.Join(f.Truncate(size), f.Close())
+	}
+	if err != nil {
+		os.RemoveAll(dir)
+		return "", err
+	}
+	return f.Name(), nil
+}
+
+// readAll reads the file to its end.
+func readAll(name string) error {
+	f, err := os.Open(name)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = io.Copy(io.Discard, f)
+	return err
 }
 
 // accept closes every connection it accepts, until ln is closed: a probe

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"syscall"
 	"testing"
 
@@ -82,4 +83,39 @@ func TestRunListen(t *testing.T) {
 	// An address it cannot listen on is an error, not a sidecar that never
 	// becomes ready.
 	assert.Equal(t, 1, run([]string{"-mib", "1", "-listen", "256.0.0.1:1"}, io.Discard, io.Discard, sig))
+}
+
+// TestRunCache: with -cache-mib, the sidecar holds a file of that size in
+// the temporary directory while it runs (read in a loop) and removes it
+// when it exits.
+func TestRunCache(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	r, w := io.Pipe()
+	sig := make(chan os.Signal)
+	code := make(chan int, 1)
+	go func() {
+		code <- run([]string{"-mib", "1", "-cache-mib", "4", "-cache-every", "10ms"}, w, io.Discard, sig)
+		w.Close()
+	}()
+	lines := bufio.NewScanner(r)
+	require.True(t, lines.Scan())
+	l, err := results.ParseSidecarLine(lines.Bytes())
+	require.NoError(t, err)
+	assert.Equal(t, "held", l.State)
+	files, err := filepath.Glob(filepath.Join(tmp, "fitgo-sidecar-cache-*", "cache"))
+	require.NoError(t, err)
+	require.Len(t, files, 1)
+	st, err := os.Stat(files[0])
+	require.NoError(t, err)
+	assert.Equal(t, int64(4<<20), st.Size())
+
+	sig <- syscall.SIGTERM
+	assert.Equal(t, 0, <-code)
+	left, err := os.ReadDir(tmp)
+	require.NoError(t, err)
+	assert.Empty(t, left, "the file is removed at exit")
+
+	t.Setenv("TMPDIR", filepath.Join(tmp, "missing"))
+	assert.Equal(t, 1, run([]string{"-mib", "1", "-cache-mib", "1"}, io.Discard, io.Discard, sig), "no file: an error")
 }

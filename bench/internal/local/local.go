@@ -109,6 +109,10 @@ type Options struct {
 	// this long after it started holding it (the workload then has the room
 	// to itself: a run can show a GOMEMLIMIT that follows).
 	SidecarFreeAfter time.Duration
+	// SidecarCache, when positive, makes the sidecar also keep this much
+	// page cache, a file it reads in a loop (reclaimable memory next to the
+	// memory it holds).
+	SidecarCache int64
 	// GrowMiB is the leak scenario's heap growth in MiB/s (0: the default).
 	GrowMiB float64
 	// DurationSet is true when Duration was given explicitly: the leak
@@ -195,9 +199,10 @@ func parseFlags(args []string, stderr io.Writer) (Options, error) {
 	fs.StringVar(&cpus, "cpus", "", "CPU quotas of the cpu, nested and sweep scenarios in cores or millicores (e.g. 0.5 or 500m), comma-separated; none for no quota (default "+DefaultCPUs+" for cpu, "+DefaultNestedCPUs+" for nested, "+DefaultSweepCPUs+" for sweep)")
 	fs.StringVar(&loads, "load", "", "request work as fractions of the CPU quota, comma-separated (0.7: requests take 0.7 × quota CPU-seconds per second; the host's CPUs without a quota); default: the fixed -work per request, or "+DefaultSweepLoads+" for sweep")
 	fs.StringVar(&memory, "memory", "", "memory limits of the memory, shared and leak scenarios, comma-separated (default "+DefaultMemory+" for memory, "+DefaultSharedMemory+" for shared and leak)")
-	var sidecar, layouts string
+	var sidecar, sidecarCache, layouts string
 	fs.StringVar(&sidecar, "sidecar", DefaultSidecar, "memory the shared scenario's sidecar holds resident")
 	fs.StringVar(&layouts, "layout", DefaultLayouts, "where the shared scenario's sidecar runs, comma-separated: sibling (in a sibling cgroup under the limited parent) or coprocess (in the workload's own limited cgroup)")
+	fs.StringVar(&sidecarCache, "sidecar-cache", "", "page cache the shared scenario's sidecar also keeps: it reads a file of this size (e.g. 300Mi) twice before the workload starts, and then every second (default: none)")
 	fs.DurationVar(&o.SidecarFreeAfter, "sidecar-free-after", 0, "make the shared scenario's sidecar free its memory this long after it holds it (0: it holds it to the end)")
 	fs.Float64Var(&o.GrowMiB, "grow-mib", DefaultLeakGrowMiB, "the leak scenario's heap growth, MiB/s")
 	fs.DurationVar(&o.Duration, "duration", DefaultDuration, "measured window of each run (after the live heap is built; default "+DefaultLeakDuration.String()+" for leak)")
@@ -248,6 +253,12 @@ Flags:
 		return o, fmt.Errorf("-sidecar: want one size, e.g. 200Mi (%v)", err)
 	}
 	o.Sidecar = sizes[0]
+	if sidecarCache != "" {
+		if sizes, err = settings.ParseSizes(sidecarCache); err != nil || len(sizes) != 1 {
+			return o, fmt.Errorf("-sidecar-cache: want one size, e.g. 300Mi (%v)", err)
+		}
+		o.SidecarCache = sizes[0]
+	}
 	if o.Layouts, err = parseLayouts(layouts); err != nil {
 		return o, err
 	}
@@ -638,6 +649,10 @@ func (r *runner) run(ctx context.Context) ([]results.Run, error) {
 		note := sharedNote
 		if o.SidecarFreeAfter > 0 {
 			note += fmt.Sprintf(" The sidecar freed its memory %v after it held it.", o.SidecarFreeAfter)
+		}
+		if o.SidecarCache > 0 {
+			note += fmt.Sprintf(" The sidecar also kept %s of page cache: it read a file of that size twice before the workload started (active file pages), and then every second; the kernel reclaims those pages, so `oracle-headroom` leaves them out.",
+				report.MiB(float64(o.SidecarCache)))
 		}
 		r.meta.Notes = append(r.meta.Notes, note)
 	}

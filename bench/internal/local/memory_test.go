@@ -38,6 +38,11 @@ func TestSharedAndLeakSettings(t *testing.T) {
 	sets, err = o.settings()
 	require.NoError(t, err)
 	assert.Equal(t, []setting{{scenario: "shared", memory: 128 << 20, heapMiB: 48, layout: LayoutCoprocess, sidecar: 48 << 20}}, sets)
+	assert.Zero(t, o.SidecarCache)
+
+	o, err = parseFlags([]string{"-scenario", "shared", "-sidecar-cache", "300Mi"}, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, int64(300<<20), o.SidecarCache)
 
 	o, err = parseFlags([]string{"-scenario", "leak"}, io.Discard)
 	require.NoError(t, err)
@@ -64,6 +69,7 @@ func TestSharedAndLeakSettings(t *testing.T) {
 
 	for _, bad := range [][]string{
 		{"-layout", "sidecar"}, {"-layout", ","}, {"-sidecar", "x"}, {"-sidecar", "1Mi,2Mi"}, {"-grow-mib", "0"}, {"-sidecar-free-after", "-1s"},
+		{"-sidecar-cache", "x"}, {"-sidecar-cache", "1Mi,2Mi"},
 	} {
 		_, err := parseFlags(bad, io.Discard)
 		assert.Error(t, err, "%q", bad)

@@ -92,7 +92,7 @@ func (r *runner) runOne(ctx context.Context, st setting, v variant.Variant, roun
 			if st.layout == LayoutSibling {
 				procs = g.SidecarProcs
 			}
-			sc, err := startSidecar(ctx, self, r.bins[variant.SidecarName], procs, st.sidecar, o.SidecarFreeAfter)
+			sc, err := startSidecar(ctx, self, r.bins[variant.SidecarName], procs, st.sidecar, o.SidecarCache, o.SidecarFreeAfter)
 			if err != nil {
 				return fail(fmt.Errorf("sidecar: %w", err))
 			}

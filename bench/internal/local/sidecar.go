@@ -28,14 +28,16 @@ const sidecarTimeout = time.Minute
 
 // startSidecar starts the sidecar binary bin holding size bytes in the
 // cgroups whose cgroup.procs files are procs (through the runner's
-// trampoline self), and waits until it holds them; with freeAfter > 0 it
-// frees them that long after.
-func startSidecar(ctx context.Context, self, bin string, procs []string, size int64, freeAfter time.Duration) (*sidecar, error) {
+// trampoline self), and waits until it holds them; with cache > 0 it also
+// keeps that much page cache, and with freeAfter > 0 it frees its memory
+// that long after.
+func startSidecar(ctx context.Context, self, bin string, procs []string, size, cache int64, freeAfter time.Duration) (*sidecar, error) {
 	if bin == "" || len(procs) == 0 {
 		return nil, errors.New("no sidecar binary or no cgroup for it")
 	}
 	files, _ := json.Marshal(procs)
-	cmd := exec.Command(self, bin, "-mib", strconv.FormatInt((size+(1<<20)-1)>>20, 10), "-free-after", freeAfter.String())
+	cmd := exec.Command(self, bin, "-mib", strconv.FormatInt((size+(1<<20)-1)>>20, 10), "-free-after", freeAfter.String(),
+		"-cache-mib", strconv.FormatInt((cache+(1<<20)-1)>>20, 10))
 	cmd.Env = append(cleanEnv(os.Environ()), cgexecEnv+"="+string(files))
 	dieWithParent(cmd)
 	out, err := cmd.StdoutPipe()

@@ -4,6 +4,7 @@ package run
 import (
 	"bufio"
 	"encoding/json"
+	"io"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -19,9 +20,14 @@ import (
 // 10ms), a State as a JSON line on stdout. It reads commands from stdin, one
 // per line: "pin" calls runtime.GOMAXPROCS with the current value (as a
 // program that sets it itself would); "setmem N" calls debug.SetMemoryLimit(N);
-// "report N" asks for a State with Report set N ms after it. Each command
-// counts in Acks, so that a State shows it was handled. It returns when stdin
-// is closed.
+// "report N" asks for a State with Report set N ms after it; "read PATH"
+// reads the file PATH to the end (into the page cache); "map PATH" maps the
+// file PATH shared and reads every page, which stays mapped (shared memory
+// when PATH is on a tmpfs); "churn" starts allocating 1 MiB of garbage at a
+// time, every page written. After read, map and churn it writes a State whose
+// Done is the command's name (or its error). Each command counts in Acks, so
+// that a State shows it was handled. It returns when stdin is closed.
+// It returns when stdin is closed.
 func Run() {
 	rep := fitgo.Startup()
 	start, acks := time.Now(), 0
@@ -88,6 +94,13 @@ func Run() {
 				if err := json.Unmarshal([]byte(f[1]), &n); err == nil {
 					reportAt = max(time.Since(start).Milliseconds()+n, 1)
 				}
+			case len(f) == 2 && (f[0] == "read" || f[0] == "map"), len(f) == 1 && f[0] == "churn":
+				s := cur()
+				s.Done = f[0]
+				if err := command(f); err != nil {
+					s.Done = err.Error()
+				}
+				enc.Encode(s)
 			}
 		case <-tick.C:
 			s := cur()
@@ -103,4 +116,29 @@ func Run() {
 			}
 		}
 	}
+}
+
+// command runs the command read, map or churn.
+func command(f []string) error {
+	switch f[0] {
+	case "read":
+		file, err := os.Open(f[1])
+		if err != nil {
+			return err
+		}
+		defer file.Close()
+		_, err = io.Copy(io.Discard, file)
+		return err
+	case "map":
+		return mapFile(f[1])
+	}
+	go func() {
+		for {
+			b := make([]byte, 1<<20)
+			for i := 0; i < len(b); i += 4096 {
+				b[i] = 1
+			}
+		}
+	}()
+	return nil
 }

@@ -1,0 +1,7 @@
+//go:build !unix
+
+package run
+
+import "errors"
+
+func mapFile(string) error { return errors.New("map: not on this system") }
