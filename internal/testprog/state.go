@@ -15,4 +15,7 @@ type State struct {
 	MemLimitFollowing bool   `json:"memlimit_following"`
 	MemLimitReason    string `json:"memlimit_reason,omitempty"`
 	MemLimitEvents    bool   `json:"memlimit_events"` // its Status has memory events
+
+	Tick  int    `json:"tick,omitempty"`  // of a program that reports each tick of its own (blanksaw)
+	Phase string `json:"phase,omitempty"` // of that program's shape
 }
