@@ -117,6 +117,7 @@ type guard struct {
 	marks [guardWindow + 1]mark // the last readings, by seq
 	top   uint64                // the greatest marked heap before the window
 	base  uint64                // the marked heap that the first step's growth started above
+	fell  int                   // readings in a row with the marked heap below base
 	bound int                   // readings in a row with the goal set by GOMEMLIMIT, each after a marked one
 	steps int
 	share float64 // of the window of the last step
@@ -140,13 +141,17 @@ func (g *guard) step(want, hard int64, r gcReading, l *memLimit) (int64, guardEv
 	g.top = max(g.top, g.marks[(g.seq+1)%len(g.marks)].live) // the reading that leaves the window
 	g.marks[g.seq%len(g.marks)] = mark{r.gcCPU, r.cpu, r.live}
 	g.seq++
+	if g.fell++; r.live >= g.base {
+		g.fell = 0
+	}
 	switch {
 	case want <= 0 || hard <= want:
 		// No soft limit, or no room above it (the floor, a tiny limit): the
 		// steps go; the knob's own line logs the change.
 		g.bound, g.steps = 0, 0
-	case g.steps > 0 && r.live < g.base:
-		// The heap fell back below where the growth began: it was a peak.
+	case g.steps > 0 && g.fell >= guardWindow/3:
+		// The heap fell back below where the growth began, for a third of
+		// a window: it was a peak.
 		g.bound, g.steps, ev = 0, 0, guardReset
 	case !r.bound():
 		g.bound = 0
@@ -165,7 +170,7 @@ func (g *guard) step(want, hard int64, r gcReading, l *memLimit) (int64, guardEv
 				g.base = from
 			}
 			g.steps++
-			g.share, g.bound, ev = share, 0, guardStep
+			g.share, g.bound, g.fell, ev = share, 0, 0, guardStep
 		}
 	}
 	if g.steps == 0 {

@@ -330,13 +330,15 @@ type seg struct {
 
 // TestLeakGuardShapes: heaps sent as readings to the tick under a 512 MiB
 // limit, with the goal GOMEMLIMIT's (440 MiB) when GOGC's is above it. A
-// sawtooth takes no step, however long each rise; a step is given back
-// when the heap falls below where its growth began, also with GOGC=off
-// where the goal is always GOMEMLIMIT's; a leak, fast or slow, still steps.
+// sawtooth takes no step, however long each rise, after its first; a step
+// is given back once the heap has been below where its growth began for a
+// third of a window, also with GOGC=off, where the goal is always
+// GOMEMLIMIT's; a leak, fast or slow, still steps.
 func TestLeakGuardShapes(t *testing.T) {
 	pinned, calm := 0.45, 0.01
-	tooth := func(low, high float64) []seg { // 40 readings up, 4 held, a fall
-		return []seg{{40, high, pinned, 0}, {4, high, pinned, 0}, {1, low, pinned, 0}}
+	third := guardWindow / 3
+	tooth := func(low, high float64) []seg { // a fall, 6 readings low, 40 up, 4 held
+		return []seg{{1, low, pinned, 0}, {5, low, pinned, 0}, {40, high, pinned, 0}, {4, high, pinned, 0}}
 	}
 	for _, tc := range []struct {
 		name  string
@@ -344,15 +346,18 @@ func TestLeakGuardShapes(t *testing.T) {
 		start float64
 		segs  []seg
 	}{
-		{"a sawtooth from its top", 100, 0, slices.Concat([]seg{{4, 420, calm, 0}, {1, 320, calm, 0}},
-			tooth(320, 419), tooth(320, 421), tooth(320, 418), tooth(320, 420))},
-		{"a sawtooth from its bottom: its first rise steps, the fall gives it back", 100, 320, slices.Concat(
-			[]seg{{1, 320, calm, 0}, {40, 420, pinned, 1}, {4, 420, pinned, 1}, {1, 320, pinned, 0}},
+		{"a sawtooth from its top", 100, 0, slices.Concat([]seg{{4, 420, calm, 0}},
+			tooth(320, 419), tooth(320, 421), tooth(320, 418), tooth(320, 420), tooth(320, 419))},
+		{"a sawtooth from its bottom: its first rise steps, its fall gives the step back", 100, 320, slices.Concat(
+			[]seg{{1, 320, calm, 0}, {40, 420, pinned, 1}, {4, 420, pinned, 1}, {1, 320, pinned, 1}, {third - 1, 320, pinned, 0}},
 			tooth(320, 419), tooth(320, 421), tooth(320, 418))},
 		{"a leak that is freed: the step given back", 100, 300, []seg{{1, 300, calm, 0}, {31, 331, pinned, 1},
-			{1, 326, pinned, 1}, {guardWindow, 326, calm, 1}, {1, 250, calm, 0}, {3 * guardWindow, 250, pinned, 0}}},
+			{1, 326, pinned, 1}, {guardWindow, 326, calm, 1}, {1, 250, calm, 1}, {third - 2, 250, calm, 1}, {1, 250, calm, 0},
+			{3 * guardWindow, 250, pinned, 0}}},
+		{"a leak that falls for less than a third of a window keeps its step", 100, 300, []seg{{1, 300, calm, 0},
+			{31, 331, pinned, 1}, {1, 250, pinned, 1}, {third - 2, 250, pinned, 1}, {1, 331, pinned, 1}, {guardWindow, 331, pinned, 1}}},
 		{"GOGC=off, a burst: the steps given back", -1, 24, []seg{{1, 24, calm, 0}, {60, 400, pinned, 2},
-			{1, 24, pinned, 0}, {4 * guardWindow, 24, calm, 0}}},
+			{1, 24, pinned, 2}, {third - 2, 24, pinned, 2}, {1, 24, calm, 0}, {4 * guardWindow, 24, calm, 0}}},
 		{"GOGC=off, a leak steps", -1, 24, []seg{{1, 24, calm, 0}, {guardWindow, 54, pinned, 1}, {guardWindow, 84, pinned, 2}}},
 		{"a fast leak steps", 100, 256, []seg{{1, 256, calm, 0}, {guardWindow, 376, pinned, 1},
 			{guardWindow, 496, pinned, 2}}},
