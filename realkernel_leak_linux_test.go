@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fitgo/fitgo/internal/testprog"
 	"github.com/fitgo/fitgo/internal/testprog/cgv1"
 )
 
@@ -75,6 +76,54 @@ func TestRealKernelV1LeakGuard(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRealKernelV1LeakGuardGivesBack: a blank-import program with a 250 ms
+// refresh under a 256 MiB v1 limit (internal/testprog/blanksaw), counted in
+// its own ticks of 250 ms. A sawtooth, built to 210 MiB and then in 12 s
+// teeth that fall to 160 MiB and rise back, takes no step in the five
+// teeth after its first;
+// a burst to 200 MiB with GOGC=off that took steps gives them back within
+// 120 ticks of the heap's fall. The waits only cap a hung program.
+func TestRealKernelV1LeakGuardGivesBack(t *testing.T) {
+	cgv1.Require(t)
+	prog := cgv1.Build(t, "./internal/testprog/blanksaw")
+	policy := int64(256 * mib * 9 / 10)
+	start := func(t *testing.T, env ...string) func() testprog.State {
+		cg := cgv1.NewPair(t)
+		cgv1.SetMemory(t, cg.MemChild, 256*mib)
+		c := cg.StartIn(t, prog, append(env, "FITGO=refresh=250ms")...)
+		return func() testprog.State {
+			s, ok := c.Next(t, time.Minute)
+			require.True(t, ok, "no line within a minute (OOM-killed?); stderr: %s", c.Stderr)
+			return s
+		}
+	}
+	t.Run("sawtooth", func(t *testing.T) {
+		next := start(t, "SHAPE=saw", "GOGC=100")
+		s := next()
+		for ; s.Phase != "tooth 2"; s = next() {
+		}
+		// A build slower than the window (a loaded host) may take a step,
+		// which the teeth do not fall below; they add none.
+		t.Logf("GOMEMLIMIT %d after the first tooth (policy %d)", s.GOMEMLIMIT, policy)
+		for at := s.GOMEMLIMIT; s.Phase != "tooth 7"; s = next() {
+			require.Equal(t, at, s.GOMEMLIMIT, "tick %d, %s", s.Tick, s.Phase)
+		}
+	})
+	t.Run("burst, GOGC=off", func(t *testing.T) {
+		next := start(t, "SHAPE=burst", "GOGC=off")
+		s := next()
+		require.Equal(t, policy, s.GOMEMLIMIT)
+		top := s.GOMEMLIMIT
+		for ; s.Phase != "fallen"; s = next() {
+			top = max(top, s.GOMEMLIMIT)
+		}
+		t.Logf("GOMEMLIMIT up to %d in the burst (policy %d)", top, policy)
+		for fell := s.Tick; s.GOMEMLIMIT != policy; s = next() {
+			require.Less(t, s.Tick-fell, 120, "the steps not given back: GOMEMLIMIT %d", s.GOMEMLIMIT)
+		}
+	})
 }
 
 // oomKills reads oom_kill from the v1 cgroup's memory.oom_control, where

@@ -115,8 +115,10 @@ type guard struct {
 	on    bool
 	seq   int                   // readings marked
 	marks [guardWindow + 1]mark // the last readings, by seq
+	top   uint64                // the greatest marked heap before the window
+	base  uint64                // the marked heap that the first step's growth started above
+	fell  int                   // readings in a row with the marked heap below base
 	bound int                   // readings in a row with the goal set by GOMEMLIMIT, each after a marked one
-	free  int                   // readings in a row with GOGC's goal while steps are in force
 	steps int
 	share float64 // of the window of the last step
 	warn  bool    // the first step's Warn line is logged
@@ -128,7 +130,7 @@ type guardEvent int
 const (
 	guardNone  guardEvent = iota
 	guardStep             // it took a step
-	guardReset            // it dropped its steps: the heap left the limit
+	guardReset            // it dropped its steps: the heap fell back
 )
 
 // step takes a reading r at which the policy gives want for the hard limit
@@ -136,22 +138,24 @@ const (
 func (g *guard) step(want, hard int64, r gcReading, l *memLimit) (int64, guardEvent) {
 	ev := guardNone
 	prev := g.seq > 0
+	g.top = max(g.top, g.marks[(g.seq+1)%len(g.marks)].live) // the reading that leaves the window
 	g.marks[g.seq%len(g.marks)] = mark{r.gcCPU, r.cpu, r.live}
 	g.seq++
+	if g.fell++; r.live >= g.base {
+		g.fell = 0
+	}
 	switch {
 	case want <= 0 || hard <= want:
 		// No soft limit, or no room above it (the floor, a tiny limit): the
 		// steps go; the knob's own line logs the change.
-		g.bound, g.free, g.steps = 0, 0, 0
+		g.bound, g.steps = 0, 0
+	case g.steps > 0 && g.fell >= guardWindow/3:
+		// The heap fell back below where the growth began, for a third of
+		// a window: it was a peak.
+		g.bound, g.steps, ev = 0, 0, guardReset
 	case !r.bound():
 		g.bound = 0
-		if g.steps > 0 {
-			if g.free++; g.free >= guardWindow {
-				g.steps, g.free, ev = 0, 0, guardReset
-			}
-		}
 	case prev:
-		g.free = 0
 		g.bound = min(g.bound+1, guardWindow)
 		if g.bound < guardWindow || g.steps >= guardSteps {
 			break
@@ -161,9 +165,12 @@ func (g *guard) step(want, hard int64, r gcReading, l *memLimit) (int64, guardEv
 		if d := now.total - then.total; d > 0 {
 			share = (now.gc - then.gc) / d
 		}
-		if share > guardShare && g.grew() {
+		if from, grew := g.grew(); share > guardShare && grew {
+			if g.steps == 0 {
+				g.base = from
+			}
 			g.steps++
-			g.share, g.bound, ev = share, 0, guardStep
+			g.share, g.bound, g.fell, ev = share, 0, 0, guardStep
 		}
 	}
 	if g.steps == 0 {
@@ -177,19 +184,21 @@ func (g *guard) step(want, hard int64, r gcReading, l *memLimit) (int64, guardEv
 	return v, ev
 }
 
-// grew reports whether the marked heap grew over the last guardWindow
-// readings: its least value in their last third is above its greatest in
-// their first. A steady heap, a peak that has passed and a heap built in the
-// first third do not pass; a heap that jumps up mid-window and stays passes
-// once.
-func (g *guard) grew() bool {
+// grew reports whether the marked heap grew to a height it never had: its
+// least value in the last third of the last guardWindow readings is above
+// from, its greatest in their first third and before them. A steady heap, a
+// peak that has passed, a heap built in the first third and the rising edge
+// of a sawtooth below an earlier peak do not pass; a heap that jumps up
+// mid-window and stays passes once.
+func (g *guard) grew() (from uint64, ok bool) {
 	third := guardWindow / 3
-	var first, last uint64 = 0, math.MaxUint64
+	var last uint64 = math.MaxUint64
+	from = g.top
 	for i := range third {
-		first = max(first, g.marks[(g.seq-guardWindow+i)%len(g.marks)].live)
+		from = max(from, g.marks[(g.seq-guardWindow+i)%len(g.marks)].live)
 		last = min(last, g.marks[(g.seq-1-i)%len(g.marks)].live)
 	}
-	return last > first
+	return from, last > from
 }
 
 // guardValue is g as a log group of its fields.
@@ -207,8 +216,8 @@ func (f *Fit) logGuard(ev guardEvent, want int64, l memLimit) {
 	}
 	switch {
 	case ev == guardReset:
-		f.log.Info("fitgo: the heap is no longer held at GOMEMLIMIT; the leak guard gives GOMEMLIMIT back to the policy",
-			"GOMEMLIMIT", want, "readings", guardWindow)
+		f.log.Info("fitgo: the heap fell back below where it grew from; the leak guard gives GOMEMLIMIT back to the policy",
+			"GOMEMLIMIT", want)
 	case !f.guard.warn:
 		f.guard.warn = true
 		f.log.Warn("fitgo: the GC is pinned at GOMEMLIMIT (a leak?); the leak guard raises GOMEMLIMIT toward the memory limit, "+

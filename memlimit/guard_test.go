@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"log/slog"
 	"runtime/metrics"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -86,9 +87,8 @@ func TestLeakGuard(t *testing.T) {
 			{3 * guardWindow, true, pinned, 4}}, 1},
 		{"the spiral stops, the heap still at the limit: the step stays", Options{}, []phase{{1, false, calm, 0},
 			{guardWindow, true, pinned, 1}, {3 * guardWindow, true, calm, 1}}, 1},
-		{"the heap leaves the limit: back to the policy after a window", Options{}, []phase{{1, false, calm, 0},
-			{guardWindow, true, pinned, 1}, {guardWindow - 1, false, calm, 1}, {1, true, calm, 1},
-			{guardWindow - 1, false, calm, 1}, {1, false, calm, 0}}, 1},
+		{"the goal GOGC's again, the heap not fallen: the step stays", Options{}, []phase{{1, false, calm, 0},
+			{guardWindow, true, pinned, 1}, {3 * guardWindow, false, calm, 1}}, 1},
 		{"NoLeakGuard", Options{NoLeakGuard: true}, []phase{{1, false, calm, 0}, {3 * guardWindow, true, pinned, 0}}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -250,7 +250,8 @@ func TestLeakGuardSteadyHeap(t *testing.T) {
 }
 
 // TestLeakGuardGrew: the marked heap's least value in the last third of
-// the window must be above its greatest in the first third.
+// the window must be above its greatest in the first third and before the
+// window. Each case has a window before the one tested: live(i) for i < 0.
 func TestLeakGuardGrew(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -258,18 +259,21 @@ func TestLeakGuardGrew(t *testing.T) {
 		want bool
 	}{
 		{"steady", func(int) uint64 { return 400 }, false},
-		{"noise around a steady heap", func(i int) uint64 { return 400 + uint64(i%3)*5 }, false},
-		{"built in the first reading, steady since", func(i int) uint64 { return map[bool]uint64{true: 100, false: 400}[i == 0] }, false},
+		{"noise around a steady heap", func(i int) uint64 { return 400 + uint64((i+3*guardWindow)%3)*5 }, false},
+		{"built in the first reading, steady since", func(i int) uint64 { return map[bool]uint64{true: 100, false: 400}[i <= 0] }, false},
 		{"a peak that passed", func(i int) uint64 { return map[bool]uint64{true: 500, false: 400}[i > 10 && i < 20] }, false},
-		{"a leak", func(i int) uint64 { return 400 + uint64(i) }, true},
-		{"a leak with noise", func(i int) uint64 { return 400 + uint64(i) + uint64(i%2)*6 }, true},
+		{"a leak", func(i int) uint64 { return uint64(400 + i) }, true},
+		{"a leak with noise", func(i int) uint64 { return uint64(400+i) + uint64(i&1)*6 }, true},
+		{"a rising edge below an earlier peak", func(i int) uint64 { return uint64(400+i) + map[bool]uint64{true: 40}[i < 0] }, false},
+		{"a rising edge above an earlier peak", func(i int) uint64 { return uint64(400+i) + map[bool]uint64{true: 20}[i < 0] }, true},
 	} {
 		var g guard
-		for i := range guardWindow {
-			g.marks[g.seq%len(g.marks)] = mark{live: tc.live(i)}
-			g.seq++
+		for i := -guardWindow; i < guardWindow; i++ { // a window before this one
+			g.step(0, 0, gcReading{live: tc.live(i)}, nil) // no soft limit: it only marks
 		}
-		assert.Equal(t, tc.want, g.grew(), tc.name)
+		from, grew := g.grew()
+		assert.Equal(t, tc.want, grew, tc.name)
+		assert.GreaterOrEqual(t, from, tc.live(guardWindow/3-1), tc.name)
 	}
 }
 
@@ -313,4 +317,82 @@ func TestGCReadingFromMetrics(t *testing.T) {
 	}
 	s[nFloor+1].Value = metrics.Value{} // a GOGC the runtime does not give: 0, not bound
 	assert.Zero(t, gcOf(s).gogc)
+}
+
+// seg is a run of n readings whose marked heap goes in a line from its
+// value before the run to to MiB, with the GC's share of the CPU.
+type seg struct {
+	n     int
+	to    float64
+	share float64
+	steps int // the guard's steps in force after the run
+}
+
+// TestLeakGuardShapes: heaps sent as readings to the tick under a 512 MiB
+// limit, with the goal GOMEMLIMIT's (440 MiB) when GOGC's is above it. A
+// sawtooth takes no step, however long each rise, after its first; a step
+// is given back once the heap has been below where its growth began for a
+// third of a window, also with GOGC=off, where the goal is always
+// GOMEMLIMIT's; a leak, fast or slow, still steps.
+func TestLeakGuardShapes(t *testing.T) {
+	pinned, calm := 0.45, 0.01
+	third := guardWindow / 3
+	tooth := func(low, high float64) []seg { // a fall, 6 readings low, 40 up, 4 held
+		return []seg{{1, low, pinned, 0}, {5, low, pinned, 0}, {40, high, pinned, 0}, {4, high, pinned, 0}}
+	}
+	for _, tc := range []struct {
+		name  string
+		gogc  int64
+		start float64
+		segs  []seg
+	}{
+		{"a sawtooth from its top", 100, 0, slices.Concat([]seg{{4, 420, calm, 0}},
+			tooth(320, 419), tooth(320, 421), tooth(320, 418), tooth(320, 420), tooth(320, 419))},
+		{"a sawtooth from its bottom: its first rise steps, its fall gives the step back", 100, 320, slices.Concat(
+			[]seg{{1, 320, calm, 0}, {40, 420, pinned, 1}, {4, 420, pinned, 1}, {1, 320, pinned, 1}, {third - 1, 320, pinned, 0}},
+			tooth(320, 419), tooth(320, 421), tooth(320, 418))},
+		{"a leak that is freed: the step given back", 100, 300, []seg{{1, 300, calm, 0}, {31, 331, pinned, 1},
+			{1, 326, pinned, 1}, {guardWindow, 326, calm, 1}, {1, 250, calm, 1}, {third - 2, 250, calm, 1}, {1, 250, calm, 0},
+			{3 * guardWindow, 250, pinned, 0}}},
+		{"a leak that falls for less than a third of a window keeps its step", 100, 300, []seg{{1, 300, calm, 0},
+			{31, 331, pinned, 1}, {1, 250, pinned, 1}, {third - 2, 250, pinned, 1}, {1, 331, pinned, 1}, {guardWindow, 331, pinned, 1}}},
+		{"GOGC=off, a burst: the steps given back", -1, 24, []seg{{1, 24, calm, 0}, {60, 400, pinned, 2},
+			{1, 24, pinned, 2}, {third - 2, 24, pinned, 2}, {1, 24, calm, 0}, {4 * guardWindow, 24, calm, 0}}},
+		{"GOGC=off, a leak steps", -1, 24, []seg{{1, 24, calm, 0}, {guardWindow, 54, pinned, 1}, {guardWindow, 84, pinned, 2}}},
+		{"a fast leak steps", 100, 256, []seg{{1, 256, calm, 0}, {guardWindow, 376, pinned, 1},
+			{guardWindow, 496, pinned, 2}}},
+		{"a slow leak steps", 100, 340, []seg{{1, 340, calm, 0}, {guardWindow, 362.5, pinned, 1},
+			{guardWindow, 385, pinned, 2}, {guardWindow, 407.5, pinned, 3}, {guardWindow, 430, pinned, 4}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fk := &fakeKnob{value: noLimit}
+			te := newTestEnv(fk, nil)
+			var r gcReading
+			live, share := tc.start, 0.0
+			te.gc = func() gcReading {
+				r.cpu += 2
+				r.gcCPU += 2 * share
+				r.live, r.gogc = uint64(live*float64(MiB)), tc.gogc
+				r.goal = 440 << 20
+				if tc.gogc >= 0 {
+					r.goal = min(r.goal, r.live*uint64(100+tc.gogc)/100)
+				}
+				return r
+			}
+			te.src.set(memLimits(512*MiB, 0))
+			res, s := applyFollowing(t, te, Options{})
+			n := 0
+			for i, sg := range tc.segs {
+				from := live
+				for k := range sg.n {
+					live, share = from+(sg.to-from)*float64(k+1)/float64(sg.n), sg.share
+					require.True(t, s.tick(time.Now(), memLimits(512*MiB, 0), nil))
+					n++
+				}
+				v, _ := fk.get()
+				assert.Equal(t, stepValue(sg.steps), v, "run %d, after %d readings: %d steps", i, n, sg.steps)
+				assert.Equal(t, sg.steps, res.Status().LeakGuard.Steps, "run %d", i)
+			}
+		})
+	}
 }

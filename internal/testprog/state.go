@@ -19,4 +19,6 @@ type State struct {
 	Acks   int    `json:"acks"`             // commands handled so far
 	Report bool   `json:"report,omitempty"` // the line a "report" command asked for
 	Done   string `json:"done,omitempty"`   // the command read, map or churn is done (or its error)
+	Tick   int    `json:"tick,omitempty"`   // of a program that reports each tick of its own (blanksaw)
+	Phase  string `json:"phase,omitempty"`  // of that program's shape
 }
