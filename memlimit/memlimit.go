@@ -366,7 +366,7 @@ func (f *Fit) value(lim cgroup.Limits) (memLimit, bool, int64, guardEvent) {
 }
 
 // tick fits the memory limit to a reading of the refresh loop.
-func (f *Fit) tick(now time.Time, lim cgroup.Limits, err error) bool {
+func (f *Fit) tick(k *knob.Fit[int64, memLimit], now time.Time, lim cgroup.Limits, err error) bool {
 	var rd knob.Reading[int64, memLimit]
 	gev := guardNone
 	rd.Err = f.memErr(lim, err)
@@ -379,7 +379,7 @@ func (f *Fit) tick(now time.Time, lim cgroup.Limits, err error) bool {
 		}
 		rd.Other, rd.OtherWhy = f.automemlimit(lim)
 	}
-	keep := f.f.Step(now, rd)
+	keep := k.Step(now, rd)
 	if keep && gev != guardNone {
 		f.logGuard(gev, rd.Want, rd.Limit)
 	}
