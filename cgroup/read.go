@@ -59,6 +59,7 @@ var (
 	errNotRegular = errors.New("not a regular file")
 	errTooLarge   = errors.New("file too large")
 	errBadCount   = errors.New("read returned an invalid byte count")
+	errNil        = errors.New("the file system returned nil and no error")
 )
 
 // readAll reads the file at abs, which it does not keep open. ReadFS reads it
@@ -88,11 +89,16 @@ func (w *Watcher) readAll(abs string) ([]byte, error) {
 // device such as /dev/zero would never end.
 func openFile(fsys fs.FS, abs string) (fs.File, error) {
 	f, err := fsys.Open(fsName(abs))
+	if err == nil && f == nil {
+		err = errNil
+	}
 	if err != nil {
 		return nil, pathError("open", abs, err)
 	}
 	fi, err := f.Stat()
-	if err == nil && !fi.Mode().IsRegular() {
+	if err == nil && fi == nil {
+		err = errNil
+	} else if err == nil && !fi.Mode().IsRegular() {
 		err = errNotRegular
 	}
 	if err != nil {
