@@ -3,7 +3,6 @@ package fitgoprom
 import (
 	"fmt"
 	"io/fs"
-	"os"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -40,10 +39,11 @@ func WithFS(fsys fs.FS) Option {
 }
 
 // NewCollector returns a collector of the process's cgroup limits and
-// statistics, read on each scrape. It opens the files at the first scrape;
-// where there is no cgroup (not Linux, no /proc) it collects nothing.
+// statistics, read on each scrape. It opens the files at the first scrape,
+// as cgroup.Read does; where there is no cgroup (not Linux, no /proc) it
+// collects nothing.
 func NewCollector(opts ...Option) prometheus.Collector {
-	c := &collector{fsys: os.DirFS("/")}
+	c := &collector{}
 	for _, o := range opts {
 		o(c)
 	}
@@ -51,7 +51,7 @@ func NewCollector(opts ...Option) prometheus.Collector {
 }
 
 type collector struct {
-	fsys               fs.FS
+	fsys               fs.FS  // nil: the real root
 	mpPolicy, mlPolicy string // the policies of WithFits' Fits
 
 	mu     sync.Mutex // a Watcher is used by one goroutine at a time
