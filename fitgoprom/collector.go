@@ -3,7 +3,9 @@ package fitgoprom
 import (
 	"fmt"
 	"io/fs"
+	"strconv"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -120,6 +122,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		for i, l := range labels {
+			labels[i] = label(l)
+		}
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
 	counter := func(d *prometheus.Desc, v float64, labels ...string) {
@@ -177,6 +182,16 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			counter(descPressureStalled, r.p.Full.Total.Seconds(), r.name, "full")
 		}
 	}
+}
+
+// label is s as a label value, which must be UTF-8: a directory name that is
+// not has its bytes escaped as strconv.Quote does (a\xffb).
+func label(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	q := strconv.Quote(s)
+	return q[1 : len(q)-1]
 }
 
 // procsPolicy describes a GOMAXPROCS policy, e.g. "ceil, min 1" or
