@@ -97,19 +97,21 @@ func start(d deps) (rep Report) {
 			shared = &lim
 		}
 	}
-	var mp maxprocs.Result
-	var ml memlimit.Result
+	var mp *maxprocs.Result // nil: off
+	var ml *memlimit.Result
 	if cfg.MaxProcs {
 		o := maxprocs.Options{KeepExisting: !cfg.InsistMaxProcs, Insist: cfg.InsistMaxProcs, Logger: logger, Refresh: every, Context: ctx, Limits: shared}
 		o.Rounding = map[string]maxprocs.Rounding{"floor": maxprocs.Floor, "ceil": maxprocs.Ceil, "nearest": maxprocs.Nearest}[cfg.Rounding]
 		rep.MaxProcs, _ = d.maxprocs(o)
-		mp = rep.MaxProcs.Status()
+		s := rep.MaxProcs.Status()
+		mp = &s
 	}
 	if cfg.MemLimit {
 		rep.MemLimit, _ = d.memlimit(memlimit.Options{KeepExisting: !cfg.InsistMemLimit, Insist: cfg.InsistMemLimit,
 			Logger: logger, Refresh: every, Context: ctx, Limits: shared, NoHeadroom: cfg.NoHeadroom,
 			NoLeakGuard: cfg.NoLeakGuard})
-		ml = rep.MemLimit.Status()
+		s := rep.MemLimit.Status()
+		ml = &s
 	}
 	logStart(d.log(), rep, mp, ml)
 	armed.Store(true)
@@ -118,35 +120,55 @@ func start(d deps) (rep Report) {
 
 // logStart writes the start-up line: one Info line when something changed,
 // otherwise a Debug line (which the default logger drops), never a warning:
-// running outside a container is normal.
-func logStart(l *slog.Logger, rep Report, mp maxprocs.Result, ml memlimit.Result) {
+// running outside a container is normal. A knob's Result is nil when FITGO
+// turned it off.
+func logStart(l *slog.Logger, rep Report, mp *maxprocs.Result, ml *memlimit.Result) {
 	if l == nil {
 		return
 	}
-	args := []any{"GOMAXPROCS", mp, "GOMEMLIMIT", ml}
+	k := knobs(mp, ml)
+	args := []any{k[0], k[1]}
 	if rep.SettingErr != nil {
 		args = append(args, "setting_err", rep.SettingErr.Error())
 	}
 	if rep.Err != nil {
 		args = append(args, "err", rep.Err.Error())
 	}
-	if mp.Changed || ml.Changed {
+	if mp != nil && mp.Changed || ml != nil && ml.Changed {
 		l.Info("fitgo: fitted the Go runtime to the container", args...)
 		return
 	}
 	l.Debug("fitgo: nothing to change", args...)
 }
 
+// knobs are the attributes of both knobs in the log lines: their Results
+// or, where FITGO turned a knob off (its Result is nil), "off" and the value
+// in force, which a Result of zeros would give as 0.
+func knobs(mp *maxprocs.Result, ml *memlimit.Result) []slog.Attr {
+	a := []slog.Attr{slog.Group("GOMAXPROCS", "fitgo", "off", "value", (*maxprocs.Fit)(nil).Status().After),
+		slog.Group("GOMEMLIMIT", "fitgo", "off", "value", (*memlimit.Fit)(nil).Status().After)}
+	if mp != nil {
+		a[0] = slog.Any("GOMAXPROCS", *mp)
+	}
+	if ml != nil {
+		a[1] = slog.Any("GOMEMLIMIT", *ml)
+	}
+	return a
+}
+
 // LogValue makes a Report log as a group of the live status of both knobs.
 func (r Report) LogValue() slog.Value {
-	off := "turned off by " + envVar + "=" + r.Setting
-	attrs := []slog.Attr{slog.String("GOMAXPROCS", off), slog.String("GOMEMLIMIT", off)}
+	var mp *maxprocs.Result
+	var ml *memlimit.Result
 	if r.MaxProcs != nil {
-		attrs[0] = slog.Any("GOMAXPROCS", r.MaxProcs.Status())
+		s := r.MaxProcs.Status()
+		mp = &s
 	}
 	if r.MemLimit != nil {
-		attrs[1] = slog.Any("GOMEMLIMIT", r.MemLimit.Status())
+		s := r.MemLimit.Status()
+		ml = &s
 	}
+	attrs := knobs(mp, ml)
 	if r.Setting != "" {
 		attrs = append(attrs, slog.String("setting", r.Setting))
 	}
