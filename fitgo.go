@@ -156,7 +156,8 @@ func knobs(mp *maxprocs.Result, ml *memlimit.Result) []slog.Attr {
 	return a
 }
 
-// LogValue makes a Report log as a group of the live status of both knobs.
+// LogValue makes a Report log as a group of the live status of both knobs,
+// with the setting cut as its errors quote it.
 func (r Report) LogValue() slog.Value {
 	var mp *maxprocs.Result
 	var ml *memlimit.Result
@@ -170,7 +171,7 @@ func (r Report) LogValue() slog.Value {
 	}
 	attrs := knobs(mp, ml)
 	if r.Setting != "" {
-		attrs = append(attrs, slog.String("setting", r.Setting))
+		attrs = append(attrs, slog.String("setting", envvar.Short(r.Setting)))
 	}
 	for _, err := range []error{r.SettingErr, r.Err} {
 		if err != nil {

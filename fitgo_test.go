@@ -248,3 +248,20 @@ func TestLogOff(t *testing.T) {
 		})
 	}
 }
+
+// TestLogLong: a FITGO of 128 KiB makes neither the start-up line nor a
+// Report's log line long: the setting is cut as its errors quote it.
+func TestLogLong(t *testing.T) {
+	setting := "memlimit=off," + strings.Repeat("x", 128<<10)
+	var buf bytes.Buffer
+	f := &fakeDeps{env: map[string]string{envVar: setting},
+		logger: slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+	rep := start(f.deps())
+	slog.New(slog.NewTextHandler(&buf, nil)).Info("fitgo", "report", rep)
+	lines := strings.Split(buf.String(), "\n")
+	require.Len(t, lines, 3)
+	for _, line := range lines[:2] {
+		assert.Less(t, len(line), 1000, line)
+	}
+	assert.Contains(t, lines[1], `report.setting="`+setting[:40]+`..."`)
+}

@@ -20,7 +20,7 @@ func MemoryLimit(s string) (int64, error) {
 	}
 	v, err := strconv.ParseInt(t, 10, 64)
 	if err != nil || v <= 0 || t[0] == '+' {
-		return 0, fmt.Errorf("%s: %q: want a positive number of bytes", MemoryLimitVar, short(s))
+		return 0, fmt.Errorf("%s: %q: want a positive number of bytes", MemoryLimitVar, Short(s))
 	}
 	return v, nil
 }
