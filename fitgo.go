@@ -119,9 +119,10 @@ func start(d deps) (rep Report) {
 }
 
 // logStart writes the start-up line: one Info line when something changed,
-// otherwise a Debug line (which the default logger drops), never a warning:
-// running outside a container is normal. A knob's Result is nil when FITGO
-// turned it off.
+// otherwise a Debug line (which the default logger drops), never a warning
+// for running outside a container, which is normal; but a Warn line when
+// FITGO or FITGO_MEMORY_LIMIT was not understood (the packages' own Warn is
+// dropped at start-up). A knob's Result is nil when FITGO turned it off.
 func logStart(l *slog.Logger, rep Report, mp *maxprocs.Result, ml *memlimit.Result) {
 	if l == nil {
 		return
@@ -134,11 +135,14 @@ func logStart(l *slog.Logger, rep Report, mp *maxprocs.Result, ml *memlimit.Resu
 	if rep.Err != nil {
 		args = append(args, "err", rep.Err.Error())
 	}
+	level, msg := slog.LevelDebug, "fitgo: nothing to change"
 	if mp != nil && mp.Changed || ml != nil && ml.Changed {
-		l.Info("fitgo: fitted the Go runtime to the container", args...)
-		return
+		level, msg = slog.LevelInfo, "fitgo: fitted the Go runtime to the container"
 	}
-	l.Debug("fitgo: nothing to change", args...)
+	if rep.SettingErr != nil || ml != nil && ml.SettingErr != nil {
+		level = slog.LevelWarn
+	}
+	l.Log(context.Background(), level, msg, args...)
 }
 
 // knobs are the attributes of both knobs in the log lines: their Results

@@ -169,6 +169,15 @@ func TestLogStart(t *testing.T) {
 	logStart(debugLogger, Report{}, &maxprocs.Result{Err: errors.New("cgroup: bad")}, &memlimit.Result{})
 	assert.Contains(t, buf.String(), `level=DEBUG msg="fitgo: nothing to change"`)
 	assert.Contains(t, buf.String(), `GOMAXPROCS.err="cgroup: bad"`)
+
+	// A setting not understood is a Warn line, written: the packages' own
+	// Warn lines are dropped at start-up.
+	buf.Reset()
+	logStart(logger, Report{SettingErr: errors.New("FITGO: bad")}, &maxprocs.Result{}, &memlimit.Result{})
+	assert.Contains(t, buf.String(), `level=WARN msg="fitgo: nothing to change"`)
+	buf.Reset()
+	logStart(logger, Report{}, &maxprocs.Result{}, &memlimit.Result{Changed: true, SettingErr: errors.New("FITGO_MEMORY_LIMIT: bad")})
+	assert.Contains(t, buf.String(), `level=WARN msg="fitgo: fitted the Go runtime to the container"`)
 }
 
 func TestStartLogsThroughDefault(t *testing.T) {

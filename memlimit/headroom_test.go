@@ -90,21 +90,6 @@ func TestApplyHeadroom(t *testing.T) {
 	}
 }
 
-func TestUpperLimitInvalid(t *testing.T) {
-	te := newTestEnv(&fakeKnob{value: noLimit}, sharedV2(104))
-	te.Getenv = func(k string) string {
-		if k == "FITGO_MEMORY_LIMIT" {
-			return "512Mi"
-		}
-		return ""
-	}
-	r, err := Plan(te.opts(Options{}))
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "FITGO_MEMORY_LIMIT")
-	assert.Equal(t, "invalid options", r.Reason)
-	assert.False(t, r.Changed)
-}
-
 // headroomLimits is a reading where the pod's limit is 512 MiB and the
 // others hold others MiB there.
 func headroomLimits(others int64) cgroup.Limits {
