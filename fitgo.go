@@ -97,23 +97,17 @@ func start(d deps) (rep Report) {
 			shared = &lim
 		}
 	}
-	var mp *maxprocs.Result // nil: off
-	var ml *memlimit.Result
 	if cfg.MaxProcs {
 		o := maxprocs.Options{KeepExisting: !cfg.InsistMaxProcs, Insist: cfg.InsistMaxProcs, Logger: logger, Refresh: every, Context: ctx, Limits: shared}
 		o.Rounding = map[string]maxprocs.Rounding{"floor": maxprocs.Floor, "ceil": maxprocs.Ceil, "nearest": maxprocs.Nearest}[cfg.Rounding]
 		rep.MaxProcs, _ = d.maxprocs(o)
-		s := rep.MaxProcs.Status()
-		mp = &s
 	}
 	if cfg.MemLimit {
 		rep.MemLimit, _ = d.memlimit(memlimit.Options{KeepExisting: !cfg.InsistMemLimit, Insist: cfg.InsistMemLimit,
 			Logger: logger, Refresh: every, Context: ctx, Limits: shared, NoHeadroom: cfg.NoHeadroom,
 			NoLeakGuard: cfg.NoLeakGuard})
-		s := rep.MemLimit.Status()
-		ml = &s
 	}
-	logStart(d.log(), rep, mp, ml)
+	logStart(d.log(), rep, status(cfg.MaxProcs, rep.MaxProcs.Status), status(cfg.MemLimit, rep.MemLimit.Status))
 	armed.Store(true)
 	return rep
 }
@@ -145,6 +139,15 @@ func logStart(l *slog.Logger, rep Report, mp *maxprocs.Result, ml *memlimit.Resu
 	l.Log(context.Background(), level, msg, args...)
 }
 
+// status is a knob's Status for the log lines: nil when it is not on.
+func status[R any](on bool, get func() R) *R {
+	if !on {
+		return nil
+	}
+	r := get()
+	return &r
+}
+
 // knobs are the attributes of both knobs in the log lines: their Results
 // or, where FITGO turned a knob off (its Result is nil), "off" and the value
 // in force, which a Result of zeros would give as 0.
@@ -163,17 +166,7 @@ func knobs(mp *maxprocs.Result, ml *memlimit.Result) []slog.Attr {
 // LogValue makes a Report log as a group of the live status of both knobs,
 // with the setting cut as its errors quote it.
 func (r Report) LogValue() slog.Value {
-	var mp *maxprocs.Result
-	var ml *memlimit.Result
-	if r.MaxProcs != nil {
-		s := r.MaxProcs.Status()
-		mp = &s
-	}
-	if r.MemLimit != nil {
-		s := r.MemLimit.Status()
-		ml = &s
-	}
-	attrs := knobs(mp, ml)
+	attrs := knobs(status(r.MaxProcs != nil, r.MaxProcs.Status), status(r.MemLimit != nil, r.MemLimit.Status))
 	if r.Setting != "" {
 		attrs = append(attrs, slog.String("setting", envvar.Short(r.Setting)))
 	}
