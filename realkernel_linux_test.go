@@ -356,7 +356,7 @@ func TestRealKernelV1MemoryLimitEnv(t *testing.T) {
 			require.NotContains(t, line, "\n")
 			if tc.warn {
 				assert.Contains(t, line, "WARN fitgo: fitted the Go runtime to the container")
-				assert.Contains(t, line, `GOMEMLIMIT.setting_err="memlimit: FITGO_MEMORY_LIMIT: \"`+tc.env+`\": want a positive number of bytes`)
+				assert.Contains(t, line, `GOMEMLIMIT.setting_err="memlimit: FITGO_MEMORY_LIMIT: \"`+tc.env+`\": want bytes, at least 1Mi`)
 			} else {
 				assert.Contains(t, line, "INFO fitgo: fitted the Go runtime to the container")
 			}

@@ -155,8 +155,8 @@ type Result struct {
 	Policy Policy
 	// Env is the GOMEMLIMIT environment variable at start-up, "" when unset.
 	Env string
-	// SettingErr is why FITGO_MEMORY_LIMIT was ignored: it is not a positive
-	// quantity of bytes. The limit is fitted as if it were unset.
+	// SettingErr is why FITGO_MEMORY_LIMIT was ignored: it is not a quantity
+	// of at least 1 MiB. The limit is fitted as if it were unset.
 	SettingErr error
 	// Reason says why the memory limit was left alone ("" when Changed) or,
 	// from Fit.Status, why it is not being fitted.

@@ -481,6 +481,9 @@ func TestMemoryLimit(t *testing.T) {
 		{"0.5Gi", 512 << 20, false},
 		{"0", 0, true},
 		{"0Mi", 0, true},
+		{"512", 0, true}, // 512Mi with divisor 1Mi
+		{"1048575", 0, true},
+		{"1048576", 1 << 20, false},
 		{"-5", 0, true},
 		{"+268435456", 0, true},
 		{"0x10000000", 0, true},
