@@ -25,15 +25,19 @@
 //	leakguard=off       keep GOMEMLIMIT at the policy's value even while a
 //	                    growing heap pins the GC at it
 //
-// FITGO_MEMORY_LIMIT (bytes) is a memory limit known from outside, such as
-// a pod-level limit that a private cgroup namespace hides.
+// FITGO_MEMORY_LIMIT is a memory limit known from outside, such as a
+// pod-level limit that a private cgroup namespace hides: bytes, as the
+// downward API writes them, or a Kubernetes quantity (512Mi, 1G).
 //
 // A field that is not understood is skipped and reported in
-// Report.SettingErr; the rest still applies.
+// Report.SettingErr; the rest still applies. A FITGO_MEMORY_LIMIT that is
+// not a quantity of at least 1 MiB (0, 1e9, or 512 from a divisor of 1Mi) is
+// ignored as if unset, and reported in the memory limit's Status
+// (SettingErr).
 //
 // It logs one Info line through slog.Default when it changes something at
-// start-up and a Debug line otherwise, never a warning for running outside a
-// container; later changes of the refresh go to slog.Default as configured
+// start-up and a Debug line otherwise, a Warn line when a setting was not
+// understood, never a warning for running outside a container; later changes of the refresh go to slog.Default as configured
 // then, and a flapping limit is logged at most once per ten seconds. It
 // never panics, exits or blocks: an error is in the Report.
 //

@@ -98,58 +98,78 @@ func start(d deps) (rep Report) {
 			shared = &lim
 		}
 	}
-	var mp maxprocs.Result
-	var ml memlimit.Result
 	if cfg.MaxProcs {
 		o := maxprocs.Options{KeepExisting: !cfg.InsistMaxProcs, Insist: cfg.InsistMaxProcs, Logger: logger, Refresh: every, Context: ctx, Limits: shared}
 		o.Rounding = maxprocs.Rounding(slices.Index(envvar.Roundings[:], cfg.Rounding) + 1) // "": the default
 		rep.MaxProcs, _ = d.maxprocs(o)
-		mp = rep.MaxProcs.Status()
 	}
 	if cfg.MemLimit {
 		rep.MemLimit, _ = d.memlimit(memlimit.Options{KeepExisting: !cfg.InsistMemLimit, Insist: cfg.InsistMemLimit,
 			Logger: logger, Refresh: every, Context: ctx, Limits: shared, NoHeadroom: cfg.NoHeadroom,
 			NoLeakGuard: cfg.NoLeakGuard})
-		ml = rep.MemLimit.Status()
 	}
-	logStart(d.log(), rep, mp, ml)
+	logStart(d.log(), rep, status(cfg.MaxProcs, rep.MaxProcs.Status), status(cfg.MemLimit, rep.MemLimit.Status))
 	armed.Store(true)
 	return rep
 }
 
 // logStart writes the start-up line: one Info line when something changed,
-// otherwise a Debug line (which the default logger drops), never a warning:
-// running outside a container is normal.
-func logStart(l *slog.Logger, rep Report, mp maxprocs.Result, ml memlimit.Result) {
+// otherwise a Debug line (which the default logger drops), never a warning
+// for running outside a container, which is normal; but a Warn line when
+// FITGO or FITGO_MEMORY_LIMIT was not understood (the packages' own Warn is
+// dropped at start-up). A knob's Result is nil when FITGO turned it off.
+func logStart(l *slog.Logger, rep Report, mp *maxprocs.Result, ml *memlimit.Result) {
 	if l == nil {
 		return
 	}
-	args := []any{"GOMAXPROCS", mp, "GOMEMLIMIT", ml}
+	k := knobs(mp, ml)
+	args := []any{k[0], k[1]}
 	if rep.SettingErr != nil {
 		args = append(args, "setting_err", rep.SettingErr.Error())
 	}
 	if rep.Err != nil {
 		args = append(args, "err", rep.Err.Error())
 	}
-	if mp.Changed || ml.Changed {
-		l.Info("fitgo: fitted the Go runtime to the container", args...)
-		return
+	level, msg := slog.LevelDebug, "fitgo: nothing to change"
+	if mp != nil && mp.Changed || ml != nil && ml.Changed {
+		level, msg = slog.LevelInfo, "fitgo: fitted the Go runtime to the container"
 	}
-	l.Debug("fitgo: nothing to change", args...)
+	if rep.SettingErr != nil || ml != nil && ml.SettingErr != nil {
+		level = slog.LevelWarn
+	}
+	l.Log(context.Background(), level, msg, args...)
 }
 
-// LogValue makes a Report log as a group of the live status of both knobs.
+// status is a knob's Status for the log lines: nil when it is not on.
+func status[R any](on bool, get func() R) *R {
+	if !on {
+		return nil
+	}
+	r := get()
+	return &r
+}
+
+// knobs are the attributes of both knobs in the log lines: their Results
+// or, where FITGO turned a knob off (its Result is nil), "off" and the value
+// in force, which a Result of zeros would give as 0.
+func knobs(mp *maxprocs.Result, ml *memlimit.Result) []slog.Attr {
+	a := []slog.Attr{slog.Group("GOMAXPROCS", "fitgo", "off", "value", (*maxprocs.Fit)(nil).Status().After),
+		slog.Group("GOMEMLIMIT", "fitgo", "off", "value", (*memlimit.Fit)(nil).Status().After)}
+	if mp != nil {
+		a[0] = slog.Any("GOMAXPROCS", *mp)
+	}
+	if ml != nil {
+		a[1] = slog.Any("GOMEMLIMIT", *ml)
+	}
+	return a
+}
+
+// LogValue makes a Report log as a group of the live status of both knobs,
+// with the setting cut as its errors quote it.
 func (r Report) LogValue() slog.Value {
-	off := "turned off by " + envVar + "=" + r.Setting
-	attrs := []slog.Attr{slog.String("GOMAXPROCS", off), slog.String("GOMEMLIMIT", off)}
-	if r.MaxProcs != nil {
-		attrs[0] = slog.Any("GOMAXPROCS", r.MaxProcs.Status())
-	}
-	if r.MemLimit != nil {
-		attrs[1] = slog.Any("GOMEMLIMIT", r.MemLimit.Status())
-	}
+	attrs := knobs(status(r.MaxProcs != nil, r.MaxProcs.Status), status(r.MemLimit != nil, r.MemLimit.Status))
 	if r.Setting != "" {
-		attrs = append(attrs, slog.String("setting", r.Setting))
+		attrs = append(attrs, slog.String("setting", envvar.Short(r.Setting)))
 	}
 	for _, err := range []error{r.SettingErr, r.Err} {
 		if err != nil {

@@ -7,6 +7,9 @@ import (
 	"log/slog"
 	"math"
 	"os"
+	"runtime"
+	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -144,8 +147,8 @@ func TestLogStart(t *testing.T) {
 	var buf bytes.Buffer
 	logger := slog.New(slog.NewTextHandler(&buf, nil)) // Info and above
 	logStart(logger, Report{},
-		maxprocs.Result{Before: 8, After: 1, Changed: true, Limit: 0.5, Source: "/sys/fs/cgroup/pod"},
-		memlimit.Result{Before: math.MaxInt64, After: 483183820, Changed: true, Limit: 512 << 20, Source: "/sys/fs/cgroup/pod", From: "memory.max"})
+		&maxprocs.Result{Before: 8, After: 1, Changed: true, Limit: 0.5, Source: "/sys/fs/cgroup/pod"},
+		&memlimit.Result{Before: math.MaxInt64, After: 483183820, Changed: true, Limit: 512 << 20, Source: "/sys/fs/cgroup/pod", From: "memory.max"})
 	out := buf.String()
 	assert.Equal(t, 1, strings.Count(out, "\n"), out)
 	assert.Contains(t, out, `level=INFO msg="fitgo: fitted the Go runtime to the container" GOMAXPROCS.before=8 GOMAXPROCS.after=1 GOMAXPROCS.changed=true GOMAXPROCS.cpu_limit=0.5 GOMAXPROCS.source=/sys/fs/cgroup/pod`)
@@ -154,18 +157,27 @@ func TestLogStart(t *testing.T) {
 	// Nothing changed (no container): nothing at Info, nothing at Warn.
 	buf.Reset()
 	logStart(logger, Report{},
-		maxprocs.Result{Before: 8, After: 8, Reason: "no CPU limit"},
-		memlimit.Result{Before: math.MaxInt64, After: math.MaxInt64, Reason: "no memory limit"})
+		&maxprocs.Result{Before: 8, After: 8, Reason: "no CPU limit"},
+		&memlimit.Result{Before: math.MaxInt64, After: math.MaxInt64, Reason: "no memory limit"})
 	assert.Empty(t, buf.String())
 
 	// Even a bad cgroup file is a Debug line at start-up, not a warning: the
 	// program's logging is not configured yet; the error is in the Report.
-	logStart(logger, Report{}, maxprocs.Result{Err: errors.New("cgroup: bad")}, memlimit.Result{})
+	logStart(logger, Report{}, &maxprocs.Result{Err: errors.New("cgroup: bad")}, &memlimit.Result{})
 	assert.Empty(t, buf.String())
 	debugLogger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	logStart(debugLogger, Report{}, maxprocs.Result{Err: errors.New("cgroup: bad")}, memlimit.Result{})
+	logStart(debugLogger, Report{}, &maxprocs.Result{Err: errors.New("cgroup: bad")}, &memlimit.Result{})
 	assert.Contains(t, buf.String(), `level=DEBUG msg="fitgo: nothing to change"`)
 	assert.Contains(t, buf.String(), `GOMAXPROCS.err="cgroup: bad"`)
+
+	// A setting not understood is a Warn line, written: the packages' own
+	// Warn lines are dropped at start-up.
+	buf.Reset()
+	logStart(logger, Report{SettingErr: errors.New("FITGO: bad")}, &maxprocs.Result{}, &memlimit.Result{})
+	assert.Contains(t, buf.String(), `level=WARN msg="fitgo: nothing to change"`)
+	buf.Reset()
+	logStart(logger, Report{}, &maxprocs.Result{}, &memlimit.Result{Changed: true, SettingErr: errors.New("FITGO_MEMORY_LIMIT: bad")})
+	assert.Contains(t, buf.String(), `level=WARN msg="fitgo: fitted the Go runtime to the container"`)
 }
 
 func TestStartLogsThroughDefault(t *testing.T) {
@@ -218,9 +230,47 @@ func TestStartup(t *testing.T) {
 	assert.Contains(t, buf.String(), "report.GOMEMLIMIT.before=")
 }
 
-func TestReportOff(t *testing.T) {
+// TestLogOff: a knob that FITGO turned off reads "off" with the value in
+// force, in the start-up line and in a Report's log line, not as a Result of
+// zeros (a GOMEMLIMIT of 0 means something else).
+func TestLogOff(t *testing.T) {
+	procs, mem := strconv.Itoa(runtime.GOMAXPROCS(0)), strconv.FormatInt(debug.SetMemoryLimit(-1), 10)
+	for _, setting := range []string{"maxprocs=off,memlimit=off", "maxprocs=off", "memlimit=off"} {
+		t.Run(setting, func(t *testing.T) {
+			var buf bytes.Buffer
+			f := &fakeDeps{env: map[string]string{envVar: setting},
+				logger: slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+			rep := start(f.deps())
+			slog.New(slog.NewTextHandler(&buf, nil)).Info("fitgo", "report", rep)
+			lines := strings.Split(buf.String(), "\n")
+			require.Len(t, lines, 3)
+			for i, prefix := range []string{"", "report."} {
+				if strings.Contains(setting, "maxprocs=off") {
+					assert.Contains(t, lines[i], " "+prefix+"GOMAXPROCS.fitgo=off "+prefix+"GOMAXPROCS.value="+procs+" ")
+				}
+				if strings.Contains(setting, "memlimit=off") {
+					assert.Contains(t, lines[i], " "+prefix+"GOMEMLIMIT.fitgo=off "+prefix+"GOMEMLIMIT.value="+mem)
+				}
+				assert.NotContains(t, lines[i], "before=0 ")
+				assert.NotContains(t, lines[i], "after=0 ")
+			}
+		})
+	}
+}
+
+// TestLogLong: a FITGO of 128 KiB makes neither the start-up line nor a
+// Report's log line long: the setting is cut as its errors quote it.
+func TestLogLong(t *testing.T) {
+	setting := "memlimit=off," + strings.Repeat("x", 128<<10)
 	var buf bytes.Buffer
-	slog.New(slog.NewTextHandler(&buf, nil)).Info("fitgo", "report", Report{Setting: "maxprocs=off,memlimit=off"})
-	assert.Contains(t, buf.String(), `report.GOMAXPROCS="turned off by FITGO=maxprocs=off,memlimit=off"`)
-	assert.Contains(t, buf.String(), `report.GOMEMLIMIT="turned off by FITGO=maxprocs=off,memlimit=off"`)
+	f := &fakeDeps{env: map[string]string{envVar: setting},
+		logger: slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+	rep := start(f.deps())
+	slog.New(slog.NewTextHandler(&buf, nil)).Info("fitgo", "report", rep)
+	lines := strings.Split(buf.String(), "\n")
+	require.Len(t, lines, 3)
+	for _, line := range lines[:2] {
+		assert.Less(t, len(line), 1000, line)
+	}
+	assert.Contains(t, lines[1], `report.setting="`+setting[:40]+`..."`)
 }

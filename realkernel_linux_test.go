@@ -329,3 +329,40 @@ func TestRealKernelV1KeepsEarlierLimit(t *testing.T) {
 	assert.Equal(t, 1, first.GOMAXPROCS)
 	assert.True(t, first.MaxProcsFollowing)
 }
+
+// TestRealKernelV1MemoryLimitEnv: FITGO_MEMORY_LIMIT as a Kubernetes
+// quantity bounds the parent's 512 MiB; a value that is not a positive one
+// is ignored, GOMEMLIMIT fitted to the cgroup's limit all the same, with the
+// start-up line at Warn on stderr (GOMAXPROCS is unchanged: no CPU limit).
+func TestRealKernelV1MemoryLimitEnv(t *testing.T) {
+	cgv1.Require(t)
+	prog := cgv1.Build(t, "./internal/testprog/blank")
+	for _, tc := range []struct {
+		env  string
+		want int64
+		warn bool
+	}{
+		{"256Mi", 256 * mib * 9 / 10, false},
+		{"1e9", 512 * mib * 9 / 10, true},
+		{"0", 512 * mib * 9 / 10, true},
+	} {
+		t.Run(tc.env, func(t *testing.T) {
+			cg := cgv1.NewPair(t)
+			cg.SetParentMemory(t, 512*mib)
+			c := cg.StartIn(t, prog, "FITGO_MEMORY_LIMIT="+tc.env)
+			first, ok := c.Next(t, 10*time.Second)
+			require.True(t, ok, "stderr: %s", c.Stderr)
+			assert.Equal(t, tc.want, first.GOMEMLIMIT, first.MemLimit)
+			c.Stdin.Close()
+			c.Cmd.Wait()
+			line := strings.TrimSpace(c.Stderr.String())
+			require.NotContains(t, line, "\n")
+			if tc.warn {
+				assert.Contains(t, line, "WARN fitgo: fitted the Go runtime to the container")
+				assert.Contains(t, line, `GOMEMLIMIT.setting_err="memlimit: FITGO_MEMORY_LIMIT: \"`+tc.env+`\": want bytes, at least 1Mi`)
+			} else {
+				assert.Contains(t, line, "INFO fitgo: fitted the Go runtime to the container")
+			}
+		})
+	}
+}

@@ -17,10 +17,11 @@ func Read() (Limits, error) { return ReadFS(dirFS("")) }
 // ReadFS returns the effective limits of the calling process from fsys,
 // rooted at "/", such as an fstest.MapFS or a copied tree; it may be called
 // from several goroutines at once, and has one file open at a time. A file is
-// read only if it is a regular file once open (an os.DirFS blocks in Open on
-// a FIFO; Read does not). The error wraps ErrNoCgroup when proc/self/cgroup
-// cannot be read, with zero Limits; else it joins CPU.Err and Memory.Err: bad
-// files of one controller do not hide the other's limit.
+// read only if it is a regular file: where fsys is an fs.StatFS, such as an
+// os.DirFS (whose Open of a FIFO waits for a writer), that is checked before
+// Open too. The error wraps ErrNoCgroup when proc/self/cgroup cannot be read,
+// with zero Limits; else it joins CPU.Err and Memory.Err: bad files of one
+// controller do not hide the other's limit.
 func ReadFS(fsys fs.FS) (Limits, error) {
 	w := &Watcher{fsys: fsys, once: true, files: make([]watchFile, 0, 16)}
 	defer w.Close()
@@ -59,6 +60,7 @@ var (
 	errNotRegular = errors.New("not a regular file")
 	errTooLarge   = errors.New("file too large")
 	errBadCount   = errors.New("read returned an invalid byte count")
+	errNil        = errors.New("the file system returned nil and no error")
 )
 
 // readAll reads the file at abs, which it does not keep open. ReadFS reads it
@@ -85,14 +87,25 @@ func (w *Watcher) readAll(abs string) ([]byte, error) {
 }
 
 // openFile opens the file at abs and checks that it is a regular file: a
-// device such as /dev/zero would never end.
+// device such as /dev/zero would never end. Where fsys can Stat, it checks
+// before Open too.
 func openFile(fsys fs.FS, abs string) (fs.File, error) {
+	if sf, ok := fsys.(fs.StatFS); ok {
+		if fi, err := sf.Stat(fsName(abs)); err == nil && fi != nil && !fi.Mode().IsRegular() {
+			return nil, pathError("open", abs, errNotRegular)
+		}
+	}
 	f, err := fsys.Open(fsName(abs))
+	if err == nil && f == nil {
+		err = errNil
+	}
 	if err != nil {
 		return nil, pathError("open", abs, err)
 	}
 	fi, err := f.Stat()
-	if err == nil && !fi.Mode().IsRegular() {
+	if err == nil && fi == nil {
+		err = errNil
+	} else if err == nil && !fi.Mode().IsRegular() {
 		err = errNotRegular
 	}
 	if err != nil {

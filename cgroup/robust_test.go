@@ -356,6 +356,46 @@ func TestBadByteCounts(t *testing.T) {
 	assert.Equal(t, 2.0, cores)
 }
 
+// nilStat is a file whose Stat returns neither information nor an error.
+type nilStat struct{ fs.File }
+
+func (nilStat) Stat() (fs.FileInfo, error) { return nil, nil }
+
+// TestNilFileOrInfo: an Open that returns no file, or a Stat no
+// information, and no error is an error naming the file, never a panic.
+func TestNilFileOrInfo(t *testing.T) {
+	broken := map[string]func(fs.File) fs.File{
+		"Open": func(fs.File) fs.File { return nil },
+		"Stat": func(f fs.File) fs.File { return nilStat{f} },
+	}
+	for call, wrap := range broken {
+		for _, name := range []string{"cgroup", "mountinfo", "cpu.max"} {
+			t.Run(call+" "+name, func(t *testing.T) {
+				var open atomic.Int64
+				fsys := wrapFS{mapFS(v2Base), func(f fs.File) fs.File {
+					if st, _ := f.Stat(); st.Name() == name {
+						return wrap(f)
+					}
+					return f
+				}, &open}
+				_, err := ReadFS(fsys)
+				require.ErrorIs(t, err, errNil)
+				assert.Contains(t, err.Error(), "/"+name)
+				w, err := NewWatcher(fsys)
+				if name == "cgroup" {
+					require.ErrorIs(t, err, ErrNoCgroup)
+					require.ErrorIs(t, err, errNil)
+					return
+				}
+				require.NoError(t, err)
+				defer w.Close()
+				_, err = w.Read()
+				require.ErrorIs(t, err, errNil)
+			})
+		}
+	}
+}
+
 // TestReadFSOpensOneFileAtATime: ReadFS and ReadStatsDir close each file
 // once read, so that a process with few free descriptors can still read its
 // limits; a Watcher keeps its files open.

@@ -3,8 +3,9 @@ package fitgoprom
 import (
 	"fmt"
 	"io/fs"
-	"os"
+	"strconv"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -40,10 +41,11 @@ func WithFS(fsys fs.FS) Option {
 }
 
 // NewCollector returns a collector of the process's cgroup limits and
-// statistics, read on each scrape. It opens the files at the first scrape;
-// where there is no cgroup (not Linux, no /proc) it collects nothing.
+// statistics, read on each scrape. It opens the files at the first scrape,
+// as cgroup.Read does; where there is no cgroup (not Linux, no /proc) it
+// collects nothing.
 func NewCollector(opts ...Option) prometheus.Collector {
-	c := &collector{fsys: os.DirFS("/")}
+	c := &collector{}
 	for _, o := range opts {
 		o(c)
 	}
@@ -51,7 +53,7 @@ func NewCollector(opts ...Option) prometheus.Collector {
 }
 
 type collector struct {
-	fsys               fs.FS
+	fsys               fs.FS  // nil: the real root
 	mpPolicy, mlPolicy string // the policies of WithFits' Fits
 
 	mu     sync.Mutex // a Watcher is used by one goroutine at a time
@@ -120,6 +122,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		for i, l := range labels {
+			labels[i] = label(l)
+		}
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
 	counter := func(d *prometheus.Desc, v float64, labels ...string) {
@@ -177,6 +182,16 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			counter(descPressureStalled, r.p.Full.Total.Seconds(), r.name, "full")
 		}
 	}
+}
+
+// label is s as a label value, which must be UTF-8: a directory name that is
+// not has its bytes escaped as strconv.Quote does (a\xffb).
+func label(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	q := strconv.Quote(s)
+	return q[1 : len(q)-1]
 }
 
 // procsPolicy describes a GOMAXPROCS policy, e.g. "ceil, min 1" or

@@ -250,3 +250,19 @@ func TestPolicyLabels(t *testing.T) {
 	assert.Equal(t, "ratio 0.8", memPolicy(memlimit.Policy{Ratio: 0.8, Min: -1}))
 	assert.Equal(t, "ratio 0.9, min 1000 bytes", memPolicy(memlimit.Policy{Min: 1000}))
 }
+
+// TestCollectNotUTF8: a cgroup directory whose name is not UTF-8 (byte 0xff)
+// is escaped in the labels, which Prometheus requires to be UTF-8, instead of
+// a panic at the scrape. (An fs.FS has no such file names; the real root,
+// the default, has.)
+func TestCollectNotUTF8(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(NewCollector(WithFS(fstest.MapFS{
+		"proc/self/cgroup":    {Data: []byte("0::/a\xffb\n")},
+		"proc/self/mountinfo": {Data: []byte("25 1 0:23 / /sys/fs/cgroup rw,nosuid - cgroup2 cgroup2 rw\n")},
+	})))
+	var got map[string]float64
+	require.NotPanics(t, func() { got = gathered(t, reg) })
+	dir := `/sys/fs/cgroup/a\xffb`
+	assert.Contains(t, got, `fitgo_cgroup_info{cpu_dir="`+dir+`",cpu_source="",cpu_version="v2",gomaxprocs_policy="",gomemlimit_policy="",memory_dir="`+dir+`",memory_high_source="",memory_source="",memory_version="v2"}`)
+}

@@ -47,6 +47,6 @@ func BenchmarkTick(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		fit.tick(now, lim, nil)
+		fit.tick(fit.f, now, lim, nil)
 	}
 }

@@ -257,14 +257,14 @@ func formatCores(q float64) string { return strconv.FormatFloat(q, 'f', -1, 64) 
 // runtime's own updates from someone else's changes. When the value moved
 // and the runtime updates it itself, the CPU affinity is read again (the
 // runtime follows it too).
-func (f *Fit) tick(now time.Time, lim cgroup.Limits, err error) bool {
+func (f *Fit) tick(k *knob.Fit[int, cpuLimit], now time.Time, lim cgroup.Limits, err error) bool {
 	rd := knob.Reading[int, cpuLimit]{Limit: f.seen, Err: cpuErr(lim, err)}
 	if rd.Err != nil {
-		return f.f.Step(now, rd)
+		return k.Step(now, rd)
 	}
 	rt := f.env.rt
 	cl, has := cpuLimitOf(lim)
-	seen, moved := f.f.Moved()
+	seen, moved := k.Moved()
 	moved = moved && rt.updates
 	if moved {
 		f.ncpu = f.env.numCPU()
@@ -283,7 +283,7 @@ func (f *Fit) tick(now time.Time, lim cgroup.Limits, err error) bool {
 	rd.Wait = rt.updates && f.rtDef == rd.Want && now.Sub(f.changedAt) < runtimeGrace
 	rd.Other, rd.OtherWhy = f.automaxprocs(cl)
 	rd.Default = runtimeContainerSupport && rt.updates && rd.Want == f.rtDef
-	return f.f.Step(now, rd)
+	return k.Step(now, rd)
 }
 
 // automaxprocs is what automaxprocs' Set gives for the limit l, and its rule

@@ -44,12 +44,12 @@ func TestTickPinned(t *testing.T) {
 	now := time.Now()
 
 	// Unchanged limit: nothing happens.
-	assert.True(t, s.tick(now, cpuLimits(0.5, "/sys/fs/cgroup/app"), nil))
+	assert.True(t, s.tick(s.f, now, cpuLimits(0.5, "/sys/fs/cgroup/app"), nil))
 	_, sets, _ := fk.get()
 	assert.Equal(t, 1, sets)
 
 	// Resize to 3 CPUs.
-	assert.True(t, s.tick(now, cpuLimits(3, "/sys/fs/cgroup/app"), nil))
+	assert.True(t, s.tick(s.f, now, cpuLimits(3, "/sys/fs/cgroup/app"), nil))
 	value, sets, _ := fk.get()
 	assert.Equal(t, 3, value)
 	assert.Equal(t, 2, sets)
@@ -64,20 +64,20 @@ func TestTickPinned(t *testing.T) {
 	// A bad reading keeps the value and is reported.
 	bad := cpuLimits(3, "/sys/fs/cgroup/app")
 	bad.CPU.Err = &fs.PathError{Op: "read", Path: "/sys/fs/cgroup/app/cpu.max", Err: fs.ErrInvalid}
-	assert.True(t, s.tick(now, bad, bad.CPU.Err))
+	assert.True(t, s.tick(s.f, now, bad, bad.CPU.Err))
 	value, _, _ = fk.get()
 	assert.Equal(t, 3, value)
 	assert.Error(t, res.Status().Err)
-	assert.True(t, s.tick(now, cpuLimits(3, "/sys/fs/cgroup/app"), nil))
+	assert.True(t, s.tick(s.f, now, cpuLimits(3, "/sys/fs/cgroup/app"), nil))
 	assert.NoError(t, res.Status().Err)
 
 	// The limit goes away: back to the value before fitgo (no
 	// SetDefaultGOMAXPROCS before Go 1.25).
-	assert.True(t, s.tick(now, cpuLimits(0, ""), nil))
+	assert.True(t, s.tick(s.f, now, cpuLimits(0, ""), nil))
 	value, _, _ = fk.get()
 	assert.Equal(t, 8, value)
 	// And comes back.
-	assert.True(t, s.tick(now, cpuLimits(2, "/sys/fs/cgroup"), nil))
+	assert.True(t, s.tick(s.f, now, cpuLimits(2, "/sys/fs/cgroup"), nil))
 	value, _, _ = fk.get()
 	assert.Equal(t, 2, value)
 	assert.Equal(t, 3, res.Status().Updates, "resize, removal, return")
@@ -93,7 +93,7 @@ func TestTickHandOver(t *testing.T) {
 	require.Equal(t, 1, res.Status().After)
 
 	fk.appSet(6) // the application takes over
-	assert.False(t, s.tick(time.Now(), cpuLimits(2, "/sys/fs/cgroup/app"), nil), "the session leaves the loop")
+	assert.False(t, s.tick(s.f, time.Now(), cpuLimits(2, "/sys/fs/cgroup/app"), nil), "the session leaves the loop")
 	value, sets, _ := fk.get()
 	assert.Equal(t, 6, value, "fitgo does not fight")
 	assert.Equal(t, 1, sets)
@@ -103,7 +103,7 @@ func TestTickHandOver(t *testing.T) {
 	assert.Contains(t, buf.String(), `msg="fitgo: GOMAXPROCS changed by someone else; fitgo stops managing it" GOMAXPROCS=6 was=1`)
 
 	// Later ticks do nothing; Undo leaves the application's value.
-	assert.False(t, s.tick(time.Now(), cpuLimits(4, "/sys/fs/cgroup/app"), nil))
+	assert.False(t, s.tick(s.f, time.Now(), cpuLimits(4, "/sys/fs/cgroup/app"), nil))
 	res.Undo()
 	value, _, _ = fk.get()
 	assert.Equal(t, 6, value)
@@ -122,7 +122,7 @@ func TestTickCooperatesWithRuntime(t *testing.T) {
 
 		// Resize to 4: the runtime gets there first.
 		require.True(t, fk.runtimeUpdate(4))
-		assert.True(t, s.tick(now, cpuLimits(4, app), nil))
+		assert.True(t, s.tick(s.f, now, cpuLimits(4, app), nil))
 		_, sets, _ := fk.get()
 		assert.Zero(t, sets, "still no runtime.GOMAXPROCS call")
 		assert.True(t, res.Status().Following)
@@ -130,11 +130,11 @@ func TestTickCooperatesWithRuntime(t *testing.T) {
 		// Resize to 3: fitgo sees it first; the runtime will choose 3 too, so
 		// fitgo waits for it.
 		now = now.Add(time.Second)
-		assert.True(t, s.tick(now, cpuLimits(3, app), nil))
+		assert.True(t, s.tick(s.f, now, cpuLimits(3, app), nil))
 		_, sets, _ = fk.get()
 		assert.Zero(t, sets, "waiting for the runtime")
 		require.True(t, fk.runtimeUpdate(3))
-		assert.True(t, s.tick(now.Add(time.Second), cpuLimits(3, app), nil))
+		assert.True(t, s.tick(s.f, now.Add(time.Second), cpuLimits(3, app), nil))
 		_, sets, _ = fk.get()
 		assert.Zero(t, sets)
 		assert.False(t, fk.custom, "the runtime's updates are still on")
@@ -145,10 +145,10 @@ func TestTickCooperatesWithRuntime(t *testing.T) {
 		te.src.setQuota(2, app)
 		_, s := applyFollowing(t, te, Options{})
 		now := time.Now()
-		assert.True(t, s.tick(now, cpuLimits(5, app), nil))
+		assert.True(t, s.tick(s.f, now, cpuLimits(5, app), nil))
 		_, sets, _ := fk.get()
 		assert.Zero(t, sets)
-		assert.True(t, s.tick(now.Add(runtimeGrace), cpuLimits(5, app), nil))
+		assert.True(t, s.tick(s.f, now.Add(runtimeGrace), cpuLimits(5, app), nil))
 		value, sets, _ := fk.get()
 		assert.Equal(t, 5, value)
 		assert.Equal(t, 1, sets)
@@ -159,7 +159,7 @@ func TestTickCooperatesWithRuntime(t *testing.T) {
 		te.src.setQuota(2, app)
 		_, s := applyFollowing(t, te, Options{})
 		// 0.5 CPUs: the runtime says 2 (its minimum), fitgo's rule 1.
-		assert.True(t, s.tick(time.Now(), cpuLimits(0.5, app), nil))
+		assert.True(t, s.tick(s.f, time.Now(), cpuLimits(0.5, app), nil))
 		value, sets, _ := fk.get()
 		assert.Equal(t, 1, value)
 		assert.Equal(t, 1, sets)
@@ -170,7 +170,7 @@ func TestTickCooperatesWithRuntime(t *testing.T) {
 		te.src.setQuota(2, app)
 		res, s := applyFollowing(t, te, Options{})
 		fk.appSet(7)
-		assert.False(t, s.tick(time.Now(), cpuLimits(2, app), nil))
+		assert.False(t, s.tick(s.f, time.Now(), cpuLimits(2, app), nil))
 		assert.Contains(t, res.Status().Reason, "changed from 2 to 7 outside fitgo")
 	})
 	t.Run("without runtime updates any change is someone else's", func(t *testing.T) {
@@ -179,7 +179,7 @@ func TestTickCooperatesWithRuntime(t *testing.T) {
 		te.src.setQuota(2, app)
 		res, s := applyFollowing(t, te, Options{})
 		fk.appSet(4)
-		assert.False(t, s.tick(time.Now(), cpuLimits(4, app), nil))
+		assert.False(t, s.tick(s.f, time.Now(), cpuLimits(4, app), nil))
 		assert.False(t, res.Status().Following)
 	})
 	t.Run("limit removed while pinned: SetDefaultGOMAXPROCS", func(t *testing.T) {
@@ -189,7 +189,7 @@ func TestTickCooperatesWithRuntime(t *testing.T) {
 		res, s := applyFollowing(t, te, Options{})
 		require.Equal(t, 1, res.Status().After)
 		fk.def = 8
-		assert.True(t, s.tick(time.Now(), cpuLimits(0, ""), nil))
+		assert.True(t, s.tick(s.f, time.Now(), cpuLimits(0, ""), nil))
 		value, _, setDefault := fk.get()
 		assert.Equal(t, 8, value)
 		assert.Equal(t, 1, setDefault)
@@ -208,15 +208,15 @@ func TestStopAndSupersede(t *testing.T) {
 	r2, s2 := applyFollowing(t, te, Options{Policy: Policy{Min: 2}, Context: ctx})
 	assert.False(t, r1.Status().Following)
 	assert.Equal(t, "superseded by a later Apply", r1.Status().Reason)
-	assert.False(t, s1.tick(time.Now(), cpuLimits(4, "/sys/fs/cgroup/app"), nil))
-	assert.True(t, s2.tick(time.Now(), cpuLimits(4, "/sys/fs/cgroup/app"), nil))
+	assert.False(t, s1.tick(s1.f, time.Now(), cpuLimits(4, "/sys/fs/cgroup/app"), nil))
+	assert.True(t, s2.tick(s2.f, time.Now(), cpuLimits(4, "/sys/fs/cgroup/app"), nil))
 	value, _, _ := fk.get()
 	assert.Equal(t, 4, value)
 	done := r2.loop.Done()
 	cancel() // the context stops it
 	waitIdle(t, done)
 	assert.Equal(t, "stopped: context canceled", r2.Status().Reason)
-	assert.False(t, s2.tick(time.Now(), cpuLimits(6, "/sys/fs/cgroup/app"), nil))
+	assert.False(t, s2.tick(s2.f, time.Now(), cpuLimits(6, "/sys/fs/cgroup/app"), nil))
 	value, _, _ = fk.get()
 	assert.Equal(t, 4, value, "stopping keeps the value")
 }
@@ -251,7 +251,7 @@ func TestRefreshFollowsTheLoop(t *testing.T) {
 	assert.False(t, st.Following)
 	assert.Equal(t, "stopped: context canceled", st.Reason)
 	te.src.setQuota(2, "/sys/fs/cgroup/app")
-	assert.False(t, fit.tick(time.Now(), cpuLimits(2, "/sys/fs/cgroup/app"), nil))
+	assert.False(t, fit.tick(fit.f, time.Now(), cpuLimits(2, "/sys/fs/cgroup/app"), nil))
 	value, _, _ := fk.get()
 	assert.Equal(t, 7, value, "no change after stop")
 }
@@ -295,7 +295,7 @@ func TestTickAllocs(t *testing.T) {
 	_, s := applyFollowing(t, te, Options{})
 	lim := cpuLimits(0.5, "/sys/fs/cgroup/app")
 	now := time.Now()
-	assert.Zero(t, testing.AllocsPerRun(1000, func() { s.tick(now, lim, nil) }))
+	assert.Zero(t, testing.AllocsPerRun(1000, func() { s.tick(s.f, now, lim, nil) }))
 }
 
 // TestApplyConcurrentWithTicks races Apply, Undo, Status and the loops.
@@ -384,7 +384,7 @@ func TestTickAllocsWhenMoved(t *testing.T) {
 		}
 		w.WriteAt(status, 0)
 		fk.runtimeUpdate(n)
-		if !s.tick(now, lim, nil) || s.ncpu != n {
+		if !s.tick(s.f, now, lim, nil) || s.ncpu != n {
 			t.Fatalf("run %d: following %v, ncpu %d, want %d", i, fit.Status().Following, s.ncpu, n)
 		}
 	})
@@ -406,7 +406,7 @@ func TestAffinityChangeIsTheRuntimes(t *testing.T) {
 	// taskset: one CPU left; the runtime lowers GOMAXPROCS to 1 itself.
 	te.ncpu = 1
 	require.True(t, fk.runtimeUpdate(1))
-	assert.True(t, s.tick(time.Now(), cpuLimits(4, "/sys/fs/cgroup/app"), nil))
+	assert.True(t, s.tick(s.f, time.Now(), cpuLimits(4, "/sys/fs/cgroup/app"), nil))
 	st := fit.Status()
 	assert.True(t, st.Following, st.Reason)
 	assert.Equal(t, 1, st.After)
@@ -415,7 +415,7 @@ func TestAffinityChangeIsTheRuntimes(t *testing.T) {
 	// A later resize is still fitted (within the CPUs it may use).
 	te.ncpu = 8
 	require.True(t, fk.runtimeUpdate(2))
-	assert.True(t, s.tick(time.Now().Add(time.Hour), cpuLimits(0.5, "/sys/fs/cgroup/app"), nil))
+	assert.True(t, s.tick(s.f, time.Now().Add(time.Hour), cpuLimits(0.5, "/sys/fs/cgroup/app"), nil))
 	value, _, _ := fk.get()
 	assert.Equal(t, 1, value, "0.5 rounded up, below the runtime's minimum of 2")
 }
@@ -450,9 +450,9 @@ func TestLoggerMayCallBack(t *testing.T) {
 		var err error
 		res, err = Apply(te.opts(Options{Logger: logger, Refresh: time.Hour}))
 		assert.NoError(t, err)
-		res.tick(time.Now(), cpuLimits(3, "/sys/fs/cgroup/app"), nil)
+		res.tick(res.f, time.Now(), cpuLimits(3, "/sys/fs/cgroup/app"), nil)
 		fk.appSet(5)
-		res.tick(time.Now(), cpuLimits(3, "/sys/fs/cgroup/app"), nil)
+		res.tick(res.f, time.Now(), cpuLimits(3, "/sys/fs/cgroup/app"), nil)
 	}()
 	select {
 	case <-done:
@@ -477,7 +477,7 @@ func TestSameValueCaveat(t *testing.T) {
 	fit, _ := applyFollowing(t, te, Options{Context: ctx})
 	require.Equal(t, 1, fit.Status().After)
 	fk.appSet(1)
-	assert.True(t, fit.tick(time.Now(), cpuLimits(3, app), nil))
+	assert.True(t, fit.tick(fit.f, time.Now(), cpuLimits(3, app), nil))
 	value, _, _ := fk.get()
 	assert.Equal(t, 3, value, "the caveat: indistinguishable, so overwritten")
 
@@ -485,7 +485,7 @@ func TestSameValueCaveat(t *testing.T) {
 	cancel() // the remedy: end fitgo's management first
 	waitIdle(t, done)
 	fk.appSet(3)
-	assert.False(t, fit.tick(time.Now(), cpuLimits(2, app), nil))
+	assert.False(t, fit.tick(fit.f, time.Now(), cpuLimits(2, app), nil))
 	value, _, _ = fk.get()
 	assert.Equal(t, 3, value, "after the refresh ends, the program's value stays")
 }
@@ -536,7 +536,7 @@ func TestOtherLibrary(t *testing.T) {
 			fit, _ := applyFollowing(t, te, Options{Insist: tc.insist, Logger: slog.New(slog.NewTextHandler(&buf, nil))})
 			require.Equal(t, 2, fit.Status().After)
 			fk.appSet(1) // automaxprocs.Set in main
-			assert.Equal(t, tc.insist, fit.tick(time.Now(), cpuLimits(1.5, app), nil))
+			assert.Equal(t, tc.insist, fit.tick(fit.f, time.Now(), cpuLimits(1.5, app), nil))
 			value, _, setDefault := fk.get()
 			assert.Equal(t, tc.after, value)
 			assert.Equal(t, tc.setDefault, setDefault)
@@ -546,10 +546,48 @@ func TestOtherLibrary(t *testing.T) {
 			assert.Contains(t, buf.String(), `by="another library, matching automaxprocs' floor of 1.5 cores"`)
 			if tc.insist {
 				te.src.setQuota(0.5, app) // a resize: followed as before
-				assert.True(t, fit.tick(time.Now(), cpuLimits(0.5, app), nil))
+				assert.True(t, fit.tick(fit.f, time.Now(), cpuLimits(0.5, app), nil))
 				value, _, _ = fk.get()
 				assert.Equal(t, 1, value)
 			}
 		})
+	}
+}
+
+// signalSource signals each reading on c, without waiting.
+type signalSource struct {
+	knob.Source
+	c chan struct{}
+}
+
+func (s signalSource) Read() (cgroup.Limits, error) {
+	defer func() {
+		select {
+		case s.c <- struct{}{}:
+		default:
+		}
+	}()
+	return s.Source.Read()
+}
+
+// TestApplyUndoRefreshCycles cycles Apply and Undo with a 10ms refresh on
+// the real ticker, each cycle until the refresh has read twice (its first
+// reading is fitted): the refresh goroutine must not race the Apply that
+// starts it (go test -race).
+func TestApplyUndoRefreshCycles(t *testing.T) {
+	fk := &fakeKnob{value: 8, def: 8, modern: true}
+	te := newTestEnv(fk, 8, modernRT, v2FS("200000 100000", ""))
+	te.Ticks = nil
+	for range 20 {
+		read := make(chan struct{}, 2)
+		te.Open = func() (knob.Source, error) { return signalSource{te.src, read}, nil }
+		fit, err := Apply(te.opts(Options{Refresh: 10 * time.Millisecond}))
+		require.NoError(t, err)
+		<-read
+		<-read
+		fit.Undo()
+		waitIdle(t, fit.loop.Done())
+		v, _, _ := fk.get()
+		require.Equal(t, 8, v)
 	}
 }

@@ -181,7 +181,7 @@ func TestZeroLimit(t *testing.T) {
 		defer func() { stop(fit); waitIdle(t, fit.loop.Done()) }()
 		zero := memLimits(0, 0)
 		zero.Memory.MaxSource = "/sys/fs/cgroup/app"
-		assert.True(t, fit.tick(time.Now(), zero, nil))
+		assert.True(t, fit.tick(fit.f, time.Now(), zero, nil))
 		value, _ := fk.get()
 		assert.Equal(t, noLimit, value, "not 90% of MemTotal")
 		assert.Equal(t, "memory.max", fit.Status().From)

@@ -47,7 +47,7 @@ func BenchmarkTick(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		fit.tick(now, lim, nil)
+		fit.tick(fit.f, now, lim, nil)
 	}
 }
 

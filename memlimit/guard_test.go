@@ -106,7 +106,7 @@ func TestLeakGuard(t *testing.T) {
 			for i, p := range tc.phases {
 				gc.bound, gc.share = p.bound, p.share
 				for range p.n {
-					require.True(t, s.tick(now, memLimits(512*MiB, 0), nil))
+					require.True(t, s.tick(s.f, now, memLimits(512*MiB, 0), nil))
 					n++
 				}
 				v, _ := fk.get()
@@ -142,7 +142,7 @@ func TestLeakGuardStatus(t *testing.T) {
 	te.src.set(memLimits(512*MiB, 0))
 	res, s := applyFollowing(t, te, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	for range 2*guardWindow + 1 {
-		require.True(t, s.tick(time.Now(), memLimits(512*MiB, 0), nil))
+		require.True(t, s.tick(s.f, time.Now(), memLimits(512*MiB, 0), nil))
 	}
 	st := res.Status()
 	assert.Equal(t, stepValue(2), st.After)
@@ -154,13 +154,13 @@ func TestLeakGuardStatus(t *testing.T) {
 
 	// A resize keeps the steps' share of the margin, never above the new
 	// limit; the limit going away drops them.
-	require.True(t, s.tick(time.Now(), memLimits(256*MiB, 0), nil))
+	require.True(t, s.tick(s.f, time.Now(), memLimits(256*MiB, 0), nil))
 	v, _ := fk.get()
 	assert.Equal(t, soft(256)+(256*MiB-soft(256))/guardSteps*2, v)
-	require.True(t, s.tick(time.Now(), memLimits(0, 0), nil))
+	require.True(t, s.tick(s.f, time.Now(), memLimits(0, 0), nil))
 	v, _ = fk.get()
 	assert.Equal(t, noLimit, v)
-	require.True(t, s.tick(time.Now(), memLimits(512*MiB, 0), nil))
+	require.True(t, s.tick(s.f, time.Now(), memLimits(512*MiB, 0), nil))
 	v, _ = fk.get()
 	assert.Equal(t, soft(512), v)
 	assert.Zero(t, res.Status().LeakGuard)
@@ -179,13 +179,13 @@ func TestLeakGuardHeadroom(t *testing.T) {
 	te.src.set(headroomLimits(200))
 	res, s := applyFollowing(t, te, Options{})
 	for range guardSteps*guardWindow + 1 {
-		require.True(t, s.tick(time.Now(), headroomLimits(200), nil))
+		require.True(t, s.tick(s.f, time.Now(), headroomLimits(200), nil))
 	}
 	v, _ := fk.get()
 	assert.Equal(t, 312*MiB, v, "512 MiB − the others' 200 MiB")
 	assert.Equal(t, 312*MiB, res.Status().LeakGuard.Limit)
 	floor = 320 * MiB
-	require.True(t, s.tick(time.Now(), headroomLimits(200), nil))
+	require.True(t, s.tick(s.f, time.Now(), headroomLimits(200), nil))
 	v, _ = fk.get()
 	assert.Equal(t, floor, v, "the floor, not a step")
 	assert.Zero(t, res.Status().LeakGuard.Steps)
@@ -203,11 +203,11 @@ func TestLeakGuardKeepsHandOver(t *testing.T) {
 		te.src.set(memLimits(512*MiB, 0))
 		res, s := applyFollowing(t, te, Options{Insist: insist})
 		for range guardWindow + 1 {
-			require.True(t, s.tick(time.Now(), memLimits(512*MiB, 0), nil))
+			require.True(t, s.tick(s.f, time.Now(), memLimits(512*MiB, 0), nil))
 		}
 		require.Equal(t, stepValue(1), res.Status().After)
 		fk.appSet(GiB)
-		assert.Equal(t, insist, s.tick(time.Now(), memLimits(512*MiB, 0), nil))
+		assert.Equal(t, insist, s.tick(s.f, time.Now(), memLimits(512*MiB, 0), nil))
 		v, _ := fk.get()
 		if insist {
 			assert.Equal(t, stepValue(1), v, "put back")
@@ -233,14 +233,14 @@ func TestLeakGuardSteadyHeap(t *testing.T) {
 	te.src.set(memLimits(512*MiB, 0))
 	res, s := applyFollowing(t, te, Options{})
 	for range 4 * guardWindow {
-		require.True(t, s.tick(time.Now(), memLimits(512*MiB, 0), nil))
+		require.True(t, s.tick(s.f, time.Now(), memLimits(512*MiB, 0), nil))
 	}
 	assert.Equal(t, soft(512), res.Status().After)
 	assert.Zero(t, res.Status().LeakGuard)
 	gc.steady = false
 	n := 0
 	for res.Status().After == soft(512) && n < 2*guardWindow {
-		require.True(t, s.tick(time.Now(), memLimits(512*MiB, 0), nil))
+		require.True(t, s.tick(s.f, time.Now(), memLimits(512*MiB, 0), nil))
 		n++
 	}
 	assert.Equal(t, stepValue(1), res.Status().After)
@@ -386,7 +386,7 @@ func TestLeakGuardShapes(t *testing.T) {
 				from := live
 				for k := range sg.n {
 					live, share = from+(sg.to-from)*float64(k+1)/float64(sg.n), sg.share
-					require.True(t, s.tick(time.Now(), memLimits(512*MiB, 0), nil))
+					require.True(t, s.tick(s.f, time.Now(), memLimits(512*MiB, 0), nil))
 					n++
 				}
 				v, _ := fk.get()

@@ -93,8 +93,8 @@ func (f *Fit) setUpper(opt int64, env string) error {
 		return fmt.Errorf("memlimit: invalid options: negative UpperLimit %d", opt)
 	case opt > 0:
 		f.upper = memLimit{bytes: opt, source: "Options.UpperLimit", from: "UpperLimit"}
-	case err != nil:
-		return fmt.Errorf("memlimit: %w", err)
+	case err != nil: // ignored, as if unset
+		f.res.SettingErr = fmt.Errorf("memlimit: %w; ignored", err)
 	case v > 0:
 		f.upper = memLimit{bytes: v, source: "$" + envvar.MemoryLimitVar, from: envvar.MemoryLimitVar}
 	}

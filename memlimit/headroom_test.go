@@ -90,21 +90,6 @@ func TestApplyHeadroom(t *testing.T) {
 	}
 }
 
-func TestUpperLimitInvalid(t *testing.T) {
-	te := newTestEnv(&fakeKnob{value: noLimit}, sharedV2(104))
-	te.Getenv = func(k string) string {
-		if k == "FITGO_MEMORY_LIMIT" {
-			return "512Mi"
-		}
-		return ""
-	}
-	r, err := Plan(te.opts(Options{}))
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "FITGO_MEMORY_LIMIT")
-	assert.Equal(t, "invalid options", r.Reason)
-	assert.False(t, r.Changed)
-}
-
 // headroomLimits is a reading where the pod's limit is 512 MiB and the
 // others hold others MiB there.
 func headroomLimits(others int64) cgroup.Limits {
@@ -144,7 +129,7 @@ func TestHeadroomHysteresis(t *testing.T) {
 		{100, soft(412)}, // back
 		{95, soft(412)},  // a little less: kept
 	} {
-		assert.True(t, s.tick(now, headroomLimits(step.others), nil))
+		assert.True(t, s.tick(s.f, now, headroomLimits(step.others), nil))
 		v, _ := fk.get()
 		assert.Equal(t, step.want, v, "step %d: others %d MiB", i, step.others)
 	}
@@ -168,7 +153,7 @@ func TestHeadroomFloor(t *testing.T) {
 	require.Equal(t, soft(312), res.Status().After)
 	now := time.Now()
 	for _, others := range []int64{400, 480, 500, 600} {
-		assert.True(t, s.tick(now, headroomLimits(others), nil))
+		assert.True(t, s.tick(s.f, now, headroomLimits(others), nil))
 		v, _ := fk.get()
 		assert.Equal(t, floor, v, "others %d MiB", others)
 	}
@@ -182,12 +167,12 @@ func TestHeadroomFloor(t *testing.T) {
 
 	// The floor never goes above the value without the others.
 	floor = 600 * MiB
-	assert.True(t, s.tick(now, headroomLimits(500), nil))
+	assert.True(t, s.tick(s.f, now, headroomLimits(500), nil))
 	v, _ := fk.get()
 	assert.Equal(t, soft(512), v)
 	// The others leave: the floor is gone.
 	floor = 150 * MiB
-	assert.True(t, s.tick(now, headroomLimits(0), nil))
+	assert.True(t, s.tick(s.f, now, headroomLimits(0), nil))
 	assert.Zero(t, res.Status().Floor)
 }
 
@@ -214,7 +199,7 @@ func TestHeadroomTickAllocs(t *testing.T) {
 	res, s := applyFollowing(t, te, Options{})
 	lim := headroomLimits(200)
 	now := time.Now()
-	assert.Zero(t, testing.AllocsPerRun(1000, func() { s.tick(now, lim, nil) }))
+	assert.Zero(t, testing.AllocsPerRun(1000, func() { s.tick(s.f, now, lim, nil) }))
 	assert.Equal(t, int64(200*MiB), res.Status().Others, "the headroom bound the value")
 	require.NotNil(t, s.samples, "the floor's metrics were read")
 }

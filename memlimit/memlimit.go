@@ -56,8 +56,9 @@ type Options struct {
 	NoHeadroom bool
 	// UpperLimit, when positive, bounds the limit fitgo reads with one known
 	// from outside, such as the pod's limit in a private cgroup namespace. 0:
-	// the FITGO_MEMORY_LIMIT environment variable at start-up, in bytes (as
-	// the downward API's limits.memory with divisor "1" writes it), if set.
+	// the FITGO_MEMORY_LIMIT environment variable at start-up, if set: bytes
+	// as the downward API's limits.memory writes them, or a Kubernetes
+	// quantity such as 512Mi or 1G; any other value is ignored (SettingErr).
 	UpperLimit int64
 	// NoLeakGuard turns off the refresh's leak guard, which steps GOMEMLIMIT
 	// up toward the memory limit while a growing heap pins the GC at it
@@ -154,6 +155,9 @@ type Result struct {
 	Policy Policy
 	// Env is the GOMEMLIMIT environment variable at start-up, "" when unset.
 	Env string
+	// SettingErr is why FITGO_MEMORY_LIMIT was ignored: it is not a quantity
+	// of at least 1 MiB. The limit is fitted as if it were unset.
+	SettingErr error
 	// Reason says why the memory limit was left alone ("" when Changed) or,
 	// from Fit.Status, why it is not being fitted.
 	Reason string
@@ -245,6 +249,9 @@ func Apply(o Options) (*Fit, error) {
 	f, d := prepare(&o)
 	f.f, f.loop = d.Settle(&f.env.Env, f.res.out(), f.tick)
 	f.env.Knob.LogApply(o.Logger, f.res.out(), "result", f.res)
+	if f.res.SettingErr != nil && o.Logger != nil {
+		o.Logger.Warn("fitgo: " + f.res.SettingErr.Error())
+	}
 	return f, f.res.Err
 }
 
@@ -365,7 +372,7 @@ func (f *Fit) value(lim cgroup.Limits) (memLimit, bool, int64, guardEvent) {
 }
 
 // tick fits the memory limit to a reading of the refresh loop.
-func (f *Fit) tick(now time.Time, lim cgroup.Limits, err error) bool {
+func (f *Fit) tick(k *knob.Fit[int64, memLimit], now time.Time, lim cgroup.Limits, err error) bool {
 	var rd knob.Reading[int64, memLimit]
 	gev := guardNone
 	rd.Err = f.memErr(lim, err)
@@ -378,7 +385,7 @@ func (f *Fit) tick(now time.Time, lim cgroup.Limits, err error) bool {
 		}
 		rd.Other, rd.OtherWhy = f.automemlimit(lim)
 	}
-	keep := f.f.Step(now, rd)
+	keep := k.Step(now, rd)
 	if keep && gev != guardNone {
 		f.logGuard(gev, rd.Want, rd.Limit)
 	}
@@ -466,6 +473,9 @@ func (r Result) String() string {
 		}
 		lim += " " + a.Key + " " + strconv.FormatUint(a.Value.Uint64(), 10)
 	}
+	if r.SettingErr != nil {
+		lim += "; " + r.SettingErr.Error()
+	}
 	return processKnob.Summary(r.out(), lim, r.Policy.text())
 }
 
@@ -486,6 +496,9 @@ func (r Result) LogValue() slog.Value {
 	}
 	if ev := r.eventCounts(); len(ev) > 0 {
 		lim = append(lim, slog.Attr{Key: "memory_events", Value: slog.GroupValue(ev...)})
+	}
+	if r.SettingErr != nil {
+		lim = append(lim, slog.String("setting_err", r.SettingErr.Error()))
 	}
 	return knob.LogValue(r.out(), append(lim, slog.String("policy", r.Policy.text()))...)
 }

@@ -38,16 +38,16 @@ func TestTick(t *testing.T) {
 	assert.Equal(t, time.Hour, res.Status().Refresh)
 	now := time.Now()
 
-	assert.True(t, s.tick(now, memLimits(512*MiB, 0), nil))
+	assert.True(t, s.tick(s.f, now, memLimits(512*MiB, 0), nil))
 	_, sets := fk.get()
 	assert.Equal(t, 1, sets, "nothing changed, nothing set")
 
 	// Resize down to 384 MiB.
-	assert.True(t, s.tick(now, memLimits(384*MiB, 0), nil))
+	assert.True(t, s.tick(s.f, now, memLimits(384*MiB, 0), nil))
 	value, _ := fk.get()
 	assert.Equal(t, int64(362387865), value)
 	// memory.high appears below memory.max.
-	assert.True(t, s.tick(now, memLimits(384*MiB, 256*MiB), nil))
+	assert.True(t, s.tick(s.f, now, memLimits(384*MiB, 256*MiB), nil))
 	value, _ = fk.get()
 	assert.Equal(t, int64(241591910), value)
 	st := res.Status()
@@ -58,22 +58,22 @@ func TestTick(t *testing.T) {
 	// A bad reading keeps the value.
 	bad := memLimits(0, 0)
 	bad.Memory.Err = &fs.PathError{Op: "read", Path: "/sys/fs/cgroup/app/memory.max", Err: fs.ErrInvalid}
-	assert.True(t, s.tick(now, bad, bad.Memory.Err))
+	assert.True(t, s.tick(s.f, now, bad, bad.Memory.Err))
 	value, _ = fk.get()
 	assert.Equal(t, int64(241591910), value)
 	assert.Error(t, res.Status().Err)
 
 	// The limit goes away: back to the value before fitgo, never to a
 	// made-up one.
-	assert.True(t, s.tick(now, memLimits(0, 0), nil))
+	assert.True(t, s.tick(s.f, now, memLimits(0, 0), nil))
 	value, _ = fk.get()
 	assert.Equal(t, noLimit, value)
 	// It comes back, tiny: still nothing.
-	assert.True(t, s.tick(now, memLimits(8*MiB, 0), nil))
+	assert.True(t, s.tick(s.f, now, memLimits(8*MiB, 0), nil))
 	value, _ = fk.get()
 	assert.Equal(t, noLimit, value)
 	// And normal again.
-	assert.True(t, s.tick(now, memLimits(GiB, 0), nil))
+	assert.True(t, s.tick(s.f, now, memLimits(GiB, 0), nil))
 	value, _ = fk.get()
 	assert.Equal(t, int64(966367641), value)
 	assert.True(t, res.Status().Following)
@@ -88,13 +88,13 @@ func TestTickNeverClearsTheApplicationsLimit(t *testing.T) {
 	require.False(t, res.Status().Changed)
 	// The application sets its own limit.
 	fk.appSet(200 * MiB)
-	assert.False(t, s.tick(time.Now(), memLimits(0, 0), nil))
+	assert.False(t, s.tick(s.f, time.Now(), memLimits(0, 0), nil))
 	value, sets := fk.get()
 	assert.Equal(t, 200*MiB, value)
 	assert.Zero(t, sets)
 	assert.Equal(t, "the memory limit was changed from no limit to 200 MiB outside fitgo; no longer managed", res.Status().Reason)
 	// Even when a container limit appears later, the application keeps it.
-	assert.False(t, s.tick(time.Now(), memLimits(GiB, 0), nil))
+	assert.False(t, s.tick(s.f, time.Now(), memLimits(GiB, 0), nil))
 	value, _ = fk.get()
 	assert.Equal(t, 200*MiB, value)
 }
@@ -107,7 +107,7 @@ func TestTickHandOver(t *testing.T) {
 	te.src.set(memLimits(512*MiB, 0))
 	res, s := applyFollowing(t, te, Options{Logger: logger})
 	fk.appSet(GiB) // an operator raises it with debug.SetMemoryLimit
-	assert.False(t, s.tick(time.Now(), memLimits(384*MiB, 0), nil))
+	assert.False(t, s.tick(s.f, time.Now(), memLimits(384*MiB, 0), nil))
 	value, _ := fk.get()
 	assert.Equal(t, GiB, value, "fitgo does not fight")
 	st := res.Status()
@@ -128,14 +128,14 @@ func TestStopAndSupersede(t *testing.T) {
 	defer cancel()
 	r2, s2 := applyFollowing(t, te, Options{Policy: Policy{Ratio: 0.5}, Context: ctx})
 	assert.Equal(t, "superseded by a later Apply", r1.Status().Reason)
-	assert.False(t, s1.tick(time.Now(), memLimits(GiB, 0), nil))
-	assert.True(t, s2.tick(time.Now(), memLimits(GiB, 0), nil))
+	assert.False(t, s1.tick(s1.f, time.Now(), memLimits(GiB, 0), nil))
+	assert.True(t, s2.tick(s2.f, time.Now(), memLimits(GiB, 0), nil))
 	value, _ := fk.get()
 	assert.Equal(t, 512*MiB, value)
 	done := r2.loop.Done()
 	cancel() // the context stops it
 	waitIdle(t, done)
-	assert.False(t, s2.tick(time.Now(), memLimits(2*GiB, 0), nil))
+	assert.False(t, s2.tick(s2.f, time.Now(), memLimits(2*GiB, 0), nil))
 	value, _ = fk.get()
 	assert.Equal(t, 512*MiB, value)
 }
@@ -225,7 +225,7 @@ func TestTickAllocs(t *testing.T) {
 	_, s := applyFollowing(t, te, Options{})
 	lim := memLimits(512*MiB, 0)
 	now := time.Now()
-	assert.Zero(t, testing.AllocsPerRun(1000, func() { s.tick(now, lim, nil) }))
+	assert.Zero(t, testing.AllocsPerRun(1000, func() { s.tick(s.f, now, lim, nil) }))
 }
 
 type callbackHandler struct {
@@ -256,9 +256,9 @@ func TestLoggerMayCallBack(t *testing.T) {
 		var err error
 		res, err = Apply(te.opts(Options{Logger: logger, Refresh: time.Hour}))
 		assert.NoError(t, err)
-		res.tick(time.Now(), memLimits(GiB, 0), nil)
+		res.tick(res.f, time.Now(), memLimits(GiB, 0), nil)
 		fk.appSet(5 * GiB)
-		res.tick(time.Now(), memLimits(GiB, 0), nil)
+		res.tick(res.f, time.Now(), memLimits(GiB, 0), nil)
 	}()
 	select {
 	case <-done:
@@ -284,7 +284,7 @@ func TestOtherLibrary(t *testing.T) {
 			fit, _ := applyFollowing(t, te, Options{Insist: insist, Logger: slog.New(slog.NewTextHandler(&buf, nil))})
 			require.Equal(t, int64(483183820), fit.Status().After)
 			fk.appSet(429496729) // automemlimit: uint64(float64(512 MiB) * 0.8)
-			assert.Equal(t, insist, fit.tick(time.Now(), memLimits(512*MiB, 0), nil))
+			assert.Equal(t, insist, fit.tick(fit.f, time.Now(), memLimits(512*MiB, 0), nil))
 			value, _ := fk.get()
 			st := fit.Status()
 			assert.Contains(t, buf.String(), `by="another library, matching automemlimit's 0.8 × 512 MiB"`)
@@ -296,7 +296,7 @@ func TestOtherLibrary(t *testing.T) {
 			assert.Equal(t, int64(483183820), value, "put back")
 			assert.True(t, st.Following)
 			assert.Contains(t, st.Reason, "fitgo put its value back (insist, 1 times)")
-			assert.True(t, fit.tick(time.Now(), memLimits(256*MiB, 0), nil))
+			assert.True(t, fit.tick(fit.f, time.Now(), memLimits(256*MiB, 0), nil))
 			value, _ = fk.get()
 			assert.Equal(t, int64(256*MiB*9/10), value, "follows a resize")
 		})
@@ -306,5 +306,43 @@ func TestOtherLibrary(t *testing.T) {
 func TestAutomemlimitRatio(t *testing.T) {
 	for in, want := range map[string]float64{"": 0.9, "0.8": 0.8, "1": 1, "off": 0, "0": 0, "1.5": 0, "x": 0, "NaN": 0} {
 		assert.Equal(t, want, automemlimitRatio(in), in)
+	}
+}
+
+// signalSource signals each reading on c, without waiting.
+type signalSource struct {
+	knob.Source
+	c chan struct{}
+}
+
+func (s signalSource) Read() (cgroup.Limits, error) {
+	defer func() {
+		select {
+		case s.c <- struct{}{}:
+		default:
+		}
+	}()
+	return s.Source.Read()
+}
+
+// TestApplyUndoRefreshCycles cycles Apply and Undo with a 10ms refresh on
+// the real ticker, each cycle until the refresh has read twice (its first
+// reading is fitted): the refresh goroutine must not race the Apply that
+// starts it (go test -race).
+func TestApplyUndoRefreshCycles(t *testing.T) {
+	fk := &fakeKnob{value: noLimit}
+	te := newTestEnv(fk, v2FS("536870912", "", ""))
+	te.Ticks = nil
+	for range 20 {
+		read := make(chan struct{}, 2)
+		te.Open = func() (knob.Source, error) { return signalSource{te.src, read}, nil }
+		fit, err := Apply(te.opts(Options{Refresh: 10 * time.Millisecond}))
+		require.NoError(t, err)
+		<-read
+		<-read
+		fit.Undo()
+		waitIdle(t, fit.loop.Done())
+		v, _ := fk.get()
+		require.Equal(t, noLimit, v)
 	}
 }

@@ -3,7 +3,9 @@ package envvar
 import (
 	"bytes"
 	"math"
+	"math/big"
 	"os"
+	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
@@ -365,11 +367,21 @@ func TestMemoryLimit(t *testing.T) {
 		{"", 0, false},
 		{"536870912", 536870912, false},
 		{" 536870912\n", 536870912, false},
+		{"512Mi", 512 << 20, false},
+		{"1Gi", 1 << 30, false},
+		{"512M", 512e6, false},
+		{"0.5Gi", 512 << 20, false},
 		{"0", 0, true},
-		{"-1", 0, true},
-		{"+5", 0, true},
-		{"512Mi", 0, true},
+		{"0Mi", 0, true},
+		{"512", 0, true}, // 512Mi with divisor 1Mi
+		{"1048575", 0, true},
+		{"1048576", 1 << 20, false},
+		{"-5", 0, true},
+		{"+268435456", 0, true},
+		{"0x10000000", 0, true},
+		{"1e9", 0, true},
 		{"99999999999999999999", 0, true},
+		{"8Ei", 0, true},
 	} {
 		got, err := MemoryLimit(tc.in)
 		assert.Equal(t, tc.want, got, "%q", tc.in)
@@ -377,8 +389,117 @@ func TestMemoryLimit(t *testing.T) {
 	}
 }
 
+func TestQuantity(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		per  uint64
+		want int64 // -1: not a quantity
+	}{
+		{"0", 1, 0},
+		{"1", 1, 1},
+		{"007", 1, 7},
+		{"1Ki", 1, 1024},
+		{"1Mi", 1, 1 << 20},
+		{"3Gi", 1, 3 << 30},
+		{"1Ti", 1, 1 << 40},
+		{"1Pi", 1, 1 << 50},
+		{"7Ei", 1, 7 << 60},
+		{"1k", 1, 1000},
+		{"2M", 1, 2e6},
+		{"1G", 1, 1e9},
+		{"1T", 1, 1e12},
+		{"1P", 1, 1e15},
+		{"9E", 1, 9e18},
+		{"1.5Gi", 1, 3 << 29},
+		{"1.", 1, 1},
+		{".5k", 1, 500},
+		{"1.50Ki", 1, 1536},
+		{"0.1", 1, 1},   // rounded up
+		{"1001m", 1, 2}, // rounded up
+		{"9223372036854775807", 1, math.MaxInt64},
+		{"9223372036854775806.5", 1, -1}, // 20 digits
+		{"9223372036854775.807k", 1, math.MaxInt64},
+		{"9223372036854775.808k", 1, -1},
+		{"9223372036854775807001m", 1, -1},
+		{"9223372036854775808", 1, -1},
+		{"8Ei", 1, -1},
+		{"10E", 1, -1},
+		{"500m", 1000, 500}, // millicores
+		{"0.5", 1000, 500},
+		{"2", 1000, 2000},
+		{"1.0005", 1000, 1001},
+		{"", 1, -1},
+		{".", 1, -1},
+		{"Ki", 1, -1},
+		{"1.2.3", 1, -1},
+		{"1K", 1, -1},
+		{"1i", 1, -1},
+		{"1mi", 1, -1},
+		{"1KiB", 1, -1},
+		{"1kk", 1, -1},
+		{"1e9", 1, -1},
+		{"1E9", 1, -1},
+		{"+1", 1, -1},
+		{"-1", 1, -1},
+		{"0x10", 1, -1},
+		{" 1", 1, -1},
+		{"1_000", 1, -1},
+		{"12345678901234567890", 1, -1},
+	} {
+		got, ok := Quantity(tc.in, tc.per)
+		if tc.want < 0 {
+			assert.False(t, ok, "%q: %d", tc.in, got)
+			continue
+		}
+		assert.True(t, ok, tc.in)
+		assert.Equal(t, tc.want, got, tc.in)
+	}
+}
+
+// quantityOracle is Quantity computed with math/big.
+func quantityOracle(s string, per uint64) (int64, bool) {
+	m := regexp.MustCompile(`^([0-9]*)(?:\.([0-9]*))?(Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E)?$`).FindStringSubmatch(s)
+	if m == nil || m[1]+m[2] == "" {
+		return 0, false
+	}
+	v, _ := new(big.Rat).SetString("0" + m[1] + "." + m[2] + "0")
+	scale := map[string]*big.Rat{"": big.NewRat(1, 1), "m": big.NewRat(1, 1000)}
+	for i, c := range []string{"k", "M", "G", "T", "P", "E"} {
+		scale[c] = new(big.Rat).SetInt(new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(3*(i+1))), nil))
+		scale[strings.ToUpper(c)+"i"] = new(big.Rat).SetInt(new(big.Int).Lsh(big.NewInt(1), uint(10*(i+1))))
+	}
+	v.Mul(v, scale[m[3]]).Mul(v, new(big.Rat).SetUint64(per))
+	q, r := new(big.Int).QuoRem(v.Num(), v.Denom(), new(big.Int))
+	if r.Sign() > 0 {
+		q.Add(q, big.NewInt(1))
+	}
+	return q.Int64(), q.IsInt64()
+}
+
+func FuzzQuantity(f *testing.F) {
+	for _, s := range []string{"0", "512Mi", "1.5Gi", "500m", "1e9", "+1", "9223372036854775807", "7.99Ei", ".5k"} {
+		f.Add(s, false)
+	}
+	f.Add("0.5", true)
+	f.Fuzz(func(t *testing.T, s string, milli bool) {
+		per := map[bool]uint64{false: 1, true: 1000}[milli]
+		got, ok := Quantity(s, per)
+		want, wok := quantityOracle(s, per)
+		// Quantity takes at most 19 significant digits, and a suffix times
+		// per within uint64 (not E or Ei in millicores).
+		num := strings.TrimRight(s, "EGKMPTikm")
+		whole, frac, _ := strings.Cut(num, ".")
+		frac = strings.TrimRight(frac, "0")
+		tooLong := len(strings.TrimLeft(whole, "0")+frac) > 19 || len(frac)+3 > 19 ||
+			milli && (strings.HasSuffix(s, "E") || strings.HasSuffix(s, "Ei"))
+		if ok != wok && !(tooLong && !ok) || ok && got != want {
+			t.Fatalf("Quantity(%q, %d) = %d, %v; want %d, %v", s, per, got, ok, want, wok)
+		}
+	})
+}
+
 func FuzzMemoryLimit(f *testing.F) {
-	for _, s := range []string{"", "536870912", "0", "-1", "+5", "512Mi", " 7 "} {
+	for _, s := range []string{"", "536870912", "0", "-1", "+5", "512Mi", "1.5G", " 7 "} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

@@ -78,9 +78,9 @@ func FITGO(s string) (f Fitgo, err error) {
 		}
 		switch {
 		case unknown != "": // the key says it all: quote it alone, keeping the error short
-			errs = append(errs, fmt.Errorf("FITGO: unknown setting %q (want maxprocs, memlimit, refresh, rounding, insist, headroom or leakguard)", short(unknown)))
+			errs = append(errs, fmt.Errorf("FITGO: unknown setting %q (want maxprocs, memlimit, refresh, rounding, insist, headroom or leakguard)", Short(unknown)))
 		case bad != "":
-			errs = append(errs, fmt.Errorf("FITGO: %q: %s", short(field), bad))
+			errs = append(errs, fmt.Errorf("FITGO: %q: %s", Short(field), bad))
 		}
 	}
 	f.NoHeadroom, f.NoLeakGuard = !headroom, !guard
@@ -97,7 +97,8 @@ const (
 	maxField = 40
 )
 
-func short(field string) string {
+// Short is field cut to maxField bytes, as FITGO's errors quote it.
+func Short(field string) string {
 	if len(field) > maxField {
 		return field[:maxField] + "..."
 	}

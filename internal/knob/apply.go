@@ -71,8 +71,8 @@ func (d *Decision[V, D]) Plan(k *Knob[V], out Out[V]) bool {
 }
 
 // Settle starts the Fit of the decision, deciding again when the value
-// changes first.
-func (d *Decision[V, D]) Settle(e *Env[V], out Out[V], step func(time.Time, cgroup.Limits, error) bool) (*Fit[V, D], *Loop) {
+// changes first. step is the package's reading of a tick, given the Fit.
+func (d *Decision[V, D]) Settle(e *Env[V], out Out[V], step Step[V, D]) (*Fit[V, D], *Loop) {
 	for d.Plan(e.Knob, out) {
 		follow := d.Follow && d.Refresh > 0
 		if f, ok := Start(e.Knob, d.Logger, *out.Before, *out.After, *out.Changed, follow, d.Limit, d.Err); ok {

@@ -449,12 +449,17 @@ func (f *Fit[V, D]) Why(s State[V, D]) string {
 	return why + "; no longer managed"
 }
 
+// Step is a package's reading of a tick for the Fit f: the refresh
+// goroutine may run it before Apply returns, so it gets f rather than
+// finding it where Apply stores it.
+type Step[V comparable, D any] func(f *Fit[V, D], now time.Time, lim cgroup.Limits, err error) bool
+
 // Join makes a following Fit a member of the Loop that ctx carries (see
 // WithLoop) or, without one, of a new Loop of its own at the interval every
 // over open (ticked by ticks when not nil), and returns the Loop. step is
 // the Fit's package's reading of a tick. The Fit stops when ctx is done.
 func (f *Fit[V, D]) Join(ctx context.Context, every time.Duration, open func() (Source, error), ticks <-chan time.Time,
-	step func(time.Time, cgroup.Limits, error) bool) *Loop {
+	step Step[V, D]) *Loop {
 	l := LoopOf(ctx)
 	if l == nil {
 		l = NewLoop(every, open, ticks)
@@ -465,7 +470,7 @@ func (f *Fit[V, D]) Join(ctx context.Context, every time.Duration, open func() (
 		f.release = context.AfterFunc(ctx, func() { f.stop("stopped: " + context.Cause(ctx).Error()) })
 	}
 	f.k.mu.Unlock()
-	l.Add(step, f.Following)
+	l.Add(func(now time.Time, lim cgroup.Limits, err error) bool { return step(f, now, lim, err) }, f.Following)
 	if !f.Following() {
 		l.Wake() // superseded or stopped before it joined
 	}
