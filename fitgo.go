@@ -115,7 +115,7 @@ func start(d deps) (rep Report) {
 // logStart writes the start-up line: one Info line when something changed,
 // otherwise a Debug line (which the default logger drops), never a warning
 // for running outside a container, which is normal; but a Warn line when
-// FITGO or FITGO_MEMORY_LIMIT was not understood (the packages' own Warn is
+// FITGO, FITGO_CPU_LIMIT or FITGO_MEMORY_LIMIT was not understood (the packages' own Warn is
 // dropped at start-up). A knob's Result is nil when FITGO turned it off.
 func logStart(l *slog.Logger, rep Report, mp *maxprocs.Result, ml *memlimit.Result) {
 	if l == nil {
@@ -133,7 +133,7 @@ func logStart(l *slog.Logger, rep Report, mp *maxprocs.Result, ml *memlimit.Resu
 	if mp != nil && mp.Changed || ml != nil && ml.Changed {
 		level, msg = slog.LevelInfo, "fitgo: fitted the Go runtime to the container"
 	}
-	if rep.SettingErr != nil || ml != nil && ml.SettingErr != nil {
+	if rep.SettingErr != nil || mp != nil && mp.SettingErr != nil || ml != nil && ml.SettingErr != nil {
 		level = slog.LevelWarn
 	}
 	l.Log(context.Background(), level, msg, args...)

@@ -178,6 +178,10 @@ func TestLogStart(t *testing.T) {
 	buf.Reset()
 	logStart(logger, Report{}, &maxprocs.Result{}, &memlimit.Result{Changed: true, SettingErr: errors.New("FITGO_MEMORY_LIMIT: bad")})
 	assert.Contains(t, buf.String(), `level=WARN msg="fitgo: fitted the Go runtime to the container"`)
+	buf.Reset()
+	logStart(logger, Report{}, &maxprocs.Result{SettingErr: errors.New("FITGO_CPU_LIMIT: bad")}, nil)
+	assert.Contains(t, buf.String(), `level=WARN msg="fitgo: nothing to change"`)
+	assert.Contains(t, buf.String(), `GOMAXPROCS.setting_err="FITGO_CPU_LIMIT: bad"`)
 }
 
 func TestStartLogsThroughDefault(t *testing.T) {

@@ -182,7 +182,7 @@ func (r *Result) setLimit(l memLimit) {
 
 func (r *Result) out() knob.Out[int64] {
 	return knob.Out[int64]{Before: &r.Before, After: &r.After, Changed: &r.Changed, Following: &r.Following,
-		Reason: &r.Reason, Err: &r.Err, Refresh: &r.Refresh, Updates: &r.Updates, LastUpdate: &r.LastUpdate}
+		Reason: &r.Reason, Err: &r.Err, SettingErr: &r.SettingErr, Refresh: &r.Refresh, Updates: &r.Updates, LastUpdate: &r.LastUpdate}
 }
 
 // Fit is the management of the memory limit that an Apply started.
@@ -249,9 +249,6 @@ func Apply(o Options) (*Fit, error) {
 	f, d := prepare(&o)
 	f.f, f.loop = d.Settle(&f.env.Env, f.res.out(), f.tick)
 	f.env.Knob.LogApply(o.Logger, f.res.out(), "result", f.res)
-	if f.res.SettingErr != nil && o.Logger != nil {
-		o.Logger.Warn("fitgo: " + f.res.SettingErr.Error())
-	}
 	return f, f.res.Err
 }
 
@@ -473,9 +470,6 @@ func (r Result) String() string {
 		}
 		lim += " " + a.Key + " " + strconv.FormatUint(a.Value.Uint64(), 10)
 	}
-	if r.SettingErr != nil {
-		lim += "; " + r.SettingErr.Error()
-	}
 	return processKnob.Summary(r.out(), lim, r.Policy.text())
 }
 
@@ -496,9 +490,6 @@ func (r Result) LogValue() slog.Value {
 	}
 	if ev := r.eventCounts(); len(ev) > 0 {
 		lim = append(lim, slog.Attr{Key: "memory_events", Value: slog.GroupValue(ev...)})
-	}
-	if r.SettingErr != nil {
-		lim = append(lim, slog.String("setting_err", r.SettingErr.Error()))
 	}
 	return knob.LogValue(r.out(), append(lim, slog.String("policy", r.Policy.text()))...)
 }
