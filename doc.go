@@ -24,6 +24,9 @@
 //	                    what the other processes under it leave
 //	leakguard=off       keep GOMEMLIMIT at the policy's value even while a
 //	                    growing heap pins the GC at it
+//	reserve=<bytes>     take this much (64Mi, 67108864) off the memory limit
+//	                    before the ratio, for what fitgo cannot see, such as
+//	                    a sidecar under a pod-level limit (memlimit's Unseen)
 //
 // FITGO_MEMORY_LIMIT is a memory limit known from outside, such as a
 // pod-level limit that a private cgroup namespace hides: bytes, as the

@@ -264,6 +264,19 @@ func TestFITGO(t *testing.T) {
 		{"insist=on,insist=off", def, ""},
 		{"insist=both", def, `"insist=both": want on, off, maxprocs or memlimit`},
 		{"insist", def, `"insist": want off or key=value`},
+		{"reserve=64Mi", Fitgo{MaxProcs: true, MemLimit: true, Refresh: true, Reserve: 64 << 20}, ""},
+		{" reserve = 67108864 ", Fitgo{MaxProcs: true, MemLimit: true, Refresh: true, Reserve: 64 << 20}, ""},
+		{"reserve=0.5Gi,reserve=100M", Fitgo{MaxProcs: true, MemLimit: true, Refresh: true, Reserve: 100e6}, ""},
+		{"reserve=64Mi,reserve=0", def, ""},
+		{"reserve=64Mi,reserve=-1", Fitgo{MaxProcs: true, MemLimit: true, Refresh: true, Reserve: 64 << 20}, `"reserve=-1": want a quantity of bytes`},
+		{"reserve=", def, `"reserve=": want a quantity of bytes`},
+		{"reserve", def, `"reserve": want off or key=value`},
+		{"reserve=64MB", def, `"reserve=64MB"`},
+		{"reserve=64 Mi", def, `"reserve=64 Mi"`},
+		{"reserve=1e9", def, `"reserve=1e9"`},
+		{"reserve=99999999999999999999", def, `"reserve=99999999999999999999"`},
+		{"reserve=8Ei", def, `"reserve=8Ei"`},
+		{"reserve=off", def, `"reserve=off"`},
 	} {
 		t.Run(tc.in, func(t *testing.T) {
 			got, err := FITGO(tc.in)
@@ -412,7 +425,7 @@ func FuzzGODEBUG(f *testing.F) {
 }
 
 func FuzzFITGO(f *testing.F) {
-	for _, s := range []string{"", "off", "maxprocs=off", "memlimit=off,refresh=250ms", "refresh=off", "x", "refresh=-1s", " off , maxprocs=on ", "rounding=nearest", "rounding=ceil,rounding=x", "insist=on", "insist=memlimit,insist=x", "headroom=off", "headroom=on,headroom=x", "leakguard=off", "leakguard=on,leakguard=x"} {
+	for _, s := range []string{"", "off", "maxprocs=off", "memlimit=off,refresh=250ms", "refresh=off", "x", "refresh=-1s", " off , maxprocs=on ", "rounding=nearest", "rounding=ceil,rounding=x", "insist=on", "insist=memlimit,insist=x", "headroom=off", "headroom=on,headroom=x", "leakguard=off", "leakguard=on,leakguard=x", "reserve=64Mi", "reserve=1Gi,reserve=-1", "reserve="} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -431,6 +444,9 @@ func FuzzFITGO(f *testing.F) {
 		}
 		if got.NoHeadroom && !strings.Contains(s, "headroom") {
 			t.Fatalf("FITGO(%q) = %+v: headroom off without a headroom field", s, got)
+		}
+		if got.Reserve < 0 || got.Reserve > 0 && !strings.Contains(s, "reserve") {
+			t.Fatalf("FITGO(%q) = %+v: reserve without a reserve field", s, got)
 		}
 		if got.NoLeakGuard && !strings.Contains(s, "leakguard") {
 			t.Fatalf("FITGO(%q) = %+v: leak guard off without a leakguard field", s, got)
