@@ -24,16 +24,23 @@
 //	                    what the other processes under it leave
 //	leakguard=off       keep GOMEMLIMIT at the policy's value even while a
 //	                    growing heap pins the GC at it
+//	reserve=<bytes>     take this much (64Mi, 67108864) off the memory limit
+//	                    before the ratio, for what fitgo cannot see, such as
+//	                    a sidecar under a pod-level limit (memlimit's Unseen)
 //
 // FITGO_MEMORY_LIMIT is a memory limit known from outside, such as a
 // pod-level limit that a private cgroup namespace hides: bytes, as the
 // downward API writes them, or a Kubernetes quantity (512Mi, 1G).
+// FITGO_CPU_LIMIT is the same for the CPU limit: cores (1.5), millicores
+// (1500m), or a bare integer of at least 1000 as millicores, as the
+// downward API writes limits.cpu with divisor 1m (a smaller bare integer
+// could be whole cores, and is ignored).
 //
 // A field that is not understood is skipped and reported in
 // Report.SettingErr; the rest still applies. A FITGO_MEMORY_LIMIT that is
-// not a quantity of at least 1 MiB (0, 1e9, or 512 from a divisor of 1Mi) is
-// ignored as if unset, and reported in the memory limit's Status
-// (SettingErr).
+// not a quantity of at least 1 MiB (0, 1e9, or 512 from a divisor of 1Mi), or
+// a FITGO_CPU_LIMIT that is not a positive quantity, is ignored as if unset,
+// and reported in its knob's Status (SettingErr).
 //
 // It logs one Info line through slog.Default when it changes something at
 // start-up and a Debug line otherwise, a Warn line when a setting was not

@@ -106,7 +106,7 @@ func start(d deps) (rep Report) {
 	if cfg.MemLimit {
 		rep.MemLimit, _ = d.memlimit(memlimit.Options{KeepExisting: !cfg.InsistMemLimit, Insist: cfg.InsistMemLimit,
 			Logger: logger, Refresh: every, Context: ctx, Limits: shared, NoHeadroom: cfg.NoHeadroom,
-			NoLeakGuard: cfg.NoLeakGuard})
+			NoLeakGuard: cfg.NoLeakGuard, Unseen: cfg.Reserve})
 	}
 	logStart(d.log(), rep, status(cfg.MaxProcs, rep.MaxProcs.Status), status(cfg.MemLimit, rep.MemLimit.Status))
 	armed.Store(true)
@@ -116,7 +116,7 @@ func start(d deps) (rep Report) {
 // logStart writes the start-up line: one Info line when something changed,
 // otherwise a Debug line (which the default logger drops), never a warning
 // for running outside a container, which is normal; but a Warn line when
-// FITGO or FITGO_MEMORY_LIMIT was not understood (the packages' own Warn is
+// FITGO, FITGO_CPU_LIMIT or FITGO_MEMORY_LIMIT was not understood (the packages' own Warn is
 // dropped at start-up). A knob's Result is nil when FITGO turned it off.
 func logStart(l *slog.Logger, rep Report, mp *maxprocs.Result, ml *memlimit.Result) {
 	if l == nil {
@@ -134,7 +134,7 @@ func logStart(l *slog.Logger, rep Report, mp *maxprocs.Result, ml *memlimit.Resu
 	if mp != nil && mp.Changed || ml != nil && ml.Changed {
 		level, msg = slog.LevelInfo, "fitgo: fitted the Go runtime to the container"
 	}
-	if rep.SettingErr != nil || ml != nil && ml.SettingErr != nil {
+	if rep.SettingErr != nil || mp != nil && mp.SettingErr != nil || ml != nil && ml.SettingErr != nil {
 		level = slog.LevelWarn
 	}
 	l.Log(context.Background(), level, msg, args...)

@@ -178,6 +178,38 @@ func TestLogStart(t *testing.T) {
 	buf.Reset()
 	logStart(logger, Report{}, &maxprocs.Result{}, &memlimit.Result{Changed: true, SettingErr: errors.New("FITGO_MEMORY_LIMIT: bad")})
 	assert.Contains(t, buf.String(), `level=WARN msg="fitgo: fitted the Go runtime to the container"`)
+	buf.Reset()
+	logStart(logger, Report{}, &maxprocs.Result{SettingErr: errors.New("FITGO_CPU_LIMIT: bad")}, nil)
+	assert.Contains(t, buf.String(), `level=WARN msg="fitgo: nothing to change"`)
+	assert.Contains(t, buf.String(), `GOMAXPROCS.setting_err="FITGO_CPU_LIMIT: bad"`)
+}
+
+// TestStartReserve: FITGO=reserve gives the memory limit's Options.Unseen;
+// a bad value is skipped with the reason in the Report.
+func TestStartReserve(t *testing.T) {
+	for _, tc := range []struct {
+		setting string
+		unseen  int64
+		err     string
+	}{
+		{"reserve=64Mi", 64 << 20, ""},
+		{"reserve=67108864,refresh=off", 64 << 20, ""},
+		{"reserve=-64Mi", 0, `"reserve=-64Mi": want a quantity of bytes`},
+		{"reserve=64Mi,reserve=64 Mi", 64 << 20, `"reserve=64 Mi"`},
+		{"reserve=", 0, `"reserve="`},
+	} {
+		t.Run(tc.setting, func(t *testing.T) {
+			f := &fakeDeps{env: map[string]string{envVar: tc.setting}}
+			rep := start(f.deps())
+			require.NotNil(t, f.ml)
+			assert.Equal(t, tc.unseen, f.ml.Unseen)
+			if tc.err == "" {
+				assert.NoError(t, rep.SettingErr)
+			} else {
+				assert.ErrorContains(t, rep.SettingErr, tc.err)
+			}
+		})
+	}
 }
 
 func TestStartLogsThroughDefault(t *testing.T) {

@@ -366,3 +366,17 @@ func TestRealKernelV1MemoryLimitEnv(t *testing.T) {
 		})
 	}
 }
+
+// TestRealKernelV1Reserve: FITGO=reserve takes memory that fitgo cannot see
+// off the parent's 512 MiB before the ratio: 0.9 × 384 MiB with 128Mi.
+func TestRealKernelV1Reserve(t *testing.T) {
+	cgv1.Require(t)
+	prog := cgv1.Build(t, "./internal/testprog/blank")
+	cg := cgv1.NewPair(t)
+	cg.SetParentMemory(t, 512*mib)
+	c := cg.StartIn(t, prog, "FITGO=reserve=128Mi")
+	first, ok := c.Next(t, 10*time.Second)
+	require.True(t, ok, "stderr: %s", c.Stderr)
+	assert.Equal(t, int64(384*mib*9/10), first.GOMEMLIMIT, first.MemLimit)
+	assert.Contains(t, first.MemLimit, "− unseen 128 MiB")
+}

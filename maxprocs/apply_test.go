@@ -332,13 +332,13 @@ func TestCPUErr(t *testing.T) {
 	cpuBad := errors.New("cpu bad")
 	memBad := errors.New("mem bad")
 	var l cgroup.Limits
-	assert.NoError(t, cpuErr(l, nil))
+	assert.NoError(t, (&Fit{}).cpuErr(l, nil))
 	l.CPU.Err = cpuBad
-	assert.Equal(t, cpuBad, cpuErr(l, errors.Join(cpuBad)))
+	assert.Equal(t, cpuBad, (&Fit{}).cpuErr(l, errors.Join(cpuBad)))
 	l = cgroup.Limits{}
 	l.Memory.Err = memBad
-	assert.NoError(t, cpuErr(l, errors.Join(memBad)))
-	assert.ErrorIs(t, cpuErr(cgroup.Limits{}, fs.ErrClosed), fs.ErrClosed)
+	assert.NoError(t, (&Fit{}).cpuErr(l, errors.Join(memBad)))
+	assert.ErrorIs(t, (&Fit{}).cpuErr(cgroup.Limits{}, fs.ErrClosed), fs.ErrClosed)
 }
 
 func TestKeepExisting(t *testing.T) {

@@ -1,6 +1,7 @@
 package maxprocs
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -41,6 +42,13 @@ type Options struct {
 	Context context.Context
 	// Limits are the limits to fit; nil: Apply reads them (cgroup.Read).
 	Limits *cgroup.Limits
+	// UpperLimit, when positive, bounds the CPU limit fitgo reads with one
+	// known from outside, in cores, such as a quota on a parent cgroup that
+	// the container cannot see. 0: the FITGO_CPU_LIMIT environment variable
+	// at start-up, if set: cores (1.5), millicores (1500m), or a bare integer
+	// of at least 1000 as millicores, as the downward API's limits.cpu with
+	// divisor 1m writes them; any other value is ignored (SettingErr).
+	UpperLimit float64
 
 	env *env // nil: the process
 }
@@ -88,6 +96,15 @@ func cpuLimitOf(lim cgroup.Limits) (cpuLimit, bool) {
 	return cpuLimit{q, lim.CPU.Source}, true
 }
 
+// effective is the CPU limit l of a reading (has: there is one) bounded by
+// the upper limit.
+func (f *Fit) effective(l cpuLimit, has bool) (cpuLimit, bool) {
+	if u := f.upper; u.cores > 0 && (!has || u.cores < l.cores) {
+		return u, true
+	}
+	return l, has
+}
+
 // Result is a snapshot of what Apply did, or what Plan would do, and of its
 // refresh.
 type Result struct {
@@ -109,6 +126,9 @@ type Result struct {
 	Policy Policy
 	// Env is the GOMAXPROCS environment variable at start-up, "" when unset.
 	Env string
+	// SettingErr is why FITGO_CPU_LIMIT was ignored: it is not a positive
+	// CPU quantity. The limit is fitted as if it were unset.
+	SettingErr error
 	// Runtime says what the Go runtime does about GOMAXPROCS by itself, and
 	// why: from Go 1.25 it derives it from the leaf cgroup (RuntimeAware)
 	// and follows changes until runtime.GOMAXPROCS is called
@@ -132,15 +152,16 @@ type Result struct {
 
 func (r *Result) out() knob.Out[int] {
 	return knob.Out[int]{Before: &r.Before, After: &r.After, Changed: &r.Changed, Following: &r.Following,
-		Reason: &r.Reason, Err: &r.Err, Refresh: &r.Refresh, Updates: &r.Updates, LastUpdate: &r.LastUpdate}
+		Reason: &r.Reason, Err: &r.Err, SettingErr: &r.SettingErr, Refresh: &r.Refresh, Updates: &r.Updates, LastUpdate: &r.LastUpdate}
 }
 
 // Fit is the management of GOMAXPROCS that an Apply started.
 type Fit struct {
-	res  Result
-	f    *knob.Fit[int, cpuLimit] // nil when Apply left GOMAXPROCS alone for good
-	env  *env
-	loop *knob.Loop
+	res   Result
+	f     *knob.Fit[int, cpuLimit] // nil when Apply left GOMAXPROCS alone for good
+	env   *env
+	loop  *knob.Loop
+	upper cpuLimit // the upper limit; cores 0: none
 
 	// The refresh's view, used by its goroutine only.
 	seen      cpuLimit
@@ -191,9 +212,10 @@ func prepare(o *Options) (*Fit, *knob.Decision[int, cpuLimit]) {
 	r.NumCPU = f.ncpu
 	r.Before = e.Knob.Current()
 	r.After = r.Before
-	switch n, set := envvar.GOMAXPROCS(r.Env); {
-	case o.Policy.validate() != nil:
-		r.Err, r.Reason = o.Policy.validate(), "invalid options"
+	n, set := envvar.GOMAXPROCS(r.Env)
+	switch invalid := cmp.Or(o.Policy.validate(), f.setUpper(o.UpperLimit, e.Getenv(envvar.CPULimitVar))); {
+	case invalid != nil:
+		r.Err, r.Reason = invalid, "invalid options"
 		return f, nil
 	case e.GOOS != "linux":
 		r.Reason = "not Linux: no cgroup limits"
@@ -203,12 +225,12 @@ func prepare(o *Options) (*Fit, *knob.Decision[int, cpuLimit]) {
 		return f, nil
 	}
 	lim, err := e.Limits(o.Limits)
-	seen, has := cpuLimitOf(lim)
+	seen, has := f.effective(cpuLimitOf(lim))
 	q := seen.cores
 	f.seen, r.CPU, r.Limit, r.Source = seen, lim.CPU, q, seen.source
 	f.rtDef = e.rt.runtimeDefault(lim, f.ncpu)
 	f.rtPrev = f.rtDef
-	cerr := cpuErr(lim, err)
+	cerr := f.cpuErr(lim, err)
 	noCgroup := errors.Is(cerr, cgroup.ErrNoCgroup)
 	return f, &knob.Decision[int, cpuLimit]{Decide: func(before int, mine bool) bool {
 		switch def := f.rtDef; {
@@ -234,9 +256,27 @@ func prepare(o *Options) (*Fit, *knob.Decision[int, cpuLimit]) {
 	}, Limit: f.seen, Err: cerr, Follow: !noCgroup, Insist: o.Insist, Logger: o.Logger, Refresh: o.Refresh, Context: o.Context}
 }
 
-// cpuErr is the error of a reading that concerns the CPU limit.
-func cpuErr(lim cgroup.Limits, err error) error {
-	return knob.ErrFor(err, lim.CPU.Err, lim.Memory.Err, false)
+// cpuErr is the error of a reading that concerns the CPU limit: without a
+// cgroup, the upper limit is still one to follow.
+func (f *Fit) cpuErr(lim cgroup.Limits, err error) error {
+	return knob.ErrFor(err, lim.CPU.Err, lim.Memory.Err, f.upper.cores > 0)
+}
+
+// setUpper sets the upper limit from opt or else the environment
+// variable's value env.
+func (f *Fit) setUpper(opt float64, env string) error {
+	m, err := envvar.CPULimit(env)
+	switch {
+	case !(opt >= 0) || math.IsInf(opt, 0):
+		return fmt.Errorf("maxprocs: invalid options: UpperLimit %v: want a finite number of cores >= 0", opt)
+	case opt > 0:
+		f.upper = cpuLimit{opt, "Options.UpperLimit"}
+	case err != nil: // ignored, as if unset
+		f.res.SettingErr = fmt.Errorf("maxprocs: %w; ignored", err)
+	case m > 0:
+		f.upper = cpuLimit{float64(m) / 1000, "$" + envvar.CPULimitVar}
+	}
+	return nil
 }
 
 func sameReason(n int, q float64, ncpu int, rt goRuntime) string {
@@ -258,12 +298,13 @@ func formatCores(q float64) string { return strconv.FormatFloat(q, 'f', -1, 64) 
 // and the runtime updates it itself, the CPU affinity is read again (the
 // runtime follows it too).
 func (f *Fit) tick(k *knob.Fit[int, cpuLimit], now time.Time, lim cgroup.Limits, err error) bool {
-	rd := knob.Reading[int, cpuLimit]{Limit: f.seen, Err: cpuErr(lim, err)}
+	rd := knob.Reading[int, cpuLimit]{Limit: f.seen, Err: f.cpuErr(lim, err)}
 	if rd.Err != nil {
 		return k.Step(now, rd)
 	}
 	rt := f.env.rt
-	cl, has := cpuLimitOf(lim)
+	own, _ := cpuLimitOf(lim)
+	cl, has := f.effective(cpuLimitOf(lim))
 	seen, moved := k.Moved()
 	moved = moved && rt.updates
 	if moved {
@@ -281,7 +322,7 @@ func (f *Fit) tick(k *knob.Fit[int, cpuLimit], now time.Time, lim cgroup.Limits,
 	rd.Want = f.res.Policy.Procs(cl.cores, f.ncpu)
 	rd.Adopting, rd.Adopt, rd.Seen = rt.updates, [2]int{f.rtDef, f.rtPrev}, seen
 	rd.Wait = rt.updates && f.rtDef == rd.Want && now.Sub(f.changedAt) < runtimeGrace
-	rd.Other, rd.OtherWhy = f.automaxprocs(cl)
+	rd.Other, rd.OtherWhy = f.automaxprocs(own)
 	rd.Default = runtimeContainerSupport && rt.updates && rd.Want == f.rtDef
 	return k.Step(now, rd)
 }

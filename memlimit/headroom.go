@@ -84,13 +84,14 @@ func (f *Fit) softLimit(l *memLimit, floor int64) int64 {
 	return l.floor
 }
 
-// setUpper sets the upper limit from opt or else the environment
-// variable's value env.
-func (f *Fit) setUpper(opt int64, env string) error {
+// setUpper sets the upper limit from o or else the environment variable's
+// value env, and the unseen memory.
+func (f *Fit) setUpper(o *Options, env string) error {
 	v, err := envvar.MemoryLimit(env)
-	switch {
-	case opt < 0:
-		return fmt.Errorf("memlimit: invalid options: negative UpperLimit %d", opt)
+	f.unseen = o.Unseen
+	switch opt := o.UpperLimit; {
+	case opt < 0 || o.Unseen < 0:
+		return fmt.Errorf("memlimit: invalid options: negative UpperLimit %d or Unseen %d", opt, o.Unseen)
 	case opt > 0:
 		f.upper = memLimit{bytes: opt, source: "Options.UpperLimit", from: "UpperLimit"}
 	case err != nil: // ignored, as if unset

@@ -60,6 +60,12 @@ type Options struct {
 	// as the downward API's limits.memory writes them, or a Kubernetes
 	// quantity such as 512Mi or 1G; any other value is ignored (SettingErr).
 	UpperLimit int64
+	// Unseen is memory, in bytes, held under the limit where fitgo cannot
+	// see it, such as by a sidecar in another container of a pod with a
+	// pod-level limit: it is taken off the limit before the policy, as the
+	// headroom takes off what it sees the other processes hold. 0: none. The
+	// blank import sets it for FITGO=reserve=<quantity>.
+	Unseen int64
 	// NoLeakGuard turns off the refresh's leak guard, which steps GOMEMLIMIT
 	// up toward the memory limit while a growing heap pins the GC at it
 	// (Result.LeakGuard). The blank import sets it for FITGO=leakguard=off.
@@ -96,6 +102,7 @@ type memLimit struct {
 	source, from  string
 	others, level int64 // Result.Others and LevelLimit
 	plain         int64 // the limit without the headroom
+	unseen        int64 // Result.Unseen
 	floor         int64
 	guard         leakGuard
 }
@@ -130,6 +137,8 @@ type Result struct {
 	// bound the value, LevelLimit the limit there; Limit is then
 	// LevelLimit − Others. Both are 0 when the limit itself bound it.
 	Others, LevelLimit int64
+	// Unseen is what Options.Unseen took off: Limit is what is left.
+	Unseen int64
 	// Floor is the floor the value was raised to because the others left
 	// too little, else 0.
 	Floor int64
@@ -177,12 +186,12 @@ type Result struct {
 // setLimit sets the fields of r that describe the limit l.
 func (r *Result) setLimit(l memLimit) {
 	r.Limit, r.Source, r.From, r.LeakGuard = l.bytes, l.source, l.from, l.guard
-	r.Others, r.LevelLimit, r.Floor = l.others, l.level, l.floor
+	r.Others, r.LevelLimit, r.Floor, r.Unseen = l.others, l.level, l.floor, l.unseen
 }
 
 func (r *Result) out() knob.Out[int64] {
 	return knob.Out[int64]{Before: &r.Before, After: &r.After, Changed: &r.Changed, Following: &r.Following,
-		Reason: &r.Reason, Err: &r.Err, Refresh: &r.Refresh, Updates: &r.Updates, LastUpdate: &r.LastUpdate}
+		Reason: &r.Reason, Err: &r.Err, SettingErr: &r.SettingErr, Refresh: &r.Refresh, Updates: &r.Updates, LastUpdate: &r.LastUpdate}
 }
 
 // Fit is the management of the memory limit that an Apply started.
@@ -192,6 +201,7 @@ type Fit struct {
 	env      *env
 	memTotal int64 // MemTotal with SystemMemory, else 0
 	upper    memLimit
+	unseen   int64
 	headroom bool // not NoHeadroom
 	loop     *knob.Loop
 	log      *slog.Logger
@@ -233,6 +243,8 @@ func (f *Fit) effective(lim cgroup.Limits) (l memLimit, has bool) {
 	if u := f.upper; u.bytes > 0 && (!has || l.source == "/proc/meminfo" || u.bytes < l.bytes) {
 		l, has = u, true
 	}
+	l.unseen = min(f.unseen, l.bytes)
+	l.bytes, l.plain = l.bytes-l.unseen, max(l.plain-l.unseen, 0)
 	return l, has
 }
 
@@ -249,9 +261,6 @@ func Apply(o Options) (*Fit, error) {
 	f, d := prepare(&o)
 	f.f, f.loop = d.Settle(&f.env.Env, f.res.out(), f.tick)
 	f.env.Knob.LogApply(o.Logger, f.res.out(), "result", f.res)
-	if f.res.SettingErr != nil && o.Logger != nil {
-		o.Logger.Warn("fitgo: " + f.res.SettingErr.Error())
-	}
 	return f, f.res.Err
 }
 
@@ -277,7 +286,7 @@ func prepare(o *Options) (*Fit, *knob.Decision[int64, memLimit]) {
 	r := &f.res
 	before, mine := e.Knob.Peek()
 	r.Before, r.After = before, before
-	switch invalid := cmp.Or(o.Policy.validate(), f.setUpper(o.UpperLimit, e.Getenv(envvar.MemoryLimitVar))); {
+	switch invalid := cmp.Or(o.Policy.validate(), f.setUpper(o, e.Getenv(envvar.MemoryLimitVar))); {
 	case invalid != nil:
 		r.Err, r.Reason = invalid, "invalid options"
 		return f, nil
@@ -453,9 +462,15 @@ func (r Result) String() string {
 	if r.Source != "" {
 		lim = r.From + " " + formatBytes(r.Limit) + " from " + r.Source
 	}
+	if r.Unseen > 0 {
+		lim = "available " + formatBytes(r.Limit) + " = " + r.From + " " + formatBytes(r.Limit+r.Unseen) + " from " + r.Source
+	}
 	if r.Others > 0 {
 		lim = "available " + formatBytes(r.Limit) + " = " + r.From + " " + formatBytes(r.LevelLimit) + " − others " +
 			formatBytes(r.Others) + " at " + r.Source
+	}
+	if r.Unseen > 0 {
+		lim += " − unseen " + formatBytes(r.Unseen)
 	}
 	if r.Floor > 0 {
 		lim += " (held at the floor " + formatBytes(r.Floor) + ")"
@@ -473,9 +488,6 @@ func (r Result) String() string {
 		}
 		lim += " " + a.Key + " " + strconv.FormatUint(a.Value.Uint64(), 10)
 	}
-	if r.SettingErr != nil {
-		lim += "; " + r.SettingErr.Error()
-	}
 	return processKnob.Summary(r.out(), lim, r.Policy.text())
 }
 
@@ -488,6 +500,9 @@ func (r Result) LogValue() slog.Value {
 	if r.Others > 0 {
 		lim = append(lim, slog.Int64("level_limit", r.LevelLimit), slog.Int64("others", r.Others))
 	}
+	if r.Unseen > 0 {
+		lim = append(lim, slog.Int64("unseen", r.Unseen))
+	}
 	if r.Floor > 0 {
 		lim = append(lim, slog.Int64("floor", r.Floor))
 	}
@@ -496,9 +511,6 @@ func (r Result) LogValue() slog.Value {
 	}
 	if ev := r.eventCounts(); len(ev) > 0 {
 		lim = append(lim, slog.Attr{Key: "memory_events", Value: slog.GroupValue(ev...)})
-	}
-	if r.SettingErr != nil {
-		lim = append(lim, slog.String("setting_err", r.SettingErr.Error()))
 	}
 	return knob.LogValue(r.out(), append(lim, slog.String("policy", r.Policy.text()))...)
 }

@@ -53,7 +53,7 @@ func attrs(lim cgroup.Limits, err error) []any {
 		"GOMEMLIMIT", bytes(debug.SetMemoryLimit(-1)),
 		"num_cpu", runtime.NumCPU(),
 	}
-	for _, name := range []string{"GOMAXPROCS", "GOMEMLIMIT", "FITGO_MEMORY_LIMIT"} {
+	for _, name := range []string{"GOMAXPROCS", "GOMEMLIMIT", "FITGO_MEMORY_LIMIT", "FITGO_CPU_LIMIT", "FITGO"} {
 		if v, ok := os.LookupEnv(name); ok {
 			a = append(a, "env_"+name, v)
 		}

@@ -206,6 +206,19 @@ func TestFITGO(t *testing.T) {
 		{"insist=on,insist=off", def, ""},
 		{"insist=both", def, `"insist=both": want on, off, maxprocs or memlimit`},
 		{"insist", def, `"insist": want off or key=value`},
+		{"reserve=64Mi", Fitgo{MaxProcs: true, MemLimit: true, Refresh: true, Reserve: 64 << 20}, ""},
+		{" reserve = 67108864 ", Fitgo{MaxProcs: true, MemLimit: true, Refresh: true, Reserve: 64 << 20}, ""},
+		{"reserve=0.5Gi,reserve=100M", Fitgo{MaxProcs: true, MemLimit: true, Refresh: true, Reserve: 100e6}, ""},
+		{"reserve=64Mi,reserve=0", def, ""},
+		{"reserve=64Mi,reserve=-1", Fitgo{MaxProcs: true, MemLimit: true, Refresh: true, Reserve: 64 << 20}, `"reserve=-1": want a quantity of bytes`},
+		{"reserve=", def, `"reserve=": want a quantity of bytes`},
+		{"reserve", def, `"reserve": want off or key=value`},
+		{"reserve=64MB", def, `"reserve=64MB"`},
+		{"reserve=64 Mi", def, `"reserve=64 Mi"`},
+		{"reserve=1e9", def, `"reserve=1e9"`},
+		{"reserve=99999999999999999999", def, `"reserve=99999999999999999999"`},
+		{"reserve=8Ei", def, `"reserve=8Ei"`},
+		{"reserve=off", def, `"reserve=off"`},
 	} {
 		t.Run(tc.in, func(t *testing.T) {
 			got, err := FITGO(tc.in)
@@ -304,7 +317,7 @@ func FuzzGODEBUG(f *testing.F) {
 }
 
 func FuzzFITGO(f *testing.F) {
-	for _, s := range []string{"", "off", "maxprocs=off", "memlimit=off,refresh=250ms", "refresh=off", "x", "refresh=-1s", " off , maxprocs=on ", "rounding=nearest", "rounding=ceil,rounding=x", "insist=on", "insist=memlimit,insist=x", "headroom=off", "headroom=on,headroom=x", "leakguard=off", "leakguard=on,leakguard=x"} {
+	for _, s := range []string{"", "off", "maxprocs=off", "memlimit=off,refresh=250ms", "refresh=off", "x", "refresh=-1s", " off , maxprocs=on ", "rounding=nearest", "rounding=ceil,rounding=x", "insist=on", "insist=memlimit,insist=x", "headroom=off", "headroom=on,headroom=x", "leakguard=off", "leakguard=on,leakguard=x", "reserve=64Mi", "reserve=1Gi,reserve=-1", "reserve="} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -323,6 +336,9 @@ func FuzzFITGO(f *testing.F) {
 		}
 		if got.NoHeadroom && !strings.Contains(s, "headroom") {
 			t.Fatalf("FITGO(%q) = %+v: headroom off without a headroom field", s, got)
+		}
+		if got.Reserve < 0 || got.Reserve > 0 && !strings.Contains(s, "reserve") {
+			t.Fatalf("FITGO(%q) = %+v: reserve without a reserve field", s, got)
 		}
 		if got.NoLeakGuard && !strings.Contains(s, "leakguard") {
 			t.Fatalf("FITGO(%q) = %+v: leak guard off without a leakguard field", s, got)
@@ -386,6 +402,64 @@ func TestMemoryLimit(t *testing.T) {
 		got, err := MemoryLimit(tc.in)
 		assert.Equal(t, tc.want, got, "%q", tc.in)
 		assert.Equal(t, tc.err, err != nil, "%q: %v", tc.in, err)
+	}
+}
+
+// TestCPULimit: cores with a decimal point, millicores with an m, and a
+// bare integer of at least 1000 as millicores (the downward API's divisor
+// 1m); a smaller bare integer may be whole cores (divisor 1) and is an error.
+func TestCPULimit(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int64 // millicores
+		err  string
+	}{
+		{"", 0, ""},
+		{" \t", 0, ""},
+		{"1000", 1000, ""},
+		{"1500", 1500, ""},
+		{" 1500\n", 1500, ""},
+		{"64000", 64000, ""},
+		{"1500m", 1500, ""},
+		{"500m", 500, ""},
+		{"1m", 1, ""},
+		{"1.5", 1500, ""},
+		{"0.5", 500, ""},
+		{".25", 250, ""},
+		{"2.0", 2000, ""},
+		{"2.", 2000, ""},
+		{"0.0001", 1, ""}, // rounded up to a millicore, as the downward API rounds
+		{"9223372036854775807", math.MaxInt64, ""},
+		{"999", 0, `"999": a bare integer is millicores, and below 1000 it may be whole cores: write 999m for millicores or 999.0 for cores`},
+		{"2", 0, "write 2m for millicores or 2.0 for cores"},
+		{"0", 0, "want a positive number"},
+		{"0m", 0, "want a positive number"},
+		{"0.0", 0, "want a positive number"},
+		{"-1", 0, "want a positive number"},
+		{"-1500", 0, "want a positive number"},
+		{"+1500", 0, "want a positive number"},
+		{"1500 m", 0, "want a positive number"},
+		{"1 500", 0, "want a positive number"},
+		{"1.5 cores", 0, "want a positive number"},
+		{"2k", 0, "want a positive number"},
+		{"1Gi", 0, "want a positive number"},
+		{"1500mm", 0, "want a positive number"},
+		{"1e3", 0, "want a positive number"},
+		{"0x5dc", 0, "want a positive number"},
+		{"m", 0, "want a positive number"},
+		{".", 0, "want a positive number"},
+		{"99999999999999999999", 0, "want a positive number"},
+		{"9223372036854775808", 0, "want a positive number"},
+		{"9223372036854775.808", 0, "want a positive number"},
+	} {
+		got, err := CPULimit(tc.in)
+		assert.Equal(t, tc.want, got, "%q", tc.in)
+		if tc.err == "" {
+			assert.NoError(t, err, "%q", tc.in)
+		} else if assert.Error(t, err, "%q", tc.in) {
+			assert.Contains(t, err.Error(), "FITGO_CPU_LIMIT: ")
+			assert.Contains(t, err.Error(), tc.err)
+		}
 	}
 }
 
@@ -494,6 +568,33 @@ func FuzzQuantity(f *testing.F) {
 			milli && (strings.HasSuffix(s, "E") || strings.HasSuffix(s, "Ei"))
 		if ok != wok && !(tooLong && !ok) || ok && got != want {
 			t.Fatalf("Quantity(%q, %d) = %d, %v; want %d, %v", s, per, got, ok, want, wok)
+		}
+	})
+}
+
+// FuzzCPULimit: a value is accepted only in one of its three forms, and
+// then read as Quantity reads it in millicores (a bare integer with an m).
+func FuzzCPULimit(f *testing.F) {
+	for _, s := range []string{"", "1000", "999", "1500m", "1.5", "0", "-1", "+5", "2k", " 7 ", "1 5", "0.0001"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		v, err := CPULimit(s)
+		tr := strings.TrimSpace(s)
+		if v < 0 || err != nil && v != 0 || tr == "" && (v != 0 || err != nil) || tr != "" && (v == 0) == (err == nil) {
+			t.Fatalf("CPULimit(%q) = %d, %v", s, v, err)
+		}
+		if err != nil && len(err.Error()) > maxErrText {
+			t.Fatalf("CPULimit(%q): error of %d bytes", s, len(err.Error()))
+		}
+		if v == 0 {
+			return
+		}
+		num, milli := strings.CutSuffix(tr, "m")
+		bare := !milli && !strings.Contains(tr, ".")
+		q, ok := Quantity(map[bool]string{false: tr, true: tr + "m"}[bare], 1000)
+		if strings.Trim(num, "0123456789.") != "" || !ok || q != v || bare && v < 1000 {
+			t.Fatalf("CPULimit(%q) = %d; Quantity gives %d, %v", s, v, q, ok)
 		}
 	})
 }

@@ -20,6 +20,8 @@ type Fitgo struct {
 	InsistMaxProcs, InsistMemLimit bool // insist=on, maxprocs or memlimit
 	NoHeadroom                     bool // headroom=off
 	NoLeakGuard                    bool // leakguard=off
+
+	Reserve int64 // reserve=<bytes>: memory others hold where fitgo cannot see it
 }
 
 // Roundings are the names of the GOMAXPROCS roundings, in the order of
@@ -60,6 +62,12 @@ func FITGO(s string) (f Fitgo, err error) {
 			} else {
 				f.InsistMaxProcs, f.InsistMemLimit = on || value == "maxprocs", on || value == "memlimit"
 			}
+		case key == "reserve":
+			if v, qok := Quantity(value, 1); qok {
+				f.Reserve = v
+			} else {
+				bad = "want a quantity of bytes such as 64Mi or 67108864"
+			}
 		case sw == nil:
 			unknown = key
 		case on || value == "off":
@@ -78,7 +86,7 @@ func FITGO(s string) (f Fitgo, err error) {
 		}
 		switch {
 		case unknown != "": // the key says it all: quote it alone, keeping the error short
-			errs = append(errs, fmt.Errorf("FITGO: unknown setting %q (want maxprocs, memlimit, refresh, rounding, insist, headroom or leakguard)", Short(unknown)))
+			errs = append(errs, fmt.Errorf("FITGO: unknown setting %q (want maxprocs, memlimit, refresh, rounding, insist, headroom, leakguard or reserve)", Short(unknown)))
 		case bad != "":
 			errs = append(errs, fmt.Errorf("FITGO: %q: %s", Short(field), bad))
 		}

@@ -39,6 +39,7 @@ type Out[V comparable] struct {
 	Changed, Following *bool
 	Reason             *string
 	Err                *error
+	SettingErr         *error // a setting from the environment that was ignored; nil: none
 	Refresh            *time.Duration
 	Updates            *int
 	LastUpdate         *time.Time
@@ -119,6 +120,9 @@ func (k *Knob[V]) Summary(out Out[V], limit, policy string) string {
 	if limit != "" {
 		s += "; " + limit
 	}
+	if out.SettingErr != nil && *out.SettingErr != nil {
+		s += "; " + (*out.SettingErr).Error()
+	}
 	s += "; policy " + policy
 	if *out.Err != nil {
 		s += "; error: " + (*out.Err).Error()
@@ -131,6 +135,9 @@ func (k *Knob[V]) Summary(out Out[V], limit, policy string) string {
 func LogValue[V comparable](out Out[V], mid ...slog.Attr) slog.Value {
 	attrs := append([]slog.Attr{slog.Any("before", *out.Before), slog.Any("after", *out.After),
 		slog.Bool("changed", *out.Changed)}, mid...)
+	if out.SettingErr != nil && *out.SettingErr != nil {
+		attrs = append(attrs, slog.String("setting_err", (*out.SettingErr).Error()))
+	}
 	if *out.Reason != "" {
 		attrs = append(attrs, slog.String("reason", *out.Reason))
 	}
@@ -144,8 +151,12 @@ func LogValue[V comparable](out Out[V], mid ...slog.Attr) slog.Value {
 }
 
 // LogApply logs the outcome of an Apply: Warn for an error, Info for a
-// change, Debug when the value was left alone.
+// change, Debug when the value was left alone; and Warn for an ignored
+// setting.
 func (k *Knob[V]) LogApply(l *slog.Logger, out Out[V], args ...any) {
+	if l != nil && out.SettingErr != nil && *out.SettingErr != nil {
+		l.Warn("fitgo: " + (*out.SettingErr).Error())
+	}
 	switch {
 	case l == nil:
 	case *out.Err != nil:

@@ -58,7 +58,8 @@ func TestEveryManifestDecodesStrictly(t *testing.T) {
 	}
 }
 
-// deployment reads the single Deployment in an example file.
+// deployment reads the single Deployment in an example file; its program is
+// the first container.
 func deployment(t *testing.T, name string) (*appsv1.Deployment, string) {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(examplesDir, name))
@@ -72,7 +73,7 @@ func deployment(t *testing.T, name string) (*appsv1.Deployment, string) {
 	for k, v := range d.Spec.Selector.MatchLabels {
 		assert.Equal(t, v, d.Spec.Template.Labels[k], "%s: selector label %s", name, k)
 	}
-	require.Len(t, d.Spec.Template.Spec.Containers, 1)
+	require.NotEmpty(t, d.Spec.Template.Spec.Containers)
 	return d, string(data)
 }
 
@@ -104,16 +105,18 @@ func resizable(t *testing.T, c corev1.Container) {
 
 func hardened(t *testing.T, name string, spec corev1.PodSpec) {
 	t.Helper()
-	c := spec.Containers[0]
-	require.NotNil(t, c.SecurityContext, name)
-	assert.Equal(t, false, *c.SecurityContext.AllowPrivilegeEscalation, name)
-	assert.Equal(t, true, *c.SecurityContext.ReadOnlyRootFilesystem, name)
+	for _, c := range spec.Containers {
+		require.NotNil(t, c.SecurityContext, name)
+		assert.Equal(t, false, *c.SecurityContext.AllowPrivilegeEscalation, name)
+		assert.Equal(t, true, *c.SecurityContext.ReadOnlyRootFilesystem, name)
+	}
 	require.NotNil(t, spec.SecurityContext, name)
 	assert.Equal(t, true, *spec.SecurityContext.RunAsNonRoot, name)
 }
 
 func TestFitgoDeployment(t *testing.T) {
 	d, text := deployment(t, "deployment.yaml")
+	require.Len(t, d.Spec.Template.Spec.Containers, 1)
 	c := d.Spec.Template.Spec.Containers[0]
 	cores, mem := limits(t, c)
 	resizable(t, c)
@@ -132,6 +135,7 @@ func TestFitgoDeployment(t *testing.T) {
 
 func TestDownwardAPIDeployment(t *testing.T) {
 	d, text := deployment(t, "downward-api.yaml")
+	require.Len(t, d.Spec.Template.Spec.Containers, 1)
 	c := d.Spec.Template.Spec.Containers[0]
 	cores, mem := limits(t, c) // without limits the variables get the node's allocatable
 	resizable(t, c)
@@ -166,9 +170,11 @@ func TestDownwardAPIDeployment(t *testing.T) {
 	assert.True(t, fc.Resources.Limits.Memory().Equal(*c.Resources.Limits.Memory()))
 }
 
-// TestPodLevelDeployment checks the pod-level recipe: the limit on the pod,
-// none on the container, FITGO_MEMORY_LIMIT from its limits.memory in bytes
-// (the pod's limit for a container without one), and nothing that would
+// TestPodLevelDeployment checks the pod-level recipe: the limits on the
+// pod, none on the program's container, FITGO_MEMORY_LIMIT from its
+// limits.memory in bytes and FITGO_CPU_LIMIT from its limits.cpu in
+// millicores with an m (the pod's limits for a container without any),
+// FITGO=reserve from the sidecar's own memory limit, and nothing that would
 // switch fitgo off.
 func TestPodLevelDeployment(t *testing.T) {
 	d, text := deployment(t, "pod-level.yaml")
@@ -177,35 +183,68 @@ func TestPodLevelDeployment(t *testing.T) {
 	require.NotNil(t, spec.Resources, "pod-level resources")
 	mem, ok := spec.Resources.Limits[corev1.ResourceMemory]
 	require.True(t, ok, "a pod-level memory limit")
-	_, cpu := spec.Resources.Limits[corev1.ResourceCPU]
-	assert.False(t, cpu, "no pod-level CPU limit: fitgo cannot see it, and the comment says so")
+	cpu, ok := spec.Resources.Limits[corev1.ResourceCPU]
+	require.True(t, ok, "a pod-level CPU limit")
 	for r, req := range spec.Resources.Requests {
 		if l, ok := spec.Resources.Limits[r]; ok {
 			assert.LessOrEqual(t, req.Cmp(l), 0, "%s request above its limit", r)
 		}
 	}
-	c := spec.Containers[0]
-	assert.Empty(t, c.Resources.Limits, "no limit of its own: limits.memory is then the pod's")
+	require.Len(t, spec.Containers, 2, "the program and a sidecar")
+	c, side := spec.Containers[0], spec.Containers[1]
+	assert.Empty(t, c.Resources.Limits, "no limit of its own: limits.memory and limits.cpu are then the pod's")
 	assert.Empty(t, c.Resources.Requests)
-	require.Len(t, c.Env, 1)
-	e := c.Env[0]
-	assert.Equal(t, "FITGO_MEMORY_LIMIT", e.Name)
-	require.NotNil(t, e.ValueFrom)
-	require.NotNil(t, e.ValueFrom.ResourceFieldRef, "an environment variable, not a downward-API volume (which gives the node's allocatable)")
-	ref := e.ValueFrom.ResourceFieldRef
-	assert.Equal(t, "limits.memory", ref.Resource)
-	assert.Equal(t, c.Name, ref.ContainerName)
-	assert.Equal(t, "1", ref.Divisor.String(), "bytes, as FITGO_MEMORY_LIMIT takes them")
+	_, sideMem := limits(t, side) // its own limits: else its limits.memory is the pod's
+	for r, l := range side.Resources.Limits {
+		assert.LessOrEqual(t, l.Cmp(spec.Resources.Limits[r]), 0, "the sidecar's %s limit within the pod's", r)
+	}
 
-	// The comment's numbers: the pod's limit in bytes, and fitgo's default
-	// ratio of it.
+	env := map[string]corev1.EnvVar{}
+	for _, e := range c.Env {
+		assert.NotContains(t, []string{"GOMAXPROCS", "GOMEMLIMIT"}, e.Name, "a variable would switch fitgo off for that knob")
+		env[e.Name] = e
+	}
+	require.Len(t, env, 5)
+	ref := func(name, container, resource, divisor string) {
+		e := env[name]
+		require.NotNil(t, e.ValueFrom, name)
+		r := e.ValueFrom.ResourceFieldRef
+		require.NotNil(t, r, "%s: an environment variable, not a downward-API volume (which gives the node's allocatable)", name)
+		assert.Equal(t, resource, r.Resource, name)
+		assert.Equal(t, container, r.ContainerName, name)
+		assert.Equal(t, divisor, r.Divisor.String(), name)
+	}
+	ref("FITGO_MEMORY_LIMIT", c.Name, "limits.memory", "1")
+	ref("CPU_LIMIT_MILLICORES", c.Name, "limits.cpu", "1m")
+	ref("SIDECAR_MEMORY_LIMIT", side.Name, "limits.memory", "1")
+	// $(VAR) refers to a variable declared before it, or stays as it is.
+	for name, value := range map[string]string{"FITGO_CPU_LIMIT": "$(CPU_LIMIT_MILLICORES)m", "FITGO": "reserve=$(SIDECAR_MEMORY_LIMIT)"} {
+		assert.Equal(t, value, env[name].Value, name)
+	}
+	order := map[string]int{}
+	for i, e := range c.Env {
+		order[e.Name] = i
+	}
+	assert.Less(t, order["CPU_LIMIT_MILLICORES"], order["FITGO_CPU_LIMIT"])
+	assert.Less(t, order["SIDECAR_MEMORY_LIMIT"], order["FITGO"])
+
+	// The comment's numbers: the values the kubelet gives, and what fitgo's
+	// defaults make of them.
 	assert.Contains(t, text, "("+strconv.FormatInt(mem.Value(), 10)+" here)")
-	assert.Contains(t, text, "("+mem.String()+" -> "+strconv.FormatFloat(0.9*float64(mem.Value())/(1<<20), 'f', 1, 64)+" MiB)")
+	assert.Contains(t, text, `reads "`+cpu.String()+`" here`)
+	assert.Contains(t, text, "("+strconv.FormatInt(sideMem, 10)+" here)")
+	assert.Contains(t, text, "("+cpu.String()+" -> "+strconv.Itoa(int(math.Ceil(float64(cpu.MilliValue())/1000)))+", rounded up)")
+	sideQ := side.Resources.Limits.Memory()
+	assert.Contains(t, text, "("+mem.String()+" - "+sideQ.String()+" -> "+
+		strconv.FormatFloat(0.9*float64(mem.Value()-sideMem)/(1<<20), 'f', 1, 64)+" MiB)")
 
 	// The same program as the other Deployments.
 	f, _ := deployment(t, "deployment.yaml")
 	fc := f.Spec.Template.Spec.Containers[0]
-	assert.Equal(t, fc.Image, c.Image)
+	for _, pc := range spec.Containers {
+		assert.Equal(t, fc.Image, pc.Image)
+	}
 	assert.Equal(t, fc.Args, c.Args)
 	assert.True(t, fc.Resources.Limits.Memory().Equal(mem), "the same memory limit as the fitgo Deployment's container, so the logs compare")
+	assert.True(t, fc.Resources.Limits.Cpu().Equal(cpu), "the same CPU limit as the fitgo Deployment's container")
 }

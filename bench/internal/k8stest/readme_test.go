@@ -77,11 +77,18 @@ func TestREADMENumbers(t *testing.T) {
 	assert.Contains(t, text, "GOMAXPROCS="+strconv.Itoa(int(math.Ceil(cores)))+` GOMEMLIMIT="`+strconv.FormatInt(mem, 10)+" ("+mib(mem)+`)"`)
 	assert.Contains(t, text, "env_GOMAXPROCS="+strconv.Itoa(int(math.Ceil(cores)))+" env_GOMEMLIMIT="+strconv.FormatInt(mem, 10))
 
-	// The pod-level recipe: 0.9 × the pod's limit, told through the variable.
+	// The pod-level recipe: the pod's CPU limit rounded up, and 0.9 × (the
+	// pod's memory limit − the sidecar's), told through the variables.
 	pl, _ := deployment(t, "pod-level.yaml")
+	podCPU := pl.Spec.Template.Spec.Resources.Limits.Cpu()
 	podMem := pl.Spec.Template.Spec.Resources.Limits.Memory().Value()
-	podFit := int64(0.9 * float64(podMem))
-	assert.Contains(t, text, `GOMEMLIMIT="`+strconv.FormatInt(podFit, 10)+" ("+mib(podFit)+`)" num_cpu=8 env_FITGO_MEMORY_LIMIT=`+strconv.FormatInt(podMem, 10)+" cpu_limit=none memory_limit=none")
+	sideMem := pl.Spec.Template.Spec.Containers[1].Resources.Limits.Memory().Value()
+	podFit := int64(0.9 * float64(podMem-sideMem))
+	assert.Contains(t, text, "GOMAXPROCS="+strconv.Itoa(int(math.Ceil(float64(podCPU.MilliValue())/1000)))+` GOMEMLIMIT="`+
+		strconv.FormatInt(podFit, 10)+" ("+mib(podFit)+`)" num_cpu=8 env_FITGO_MEMORY_LIMIT=`+strconv.FormatInt(podMem, 10)+
+		" env_FITGO_CPU_LIMIT="+strconv.FormatInt(podCPU.MilliValue(), 10)+"m env_FITGO=reserve="+strconv.FormatInt(sideMem, 10)+
+		" cpu_limit=none memory_limit=none")
+	assert.Contains(t, text, "GOMAXPROCS.source=$FITGO_CPU_LIMIT")
 	assert.Contains(t, text, "GOMEMLIMIT.source=$FITGO_MEMORY_LIMIT")
 
 	// After the README's resize to 3 CPUs and 512Mi.
