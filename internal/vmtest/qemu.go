@@ -22,6 +22,7 @@ type Machine struct {
 	CPUs      int      // number of vCPUs; 0 means 1
 	MemoryMiB int      // guest memory; 0 means 512
 	Cmdline   []string // kernel command line parameters besides the console's
+	Devices   []string // more qemu arguments, such as a network device
 }
 
 // Args returns qemu's command line arguments.
@@ -35,7 +36,7 @@ func (m Machine) Args() []string {
 	// once on a panic (for example when /init dies), and -no-reboot turns any
 	// reboot into qemu's exit, so a broken guest ends the run.
 	cmdline := append([]string{"console=ttyS0", "panic=-1", "quiet"}, m.Cmdline...)
-	return []string{
+	return append([]string{
 		"-accel", "tcg",
 		"-smp", strconv.Itoa(cpus),
 		"-m", strconv.Itoa(mem),
@@ -45,7 +46,7 @@ func (m Machine) Args() []string {
 		"-kernel", m.Kernel,
 		"-initrd", m.Initramfs,
 		"-append", strings.Join(cmdline, " "),
-	}
+	}, m.Devices...)
 }
 
 // Run boots the machine and copies its console output to console until qemu
