@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/url"
 	"os"
@@ -43,9 +44,14 @@ type Node struct {
 
 // NodeOptions configures StartNode.
 type NodeOptions struct {
-	Images    []Image // loaded into the node's containerd, besides the pause image
-	CPUs      int     // the guest's vCPUs; 0 means 4
-	MemoryMiB int     // the guest's memory; 0 means 3072
+	// Controllers starts kube-controller-manager (the Job, ServiceAccount and
+	// node lifecycle controllers) and kube-scheduler too. Without them, pods
+	// must name the node (spec.nodeName: NodeName) and their namespace's
+	// ServiceAccount must be created (EnsureServiceAccount).
+	Controllers bool
+	Images      []Image // loaded into the node's containerd, besides the pause image
+	CPUs        int     // the guest's vCPUs; 0 means 4
+	MemoryMiB   int     // the guest's memory; 0 means 3072
 }
 
 // missingNode skips or fails a TestKubelet* test for a missing piece.
@@ -61,7 +67,7 @@ func missingNode(t testing.TB, format string, args ...any) {
 // nodeBinaries returns the control plane's and the kubelet's paths by name,
 // the directory of the guest's other files, and the qemu rig's host pieces,
 // or skips (fails, with FITGO_KUBETEST=require) when one is missing.
-func nodeBinaries(t testing.TB) (map[string]string, string, vmtest.Host) {
+func nodeBinaries(t testing.TB, controllers bool) (map[string]string, string, vmtest.Host) {
 	t.Helper()
 	switch {
 	case os.Getenv("FITGO_KUBETEST") == "skip":
@@ -74,7 +80,11 @@ func nodeBinaries(t testing.TB) (map[string]string, string, vmtest.Host) {
 		missingNode(t, "no cache directory (set FITGO_KUBETEST_CACHE)")
 	}
 	bins := map[string]string{}
-	for _, name := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet"} {
+	names := []string{"etcd", "kube-apiserver", "kubelet"}
+	if controllers {
+		names = append(names, "kube-controller-manager", "kube-scheduler")
+	}
+	for _, name := range names {
 		p := filepath.Join(dir, "bin", name)
 		if fi, err := os.Stat(p); err != nil || fi.Mode()&0o111 == 0 {
 			missingNode(t, "%s is not installed", p)
@@ -106,7 +116,7 @@ func nodeBinaries(t testing.TB) (map[string]string, string, vmtest.Host) {
 // from the host's 127.0.0.1 into the guest.
 func StartNode(t testing.TB, opts NodeOptions) *Node {
 	t.Helper()
-	bins, root, host := nodeBinaries(t)
+	bins, root, host := nodeBinaries(t, opts.Controllers)
 	if opts.CPUs == 0 {
 		opts.CPUs = 4
 	}
@@ -132,13 +142,9 @@ func StartNode(t testing.TB, opts NodeOptions) *Node {
 		"--kubelet-preferred-address-types=Hostname")
 	adminConfig := filepath.Join(s.dir, "admin.kubeconfig")
 	writeFile(t, adminConfig, kubeconfig(s.URL, s.token))
-	start(t, bins["kube-controller-manager"],
-		"--kubeconfig="+adminConfig, "--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", ports[1]),
-		"--leader-elect=false", "--service-account-private-key-file="+filepath.Join(s.dir, "sa.key"),
-		"--use-service-account-credentials=false", "--v=0")
-	start(t, bins["kube-scheduler"],
-		"--kubeconfig="+adminConfig, "--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", ports[2]),
-		"--leader-elect=false", "--v=0")
+	if opts.Controllers {
+		startControllers(t, bins, adminConfig, s.dir, ports[1], ports[2])
+	}
 
 	initramfs := guestInitramfs(t, host.Busybox, root, work, nodeInit, images, map[string]string{
 		"bin/kubelet": bins["kubelet"],
@@ -148,6 +154,8 @@ func StartNode(t testing.TB, opts NodeOptions) *Node {
 		"etc/kubernetes/kubelet.yaml":        fmt.Sprintf(kubeletConfig, kubeletPort),
 		"etc/kubernetes/kubelet.kubeconfig":  string(kubeconfig("https://10.0.2.100:6443", kubeletToken)),
 		"etc/hosts":                          "127.0.0.1 localhost\n",
+		"etc/passwd":                         "root:x:0:0:root:/:/bin/sh\n",
+		"etc/group":                          "root:x:0:\n",
 		"etc/resolv.conf":                    "",
 		"etc/machine-id":                     randomHex(t) + "\n",
 	})
@@ -166,8 +174,18 @@ func StartNode(t testing.TB, opts NodeOptions) *Node {
 	ctx, cancel := context.WithCancel(context.Background())
 	console := &logFile{exited: make(chan struct{})}
 	var runErr error
+	var w io.Writer = console
+	if dir := os.Getenv("FITGO_VMTEST_CONSOLE"); dir != "" {
+		// Kept for reading while the test runs, and after it.
+		f, err := os.Create(filepath.Join(dir, "kubelet-"+strings.ReplaceAll(t.Name(), "/", "-")+".txt"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		w = io.MultiWriter(console, f)
+	}
 	go func() {
-		runErr = m.Run(ctx, console)
+		runErr = m.Run(ctx, w)
 		close(console.exited)
 	}()
 	n := &Node{Server: s, console: console}
@@ -401,4 +419,17 @@ func guestInitramfs(t testing.TB, busybox, root, dir string, init []byte, images
 		t.Fatal(err)
 	}
 	return initramfs
+}
+
+// startControllers starts kube-controller-manager and kube-scheduler on
+// 127.0.0.1 with the administrator's kubeconfig.
+func startControllers(t testing.TB, bins map[string]string, kubeconfig, dir string, kcmPort, schedPort int) {
+	t.Helper()
+	start(t, bins["kube-controller-manager"],
+		"--kubeconfig="+kubeconfig, "--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", kcmPort),
+		"--leader-elect=false", "--service-account-private-key-file="+filepath.Join(dir, "sa.key"),
+		"--use-service-account-credentials=false", "--v=0")
+	start(t, bins["kube-scheduler"],
+		"--kubeconfig="+kubeconfig, "--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", schedPort),
+		"--leader-elect=false", "--v=0")
 }
