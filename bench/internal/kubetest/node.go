@@ -65,15 +65,14 @@ func missingNode(t testing.TB, format string, args ...any) {
 }
 
 // nodeBinaries returns the control plane's and the kubelet's paths by name,
-// the directory of the guest's other files, and the qemu rig's host pieces,
-// or skips (fails, with FITGO_KUBETEST=require) when one is missing.
+// the directory of the guest's other files, and the qemu rig's host pieces.
+// It skips the test unless FITGO_KUBETEST=require, and fails it when a piece
+// is missing.
 func nodeBinaries(t testing.TB, controllers bool) (map[string]string, string, vmtest.Host) {
 	t.Helper()
-	switch {
-	case os.Getenv("FITGO_KUBETEST") == "skip":
-		t.Skip("FITGO_KUBETEST=skip")
-	case testing.Short() && os.Getenv("FITGO_KUBETEST") != "require":
-		t.Skip("-short: no Kubernetes node (FITGO_KUBETEST=require runs it)")
+	// A node boots in an emulated guest and takes minutes: only on request.
+	if os.Getenv("FITGO_KUBETEST") != "require" {
+		t.Skipf("boots a Kubernetes node in qemu (minutes): %s, then FITGO_KUBETEST=require go test -C bench -run TestKubelet ./internal/kubetest/", InstallNode)
 	}
 	dir := CacheDir()
 	if dir == "" {
