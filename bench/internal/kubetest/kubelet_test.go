@@ -422,3 +422,63 @@ func TestKubeletCoprocess(t *testing.T) {
 	assert.Less(t, ml.After, int64(math.Floor(0.9*float64(limit))), "below the value that ignores the co-process")
 	t.Logf("GOMEMLIMIT %d (%.1f MiB); the others hold %d (%.1f MiB) of the %d limit", ml.After, float64(ml.After)/mib, ml.Others, float64(ml.Others)/mib, limit)
 }
+
+// TestKubeletPodLevel is the issue's fifth point: pod-level resources
+// (spec.resources: limits 1500m and 512Mi) and two containers without limits
+// of their own. It records what each container sees (its /proc/self/cgroup,
+// its cgroup files, cgroup.Read, the downward API's limits.memory) and checks
+// the README's recipe: with FITGO_MEMORY_LIMIT from the downward API, the
+// blank import gets the pod's limit.
+func TestKubeletPodLevel(t *testing.T) {
+	nodeBinaries(t, false)
+	img := probeImage(t)
+	n := StartNode(t, NodeOptions{Images: []Image{img}})
+	ctx := context.Background()
+	require.NoError(t, n.EnsureServiceAccount(ctx, "default"))
+
+	script := `echo "cgroup: $(cat /proc/self/cgroup)"; echo "memory.max: $(cat /sys/fs/cgroup/memory.max)"; ` +
+		`echo "cpu.max: $(cat /sys/fs/cgroup/cpu.max)"; echo "downward limits.memory: $FITGO_MEMORY_LIMIT"; ` +
+		`explicit read -scenario podlevel; blank report -scenario podlevel`
+	container := func(name string) string {
+		return `{"name":"` + name + `","image":"` + ProbeImage + `","imagePullPolicy":"Never",
+			"command":["/bin/sh","-c",` + mustJSON(t, script) + `],
+			"env":[{"name":"FITGO_MEMORY_LIMIT","valueFrom":{"resourceFieldRef":{"resource":"limits.memory","divisor":"1"}}}]}`
+	}
+	pod := `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"podlevel"},"spec":{
+		"nodeName":"` + NodeName + `","hostNetwork":true,"restartPolicy":"Never","automountServiceAccountToken":false,
+		"resources":{"limits":{"cpu":"1500m","memory":"512Mi"}},
+		"containers":[` + container("app") + `,` + container("other") + `]}}`
+	require.NoError(t, n.CreatePod(ctx, "default", []byte(pod)))
+	p := n.WaitPod(t, "default", "podlevel", 5*time.Minute, podDone)
+	t.Logf("pod QoS %s, pod-level resources %+v", p.Status.QOSClass, p.Spec.Resources)
+	limit := int64(512 * mib)
+	for _, c := range []string{"app", "other"} {
+		log, err := n.Logs(ctx, "default", "podlevel", c)
+		require.NoError(t, err)
+		t.Logf("%s:\n%s", c, log)
+		lines := resultLines(t, log)
+		var r report.Read
+		require.NoError(t, json.Unmarshal([]byte(lines["read"]), &r), log)
+		var b report.Blank
+		require.NoError(t, json.Unmarshal([]byte(lines["report"]), &b), log)
+		cores, hasCPU := r.Limits.CPUQuota()
+		mem, hasMem := r.Limits.MemoryMax()
+		t.Logf("%s sees: cgroup.Read CPU %v (%v, %q), memory.max %d (%v, %q); blank import GOMAXPROCS %d, GOMEMLIMIT %d from %q",
+			c, cores, hasCPU, r.Limits.CPU.Source, mem, hasMem, r.Limits.Memory.MaxSource, b.Runtime.GOMAXPROCS, b.Runtime.GOMEMLIMIT, b.Fitgo.MemLimit.Source)
+		// What kubelet v1.37.2 does (seen, not assumed): the container's
+		// cgroup is the root of its private namespace, and the kubelet
+		// writes the pod-level limits into the cgroup of each container
+		// that has none of its own, so cgroup.Read finds them there.
+		assert.Contains(t, log, "cgroup: 0::/\n")
+		assert.Contains(t, log, "memory.max: 536870912\n")
+		assert.Contains(t, log, "cpu.max: 150000 100000\n")
+		assert.Equal(t, limit, mem)
+		assert.Equal(t, 1.5, cores)
+		// The README's recipe: the downward API's limits.memory is the pod's
+		// limit, and the app gets the pod's limit (here from its own cgroup,
+		// which FITGO_MEMORY_LIMIT, equal, does not lower).
+		assert.Contains(t, log, "downward limits.memory: 536870912\n")
+		assert.Equal(t, int64(math.Floor(0.9*float64(limit))), b.Runtime.GOMEMLIMIT)
+		assert.Equal(t, 2, b.Runtime.GOMAXPROCS)
+	}
+}
