@@ -22,6 +22,7 @@ type Machine struct {
 	CPUs      int      // number of vCPUs; 0 means 1
 	MemoryMiB int      // guest memory; 0 means 512
 	Cmdline   []string // kernel command line parameters besides the console's
+	Devices   []string // more qemu arguments, such as a network device
 }
 
 // Args returns qemu's command line arguments.
@@ -37,7 +38,7 @@ func (m Machine) Args() []string {
 	// on a busy host the emulated timer can miss the kernel's boot-time check,
 	// which then panics ("IO-APIC + timer doesn't work").
 	cmdline := append([]string{"console=ttyS0", "panic=-1", "quiet", "no_timer_check"}, m.Cmdline...)
-	return []string{
+	return append([]string{
 		"-accel", "tcg",
 		"-smp", strconv.Itoa(cpus),
 		"-m", strconv.Itoa(mem),
@@ -47,7 +48,7 @@ func (m Machine) Args() []string {
 		"-kernel", m.Kernel,
 		"-initrd", m.Initramfs,
 		"-append", strings.Join(cmdline, " "),
-	}
+	}, m.Devices...)
 }
 
 // Run boots the machine and copies its console output to console until qemu

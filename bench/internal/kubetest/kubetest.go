@@ -69,6 +69,7 @@ type Server struct {
 	Version string // e.g. v1.37.2
 	token   string
 	client  *http.Client
+	dir     string // the server's files: tokens, keys, etcd's data
 }
 
 // missing skips or fails the test for a missing piece of the rig.
@@ -204,6 +205,13 @@ func waitFor(t testing.TB, what string, timeout time.Duration, out *logFile, ok 
 func Start(t testing.TB) *Server {
 	t.Helper()
 	apiserver, etcd := Binaries(t)
+	return startServer(t, apiserver, etcd, nil)
+}
+
+// startServer starts etcd and kube-apiserver with more lines in the token
+// file (token,user,uid,"group,...") and more kube-apiserver flags.
+func startServer(t testing.TB, apiserver, etcd string, tokenLines []string, args ...string) *Server {
+	t.Helper()
 	dir := t.TempDir() // removed after the processes stop (cleanups run last first)
 	ports := freePorts(t, 3)
 	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", ports[0])
@@ -228,7 +236,7 @@ func Start(t testing.TB) *Server {
 
 	token := randomHex(t)
 	tokens := filepath.Join(dir, "tokens.csv")
-	writeFile(t, tokens, []byte(token+`,kubetest-admin,kubetest-admin,"system:masters"`+"\n"))
+	writeFile(t, tokens, []byte(strings.Join(append([]string{token + `,kubetest-admin,kubetest-admin,"system:masters"`}, tokenLines...), "\n")+"\n"))
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		t.Fatal(err)
@@ -245,21 +253,22 @@ func Start(t testing.TB) *Server {
 	writeFile(t, saKey, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: priv}))
 	writeFile(t, saPub, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}))
 
-	apiLog := start(t, apiserver,
-		"--etcd-servers="+etcdURL,
+	apiLog := start(t, apiserver, append([]string{
+		"--etcd-servers=" + etcdURL,
 		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", ports[2]),
-		"--cert-dir="+filepath.Join(dir, "certs"),
-		"--token-auth-file="+tokens, "--authorization-mode=RBAC",
+		"--cert-dir=" + filepath.Join(dir, "certs"),
+		"--token-auth-file=" + tokens, "--authorization-mode=RBAC",
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-		"--service-account-key-file="+saPub, "--service-account-signing-key-file="+saKey,
+		"--service-account-key-file=" + saPub, "--service-account-signing-key-file=" + saKey,
 		"--service-cluster-ip-range=10.96.0.0/16",
 		// No kubernetes Service endpoints: they may not be on loopback, and
 		// nothing here needs them.
 		"--endpoint-reconciler-type=none",
-		"--v=0")
+		"--v=0"}, args...)...)
 	s := &Server{
 		URL:   fmt.Sprintf("https://127.0.0.1:%d", ports[2]),
 		token: token,
+		dir:   dir,
 		client: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
 			// A self-signed certificate for a loopback server of the test's own.
 			TLSClientConfig: &tls.Config{InsecureSkipVerify: true},
