@@ -16,7 +16,7 @@ type Rounding uint8
 
 // defaultRounding is the rule of the zero Rounding: it never gives fewer Ps
 // than the quota can keep busy, and at or below one CPU it gives 1, where
-// the runtime's minimum of 2 throttles. The README has the sweep that chose it.
+// the runtime's minimum of 2 throttles. docs/benchmark.md has the sweep that chose it.
 const defaultRounding = Ceil
 
 const (

@@ -11,7 +11,7 @@ import (
 // instead of being OOM-killed: the GC runs back to back for hours
 // (golang/go#58106). At each refresh reading the guard tells that state from
 // runtime/metrics and steps GOMEMLIMIT up toward Result.Limit, where the
-// kernel kills the process. The README has the measurements behind the values.
+// kernel kills the process. docs/defaults.md has the measurements behind the values.
 const (
 	// guardShare is the GC's share of the CPU above which it counts as
 	// pinned: its background workers take a quarter of GOMAXPROCS while it
