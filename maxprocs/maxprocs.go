@@ -303,8 +303,8 @@ func (f *Fit) tick(k *knob.Fit[int, cpuLimit], now time.Time, lim cgroup.Limits,
 		return k.Step(now, rd)
 	}
 	rt := f.env.rt
-	own, _ := cpuLimitOf(lim)
-	cl, has := f.effective(cpuLimitOf(lim))
+	own, has := cpuLimitOf(lim)
+	cl, has := f.effective(own, has)
 	seen, moved := k.Moved()
 	moved = moved && rt.updates
 	if moved {
