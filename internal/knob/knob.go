@@ -1,10 +1,20 @@
 // Package knob manages a process-wide runtime knob (GOMAXPROCS, the memory
-// limit) for maxprocs and memlimit: who set the value, the hand-over when
-// someone else sets it, Undo, the live state of each Apply (a Fit) and the
-// refresh Loop. The policies stay in those packages: at every reading they
-// give a Fit a Reading, the value the limits call for. No lock is held
-// across a call into another package but the runtime's getter and setter;
-// log lines are written after the lock is released.
+// limit) for maxprocs and memlimit, which keep the policies: at every reading
+// they give the Apply's Fit a Reading, the value the limits call for.
+//
+// A Knob is in one of four states. Not owned: the value is not fitgo's; Start
+// moves to owned when it sets one. Owned: fitgo set the runtime's value
+// (last); each Apply is an entry on the undo stack, the newest in force, and
+// its refresh (Step) moves the value with the limit; Undo walks back down the
+// stack and, at the bottom, puts back the state from before fitgo (not owned).
+// Handed over: someone else changed the value (not the runtime's own update):
+// the Fit stops, the stack is dropped and the Knob is not owned until a later
+// Apply. Insisting: an owned Knob whose Fit puts its value back over such a
+// change instead (Options.Insist). Knob.mu guards the Knob and the live
+// fields of its Fits; a helper that needs it held ends in Locked or says "the
+// lock is held". No lock is held across a call into another package but the
+// runtime's getter and setter; log lines are written after the lock is
+// released. A Loop's own mutex guards its members only, never across a step.
 package knob
 
 import (
@@ -229,7 +239,7 @@ func (f *Fit[V, D]) Step(now time.Time, r Reading[V, D]) bool {
 	return keep
 }
 
-// other is the likely other library that set cur, or "".
+// other is the likely other library that set cur, or ""; the lock is held.
 func (f *Fit[V, D]) other(cur V, r *Reading[V, D]) string {
 	if f.fresh && r.OtherWhy != "" && cur == r.Other {
 		return r.OtherWhy
@@ -280,6 +290,7 @@ func (f *Fit[V, D]) changeArgs(cur, was V, by string) []any {
 	return args
 }
 
+// step fits the value to r; the lock is held.
 func (f *Fit[V, D]) step(now time.Time, r *Reading[V, D]) event {
 	k := f.k
 	cur := k.get()
