@@ -61,7 +61,7 @@ func evalCPU(w *Watcher, c *CPU) {
 		return
 	}
 	var best tightest
-	for dir := range c.dirs {
+	for dir, more := c.Dir, true; more; dir, more = up(dir, c.Mount) {
 		q, p, limited, err := readCPULevel(w, c.Version, dir)
 		if c.Err = err; err != nil {
 			return

@@ -46,7 +46,7 @@ func evalMemory(w *Watcher, m *Memory) {
 	}
 	var max, high tightest
 	var hr headroomEval
-	for dir := range m.dirs {
+	for dir, more := m.Dir, true; more; dir, more = up(dir, m.Mount) {
 		lmax, lhigh := int64(-1), int64(-1)
 		if m.Version == V1 {
 			lmax, m.Err = max.read(w, dir, "memory.limit_in_bytes", parseMemoryValue)

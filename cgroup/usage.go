@@ -5,13 +5,6 @@ import (
 	"errors"
 )
 
-// headroom is Memory.Headroom's type.
-type headroom = struct {
-	Source, From                     string
-	Limit, Usage, Own, Others, Avail int64
-	Err                              error
-}
-
 var errNoRssAnon = errors.New("no RssAnon line")
 
 // margin is the amount of others at a level with limit bytes that is taken
@@ -20,7 +13,7 @@ func margin(limit int64) int64 { return max(limit/32, 8<<20) }
 
 // headroomEval collects the levels of one evaluation.
 type headroomEval struct {
-	h       headroom
+	h       Headroom
 	own     int64
 	ownRead bool // own has been read (or failed, in h.Err)
 	ownOK   bool
@@ -61,7 +54,7 @@ func (e *headroomEval) level(w *Watcher, v Version, dir string, lmax, high int64
 		avail = limit - others
 	}
 	if e.h.Source == "" || avail < e.h.Avail {
-		e.h = headroom{Source: dir, From: from, Limit: limit, Usage: held, Own: e.own, Others: others, Avail: avail, Err: e.h.Err}
+		e.h = Headroom{Source: dir, From: from, Limit: limit, Usage: held, Own: e.own, Others: others, Avail: avail, Err: e.h.Err}
 	}
 }
 
