@@ -54,9 +54,9 @@ func hasController(list []byte, ctrl string) bool {
 	return false
 }
 
-// discover sets the hierarchy and Err of lim.CPU and lim.Memory from self,
+// locate sets the hierarchy and Err of lim.CPU and lim.Memory from self,
 // /proc/self/cgroup, and the mountinfo that w reads.
-func discover(w *Watcher, self []byte, lim *Limits) {
+func locate(w files, self []byte, lim *Limits) {
 	qs := [2]mountQuery{parseProcCgroup(self, "cpu"), parseProcCgroup(self, "memory")}
 	if qs[0].version != 0 || qs[1].version != 0 {
 		mountinfo, err := w.readAll("/proc/self/mountinfo")

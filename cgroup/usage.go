@@ -20,7 +20,7 @@ type headroomEval struct {
 }
 
 // level adds the level dir whose own limits are max and high (-1: none).
-func (e *headroomEval) level(w *Watcher, v Version, dir string, lmax, high int64) {
+func (e *headroomEval) level(w files, v Version, dir string, lmax, high int64) {
 	limit, from := lmax, "memory.max"
 	if v == V1 {
 		from = "memory.limit_in_bytes"
@@ -60,8 +60,8 @@ func (e *headroomEval) level(w *Watcher, v Version, dir string, lmax, high int64
 
 // read reads dir/name with parse; false when it is missing or bad (the
 // first error kept in h.Err).
-func (e *headroomEval) read(w *Watcher, dir, name string, parse func([]byte) (int64, error)) (v int64, ok bool) {
-	found, err := w.parse(dir, name, func(b []byte) (err error) {
+func (e *headroomEval) read(w files, dir, name string, parse func([]byte) (int64, error)) (v int64, ok bool) {
+	found, err := parseFile(w, dir, name, func(b []byte) (err error) {
 		v, err = parse(b)
 		return err
 	})
