@@ -167,8 +167,9 @@ type Fit struct {
 	seen      cpuLimit
 	ncpu      int
 	changedAt time.Time
-	rtDef     int     // the runtime's own value for the current limit
-	rtPrev    int     // and for the one before
+	rtDef     int // the runtime's own value for the current limit
+	rtPrev    int // and for the one before
+	rtu       knob.Updates[int] // of the last reading, when the runtime updates GOMAXPROCS
 	otherFor  float64 // the limit of otherWhy, automaxprocs' rule
 	otherWhy  string
 }
@@ -320,10 +321,12 @@ func (f *Fit) tick(k *knob.Fit[int, cpuLimit], now time.Time, lim cgroup.Limits,
 	}
 	rd.Limit, rd.Has = cl, has
 	rd.Want = f.res.Policy.Procs(cl.cores, f.ncpu)
-	rd.Adopting, rd.Adopt, rd.Seen = rt.updates, [2]int{f.rtDef, f.rtPrev}, seen
-	rd.Wait = rt.updates && f.rtDef == rd.Want && now.Sub(f.changedAt) < runtimeGrace
+	if rt.updates {
+		f.rtu = knob.Updates[int]{Adopt: [2]int{f.rtDef, f.rtPrev}, Seen: seen, Wait: f.rtDef == rd.Want && now.Sub(f.changedAt) < runtimeGrace,
+			Default: runtimeContainerSupport && rd.Want == f.rtDef}
+		rd.Runtime = &f.rtu
+	}
 	rd.Other, rd.OtherWhy = f.automaxprocs(own)
-	rd.Default = runtimeContainerSupport && rt.updates && rd.Want == f.rtDef
 	return k.Step(now, rd)
 }
 
