@@ -137,27 +137,28 @@ func ErrFor(err, own, other error, beyond bool) error {
 	return err
 }
 
-// Start begins the Fit of an Apply that read before (with Peek) and decided
-// to set want (when change) and to follow the limit (when follow), or to
-// leave the value alone; err is the reading's error. It fails, doing nothing, when the value is no longer
-// before: the caller decides again. The Fit supersedes any earlier one.
-func Start[V comparable, D any](k *Knob[V], log *slog.Logger, before, want V, change, follow bool, limit D, err error) (*Fit[V, D], bool) {
+// Start begins the Fit of an Apply that read o.Before (with Peek) and
+// decided d: to set o.After (when o.Changed) or to leave the value alone, and
+// to follow the limit (when d.follows). It fails, doing nothing, when the
+// value is no longer o.Before: the caller decides again. The Fit supersedes
+// any earlier one.
+func Start[V comparable, D any](k *Knob[V], d *Decision[V, D], o Outcome[V]) (*Fit[V, D], bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	cur := k.get()
-	if cur != before {
+	if cur != o.Before {
 		return nil, false
 	}
 	if !(k.owned && cur == k.last) {
 		// The value is not fitgo's: earlier Applies have nothing to undo.
 		k.owned, k.last, k.stack = false, cur, nil
 	}
-	if change {
-		if _, ok := k.write(cur, want); !ok {
+	if o.Changed {
+		if _, ok := k.write(cur, o.After); !ok {
 			return nil, false
 		}
 	}
-	f := &Fit[V, D]{k: k, log: log, st: State[V, D]{Following: follow, Limit: limit, Err: err}, fresh: true}
+	f := &Fit[V, D]{k: k, log: d.Logger, st: State[V, D]{Following: d.follows(), Limit: d.Limit, Err: d.Err}, insist: d.Insist, fresh: true}
 	if a := k.active; a != nil {
 		a.supersede()
 	}
@@ -165,14 +166,6 @@ func Start[V comparable, D any](k *Knob[V], log *slog.Logger, before, want V, ch
 	k.stack = append(k.stack, f.e)
 	k.active = f.e
 	return f, true
-}
-
-// setInsist makes the Fit put its value back over someone else's change
-// (on) or hand the knob over (off).
-func (f *Fit[V, D]) setInsist(on bool) {
-	f.k.mu.Lock()
-	f.insist = on
-	f.k.mu.Unlock()
 }
 
 // Following reports whether the Fit still follows the limit.

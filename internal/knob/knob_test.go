@@ -39,7 +39,7 @@ func (f *fakeKnob) knob() *Knob[int] {
 func apply(t *testing.T, k *Knob[int], v int, log *slog.Logger) *Fit[int, string] {
 	t.Helper()
 	cur, _ := k.Peek()
-	f, ok := Start(k, log, cur, v, v != cur, true, "", nil)
+	f, ok := start(k, log, cur, v, v != cur, true)
 	require.True(t, ok)
 	return f
 }
@@ -109,7 +109,7 @@ func TestUndoAfterSomeoneElse(t *testing.T) {
 func TestStartFailsWhenTheValueMoved(t *testing.T) {
 	fk := &fakeKnob{val: 8}
 	k := fk.knob()
-	_, ok := Start(k, nil, 7, 4, true, false, "", nil)
+	_, ok := start(k, nil, 7, 4, true, false)
 	assert.False(t, ok, "the caller read 7, the value is 8: decide again")
 	assert.Equal(t, 8, fk.val)
 }
@@ -173,7 +173,7 @@ func TestRuntimeUpdateRacesTheTick(t *testing.T) {
 	fk := &fakeKnob{val: 8}
 	k := fk.knob()
 	cur, _ := k.Peek()
-	s, ok := Start(k, nil, cur, cur, false, true, "", nil)
+	s, ok := start(k, nil, cur, cur, false, true)
 	require.True(t, ok)
 	now := time.Now()
 
@@ -236,7 +236,7 @@ func TestWriteRace(t *testing.T) {
 		k := fk.knob()
 		other := 3
 		fk.between = &other
-		_, ok := Start(k, nil, 8, 4, true, true, "", nil)
+		_, ok := start(k, nil, 8, 4, true, true)
 		assert.False(t, ok, "the caller decides again")
 		assert.Equal(t, 3, fk.val)
 	})
