@@ -36,12 +36,11 @@ func ReadFS(fsys fs.FS) (Limits, error) {
 }
 
 // files are the cgroup files of a reading: a Watcher's, which it keeps open,
-// or a snapshot's, each opened and closed as it is read.
+// or a snapshot's, each opened and closed as it is read. file returns the
+// content of dir/name until the next call, found false when it does not
+// exist (no limit at that level); readAll, of abs, which it does not keep.
 type files interface {
-	// file returns the content of dir/name until the next call; found is
-	// false when it does not exist: no limit at that level.
 	file(dir, name string) (data []byte, found bool, err error)
-	// readAll reads the file at abs, which it does not keep open.
 	readAll(abs string) ([]byte, error)
 }
 
