@@ -5,9 +5,9 @@
 #
 # Usage: bash bench/internal/kubetest/setup.sh [node]
 #
-# With "node" it also builds kube-controller-manager, kube-scheduler and
-# kubelet, and fetches what the qemu guest of the TestKubelet* tests needs
-# (docs/kubelet-rig.md).
+# With "node" it also builds kubelet, kube-controller-manager, kubectl (the
+# kind runner drives it) and kube-scheduler, and fetches what the qemu guest of
+# the TestKubelet* tests needs (docs/kubelet-rig.md).
 #
 # The cache directory is $FITGO_KUBETEST_CACHE, or
 # ${XDG_CACHE_HOME:-$HOME/.cache}/fitgo/kubetest. On success it holds
@@ -109,12 +109,12 @@ echo "setup.sh: kube-apiserver $k8s and etcd $etcd in $cache/bin"
 [ "${1:-}" = node ] || exit 0
 
 # ---- setup.sh node: the single-node cluster of the TestKubelet* tests ------
-# The control plane's other two programs and the kubelet, built like
-# kube-apiserver; and, for the qemu guest the kubelet runs in, Debian's
+# The kubelet, the control plane's other two programs and kubectl, built
+# like kube-apiserver; and, for the qemu guest the kubelet runs in, Debian's
 # containerd, runc and CNI loopback plugin with the libraries they link, and
 # the modules of the guest's kernel that its network and overlay mounts need
 # (fetch-kernel.sh keeps no modules). Nothing of it is installed on the host.
-for name in kubelet kube-controller-manager kube-scheduler; do
+for name in kubelet kube-controller-manager kubectl kube-scheduler; do
 	LDFLAGS="-X k8s.io/component-base/version.gitVersion=$k8s -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor" \
 		build "$name" "$k8s" "k8s.io/kubernetes/cmd/$name" k8s.io/kubernetes "${replaces[@]}"
 done
@@ -172,5 +172,5 @@ else
 	touch "$node/done"
 fi
 ln -sfn "$node" "$cache/node"
-printf 'kube-controller-manager %s\nkube-scheduler %s\nkubelet %s\n' "$k8s" "$k8s" "$k8s" >>"$cache/versions"
-echo "setup.sh: kubelet, kube-controller-manager, kube-scheduler $k8s in $cache/bin; the guest's files in $cache/node"
+printf 'kube-controller-manager %s\nkube-scheduler %s\nkubelet %s\nkubectl %s\n' "$k8s" "$k8s" "$k8s" "$k8s" >>"$cache/versions"
+echo "setup.sh: kubelet, kube-controller-manager, kubectl, kube-scheduler $k8s in $cache/bin; the guest's files in $cache/node"
