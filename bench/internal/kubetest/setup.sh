@@ -125,8 +125,17 @@ vmcache=${FITGO_VMTEST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/fitgo/vmtest}
 kpkg=$(awk '{ print $1 }' "$vmcache/kernel-version")
 krel=$(awk '{ print $2 }' "$vmcache/kernel-version")
 
+# The CNI plugins the guest takes: loopback, and ptp with host-local, which
+# give a pod without hostNetwork its eth0 (a veth pair inside the guest).
+cni=(loopback ptp host-local)
+# The kernel modules, in the order insmod needs them: virtio-net's PCI device,
+# overlay (containerd's default snapshotter) and veth (ptp).
+mods=(drivers/virtio/virtio_ring drivers/virtio/virtio drivers/virtio/virtio_pci_modern_dev
+	drivers/virtio/virtio_pci_legacy_dev drivers/virtio/virtio_pci net/core/failover
+	drivers/net/net_failover drivers/net/virtio_net fs/overlayfs/overlay drivers/net/veth)
+
 # The candidate version of each Debian package; the guest's files are kept in
-# a directory named after all of them.
+# a directory named after all of them and the files taken.
 pkgs=(containerd runc libseccomp2 libc6 containernetworking-plugins "$kpkg")
 keys=()
 for p in "${pkgs[@]}"; do
@@ -137,7 +146,7 @@ for p in "${pkgs[@]}"; do
 	fi
 	keys+=("$p=$v")
 done
-node=$cache/node-$(printf '%s\n' "${keys[@]}" | sha256sum | cut -c1-12)
+node=$cache/node-$(printf '%s\n' "${keys[@]}" "${cni[@]}" "${mods[@]}" | sha256sum | cut -c1-12)
 if [ -f "$node/done" ]; then
 	echo "setup.sh: the guest's containerd, runc and modules already in $node"
 else
@@ -154,17 +163,15 @@ else
 	)
 	x=$node/x r=$node/root
 	cp "$x/usr/bin/containerd" "$x/usr/bin/containerd-shim-runc-v2" "$x/usr/bin/ctr" "$x/usr/sbin/runc" "$r/bin/"
-	cp "$x/usr/lib/cni/loopback" "$r/opt/cni/bin/"
+	for c in "${cni[@]}"; do
+		cp "$x/usr/lib/cni/$c" "$r/opt/cni/bin/"
+	done
 	cp "$x/lib64/ld-linux-x86-64.so.2" "$r/lib64/" 2>/dev/null || cp -L "$x/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2" "$r/lib64/"
 	for l in libc.so.6 libseccomp.so.2; do
 		f=$(find "$x" -name "$l" | head -n 1)
 		cp -L "$f" "$r/lib/x86_64-linux-gnu/$l"
 	done
-	# In the order insmod needs them: virtio-net's PCI device, and overlay,
-	# containerd's default snapshotter.
-	for m in drivers/virtio/virtio_ring drivers/virtio/virtio drivers/virtio/virtio_pci_modern_dev \
-		drivers/virtio/virtio_pci_legacy_dev drivers/virtio/virtio_pci net/core/failover \
-		drivers/net/net_failover drivers/net/virtio_net fs/overlayfs/overlay; do
+	for m in "${mods[@]}"; do
 		cp "$x/lib/modules/$krel/kernel/$m.ko" "$r/modules/"
 	done
 	printf '%s\n' "${keys[@]}" >"$node/versions"
