@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/fitgo/fitgo/bench/internal/settings"
@@ -100,6 +101,12 @@ type Config struct {
 	// NamespaceName is an existing namespace to run in (nothing but the
 	// runner's Jobs and Pods is deleted there); empty: a new one.
 	NamespaceName string
+	// PullPolicy is the pods' imagePullPolicy; empty: Always for a tag in
+	// an existing cluster (it may have moved), else IfNotPresent.
+	PullPolicy corev1.PullPolicy
+	// Emulated says what emulates the nodes (e.g. "qemu TCG"), for the
+	// report's header: their latencies mean nothing. Empty: real nodes.
+	Emulated string
 
 	// The shared scenario: the memory the sidecar holds, and its layouts.
 	Sidecar int64
@@ -180,7 +187,7 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 		scenario, cpus, mem        string
 		variants, resizeMem        string
 		sidecar, layouts           string
-		nodeSelector               string
+		nodeSelector, pullPolicy   string
 		defaultRepo, defaultConfig = defaultPaths()
 	)
 	fs.StringVar(&scenario, "scenario", ScenarioCPU, "scenarios, comma-separated: cpu (CPU limit sweep), memory (memory limit below the untuned heap peak), shared (a memory limit shared with a sidecar process), all (cpu and memory); or resize alone (in-place resize of running pods)")
@@ -214,6 +221,8 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.BoolVar(&c.Push, "push", false, "with -context: build -image from bench/Dockerfile and push it (the cluster pulls it)")
 	fs.StringVar(&c.NamespaceName, "namespace", "", "an existing namespace to run in (default: a new one, fitgo-bench-<run id>, deleted at the end)")
 	fs.StringVar(&nodeSelector, "node-selector", "", "run the pods on nodes with these labels, comma-separated key=value")
+	fs.StringVar(&pullPolicy, "pull-policy", "", "the pods' imagePullPolicy: Always, IfNotPresent or Never (default IfNotPresent in kind; with -context Always, or IfNotPresent for an image by digest); Never for an image loaded onto the nodes (kind load, ctr images import)")
+	fs.StringVar(&c.Emulated, "emulated", "", "what emulates the nodes, e.g. \"qemu TCG\": the report's header says that latencies, throughputs and CPU times mean nothing there")
 	fs.DurationVar(&c.Timeout, "timeout", 0, "give up on a run after this long (default 2 × duration + 3m)")
 	fs.DurationVar(&c.Poll, "poll", 2*time.Second, "how often to poll the cluster")
 	fs.StringVar(&c.RunID, "run-id", "", "names the namespace fitgo-bench-<run id> (default: the start time, yyyymmdd-hhmmss)")
@@ -233,6 +242,12 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 	}
 	if err := c.checkCluster(fs); err != nil {
 		return c, err
+	}
+	switch p := corev1.PullPolicy(pullPolicy); p {
+	case "", corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullNever:
+		c.PullPolicy = p
+	default:
+		return c, fmt.Errorf("-pull-policy %q: Always, IfNotPresent or Never", pullPolicy)
 	}
 	c.Scenarios, err = settings.ParseScenarios(scenario, []string{ScenarioCPU, ScenarioMemory, ScenarioShared, ScenarioResize},
 		[]string{ScenarioCPU, ScenarioMemory}, "cpu, memory, shared, all, or resize")

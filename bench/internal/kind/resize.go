@@ -17,6 +17,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/fitgo/fitgo/bench/internal/report"
 	"github.com/fitgo/fitgo/bench/internal/results"
 	"github.com/fitgo/fitgo/bench/internal/variant"
 )
@@ -405,6 +406,9 @@ func (r *Runner) resizeMarkdown(start time.Time, rows []ResizeResult) []byte {
 	var md bytes.Buffer
 	meta := r.meta(start, "")
 	fmt.Fprintf(&md, "# fitgo in-place resize (kind runner)\n\n")
+	if meta.Emulated != "" {
+		fmt.Fprintf(&md, "%s\n\n", report.EmulatedHeader(meta.Emulated))
+	}
 	fmt.Fprintf(&md, "- **Command**: `%s`\n- **Cluster**: %s\n- **Kernel**: %s\n- **Cgroups**: %s\n", meta.Command, meta.Machine, meta.Kernel, meta.Cgroup)
 	fmt.Fprintf(&md, "- **Resize**: CPU limit %s → %s, memory limit %s → %s, %v after the container started, through `kubectl patch pod --subresource resize`\n\n",
 		CPUQuantity(cfg.CPUs[0]), CPUQuantity(cfg.ResizeCPUs), MemoryQuantity(cfg.Memory[0]), MemoryQuantity(cfg.ResizeMemory), cfg.ResizeAfter)

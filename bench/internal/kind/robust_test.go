@@ -446,6 +446,45 @@ func TestRunExistingClusterPush(t *testing.T) {
 	}
 }
 
+// An existing cluster whose node has the image loaded (it cannot pull) and
+// is emulated: the pods never pull, and the reports say in their header that
+// the timings mean nothing.
+func TestRunExistingClusterLoadedImageEmulatedNode(t *testing.T) {
+	f := newFakeCluster(t)
+	res := runWith(t, f, "-context=rig", "-image=localhost/fitgo/bench:v1", "-pull-policy=Never", "-emulated=qemu TCG",
+		"-cpus=1", "-runs=1", "-variants=fitgo", "-work-iters=1000")
+	require.NoError(t, res.err, res.stderr)
+	require.NotEmpty(t, f.created)
+	for _, obj := range f.created {
+		assert.Equal(t, corev1.PullNever, obj.(*batchv1.Job).Spec.Template.Spec.Containers[0].ImagePullPolicy)
+	}
+	md, err := os.ReadFile(filepath.Join(res.out, report.ReportFile))
+	require.NoError(t, err)
+	title, rest, _ := strings.Cut(string(md), "\n\n")
+	assert.Equal(t, "# fitgo benchmark (kind runner)", title)
+	assert.True(t, strings.HasPrefix(rest, "**The node is emulated (qemu TCG)**: "), "the header, not a footnote:\n%s", md)
+	bt, err := os.ReadFile(filepath.Join(res.out, report.BenchFile))
+	require.NoError(t, err)
+	assert.Contains(t, string(bt), "\nemulated: qemu TCG\n")
+
+	f = newFakeCluster(t)
+	f.outcome = func(p *corev1.Pod) outcome {
+		return outcome{reason: "Completed", logs: recordedLog(t, "resize-"+strings.ReplaceAll(p.Labels[LabelVariant], "+", "-"))}
+	}
+	res = runWith(t, f, "-context=rig", "-image=localhost/fitgo/bench:v1", "-pull-policy=IfNotPresent", "-emulated=qemu TCG",
+		"-scenario=resize", "-variants=fitgo", "-duration=12s", "-work-iters=1000")
+	require.NoError(t, res.err, res.stderr)
+	require.NotEmpty(t, f.created)
+	for _, obj := range f.created {
+		if p, ok := obj.(*corev1.Pod); ok {
+			assert.Equal(t, corev1.PullIfNotPresent, p.Spec.Containers[0].ImagePullPolicy)
+		}
+	}
+	md, err = os.ReadFile(filepath.Join(res.out, ResizeMD))
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(string(md), "# fitgo in-place resize (kind runner)\n\n**The node is emulated (qemu TCG)**: "), "%s", md)
+}
+
 func TestParseFlagsExistingCluster(t *testing.T) {
 	c, err := ParseFlags([]string{"-context=prod", "-image=r.example/x:1", "-namespace=perf", "-node-selector=pool=bench,kubernetes.io/arch=amd64"}, os.Stderr)
 	require.NoError(t, err)
@@ -464,6 +503,7 @@ func TestParseFlagsExistingCluster(t *testing.T) {
 		{"-node-selector=bad key=x"},
 		{"-namespace=Perf"},
 		{"-provider=lxc"},
+		{"-context=prod", "-image=r/x:1", "-pull-policy=Sometimes"},
 	} {
 		_, err := ParseFlags(args, &strings.Builder{})
 		assert.Error(t, err, "%q", args)

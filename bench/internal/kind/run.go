@@ -639,7 +639,10 @@ func (r *Runner) workload(name string, v variant.Variant, cpus float64, mem int6
 		Env:             v.Env,
 		DeadlineSeconds: int64((r.cfg.Timeout + time.Minute).Seconds()),
 	}
-	if !r.cfg.Kind() && !strings.Contains(r.image, "@") {
+	switch {
+	case r.cfg.PullPolicy != "":
+		w.PullPolicy = r.cfg.PullPolicy
+	case !r.cfg.Kind() && !strings.Contains(r.image, "@"):
 		// A tag in a registry may have moved since a node pulled it.
 		w.PullPolicy = corev1.PullAlways
 	}
@@ -1115,6 +1118,7 @@ func (r *Runner) meta(start time.Time, goVersion string) report.Meta {
 		Cgroup:    r.info.cgroup,
 		GoVersion: goVersion,
 		Workload:  r.workloadDesc(),
+		Emulated:  cfg.Emulated,
 	}
 	var vs strings.Builder
 	vs.WriteString("Variants:\n")

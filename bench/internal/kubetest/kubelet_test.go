@@ -482,3 +482,140 @@ func TestKubeletPodLevel(t *testing.T) {
 		assert.Equal(t, 2, b.Runtime.GOMAXPROCS)
 	}
 }
+
+// TestKubeletResizeNearLimit is the end of the issue's second point: a pod
+// resized down, 768Mi to 512Mi, while its memory use sits near the new,
+// lower limit, is not OOM-killed because fitgo lagged. Both pods run the
+// memory scenario's workload sized for the new limit (a live heap of 0.6 ×
+// 512 MiB, so that GOGC alone lets the heap grow to about twice that, above
+// 512 MiB and below 768 MiB); each is resized once its RSS passes 0.7 × 512
+// MiB while it builds its heap (the kubelet refuses to lower a limit below
+// the memory in use, so the resize must come before the heap outgrows the
+// new limit). fitgo's pod must then lower its GOMEMLIMIT to 0.9 × 512 MiB
+// before its heap reaches the new limit, and completes; the untuned pod,
+// resized the same way, shows that the heap would have outgrown it: it is
+// OOM-killed, which it could not be under the old limit.
+func TestKubeletResizeNearLimit(t *testing.T) {
+	nodeBinaries(t, false)
+	img := probeImage(t)
+	n := StartNode(t, NodeOptions{Images: []Image{img}})
+	ctx := context.Background()
+	require.NoError(t, n.EnsureServiceAccount(ctx, "default"))
+
+	const newLimit = 512 * mib
+	heap := math.Round(0.6 * newLimit / mib)
+	// A window long enough for the untuned heap to outgrow the new limit
+	// under emulation, where 50 MiB/s of allocation runs at a few MiB/s
+	// (2.6 MiB/s here at a load average of 8).
+	args := []string{"-duration", "120s", "-heap-mib", fmt.Sprint(heap), "-alloc-mib", "50", "-rate", "50", "-work-iters", "100", "-report-every", "200ms"}
+	variants := []string{"fitgo", "untuned"}
+	for _, v := range variants {
+		pod := `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"near-` + v + `"},"spec":{
+			"nodeName":"` + NodeName + `","hostNetwork":true,"restartPolicy":"Never","automountServiceAccountToken":false,
+			"containers":[{"name":"workload","image":"` + ProbeImage + `","imagePullPolicy":"Never",
+				"command":` + mustJSON(t, append([]string{"/bin/" + v}, args...)) + `,
+				"resizePolicy":[{"resourceName":"memory","restartPolicy":"NotRequired"}],
+				"resources":{"requests":{"cpu":"100m","memory":"256Mi"},"limits":{"memory":"768Mi"}}}]}}`
+		require.NoError(t, n.CreatePod(ctx, "default", []byte(pod)))
+	}
+	progressOf := func(name string) []results.Progress {
+		log, err := n.Logs(ctx, "default", name, "workload")
+		if err != nil {
+			return nil
+		}
+		return jsonLines(log, func(p results.Progress) bool { return p.Type == results.TypeProgress })
+	}
+	// Resize each pod once its RSS passes 0.7 × the new limit.
+	threshold := int64(7 * newLimit / 10)
+	resized := map[string]results.Progress{}
+	waitFor(t, "the pods' RSS near the new limit", 15*time.Minute, n.console, func() error {
+		for _, v := range variants {
+			name := "near-" + v
+			if _, ok := resized[name]; ok {
+				continue
+			}
+			p := progressOf(name)
+			if len(p) == 0 || p[len(p)-1].RSSBytes < threshold {
+				return fmt.Errorf("%s: RSS below %d", name, threshold)
+			}
+			last := p[len(p)-1]
+			require.Less(t, last.RSSBytes, int64(newLimit), "%s outgrew the new limit before the resize: %+v", name, last)
+			require.NoError(t, n.PatchPod(ctx, "default", name, "resize",
+				[]byte(`{"spec":{"containers":[{"name":"workload","resources":{"limits":{"memory":"512Mi"}}}]}}`), false))
+			resized[name] = last
+			t.Logf("%s: resized to 512Mi at %.1f s (%s phase), RSS %.1f MiB, live heap %.1f MiB, GOMEMLIMIT %d",
+				name, last.ElapsedMS/1000, last.Phase, float64(last.RSSBytes)/mib, float64(last.HeapLiveBytes)/mib, last.GOMEMLIMIT)
+		}
+		return nil
+	})
+	// The kubelet applies the lower limit: it reports it, or (the untuned
+	// pod) the container is OOM-killed, which 768Mi could not do.
+	for _, v := range variants {
+		name := "near-" + v
+		n.WaitPod(t, "default", name, 5*time.Minute, func(p *corev1.Pod) (bool, error) {
+			if c := p.Status.ContainerStatuses; len(c) == 1 {
+				if c[0].Resources != nil && c[0].Resources.Limits.Memory().Value() == newLimit {
+					return true, nil
+				}
+				if c[0].State.Terminated != nil {
+					return true, nil
+				}
+			}
+			for _, c := range p.Status.Conditions {
+				if c.Type == corev1.PodResizeInProgress && c.Reason == corev1.PodReasonError {
+					return false, fmt.Errorf("the kubelet did not lower the limit: %s", c.Message)
+				}
+			}
+			return false, nil
+		})
+		t.Logf("%s: the kubelet applied 512Mi", name)
+	}
+	ended := func(p *corev1.Pod) (bool, error) {
+		return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed, nil
+	}
+	fitgo := n.WaitPod(t, "default", "near-fitgo", 15*time.Minute, ended)
+	untuned := n.WaitPod(t, "default", "near-untuned", 15*time.Minute, ended)
+	for _, p := range []*corev1.Pod{fitgo, untuned} {
+		require.Len(t, p.Status.ContainerStatuses, 1)
+		term := p.Status.ContainerStatuses[0].State.Terminated
+		require.NotNil(t, term, "%s: %+v", p.Name, p.Status.ContainerStatuses[0].State)
+		pr := progressOf(p.Name)
+		peak := int64(0)
+		for _, x := range pr {
+			peak = max(peak, x.RSSBytes)
+		}
+		t.Logf("%s: phase %s, reason %s, exit code %d; %d progress lines, highest RSS reported %.1f MiB", p.Name, p.Status.Phase, term.Reason, term.ExitCode, len(pr), float64(peak)/mib)
+	}
+
+	// fitgo: completed, its GOMEMLIMIT followed the lower limit, and its
+	// peak RSS stayed under it.
+	assert.Equal(t, corev1.PodSucceeded, fitgo.Status.Phase)
+	log, err := n.Logs(ctx, "default", "near-fitgo", "workload")
+	require.NoError(t, err)
+	var w results.Workload
+	require.NoError(t, json.Unmarshal([]byte(lastLine(log)), &w), log)
+	after := int64(math.Floor(0.9 * newLimit))
+	assert.Less(t, w.PeakRSSBytes, int64(newLimit))
+	before := resized["near-fitgo"]
+	assert.Equal(t, int64(math.Floor(0.9*768*mib)), before.GOMEMLIMIT, "GOMEMLIMIT at the resize: 0.9 × 768 MiB")
+	followed := -1.0
+	for _, x := range progressOf("near-fitgo") {
+		if x.GOMEMLIMIT == after {
+			followed = x.ElapsedMS / 1000
+			break
+		}
+	}
+	require.Positive(t, followed, "fitgo's GOMEMLIMIT never reached %d", after)
+	// At the end, the lower limit's value, or (under emulation the GC may
+	// run at the limit long enough to look pinned) the leak guard's raise
+	// of it, still under the limit.
+	assert.GreaterOrEqual(t, w.GOMEMLIMIT, after)
+	assert.Less(t, w.GOMEMLIMIT, int64(newLimit))
+	t.Logf("fitgo: resized at %.1f s, GOMEMLIMIT %d from %.1f s (process clock), %d at the end, peak RSS %.1f MiB (VmHWM) under the 512 MiB limit",
+		before.ElapsedMS/1000, after, followed, w.GOMEMLIMIT, float64(w.PeakRSSBytes)/mib)
+
+	// The control: the same heap without a GOMEMLIMIT outgrows the new
+	// limit.
+	assert.Equal(t, corev1.PodFailed, untuned.Status.Phase)
+	assert.Equal(t, "OOMKilled", untuned.Status.ContainerStatuses[0].State.Terminated.Reason)
+}

@@ -148,15 +148,17 @@ func StartNode(t testing.TB, opts NodeOptions) *Node {
 	initramfs := guestInitramfs(t, host.Busybox, root, work, nodeInit, images, map[string]string{
 		"bin/kubelet": bins["kubelet"],
 	}, map[string]string{
-		"etc/containerd/config.toml":         containerdConfig,
-		"etc/cni/net.d/10-loopback.conflist": `{"cniVersion":"0.4.0","name":"loopback","plugins":[{"type":"loopback"}]}`,
-		"etc/kubernetes/kubelet.yaml":        fmt.Sprintf(kubeletConfig, kubeletPort),
-		"etc/kubernetes/kubelet.kubeconfig":  string(kubeconfig("https://10.0.2.100:6443", kubeletToken)),
-		"etc/hosts":                          "127.0.0.1 localhost\n",
-		"etc/passwd":                         "root:x:0:0:root:/:/bin/sh\n",
-		"etc/group":                          "root:x:0:\n",
-		"etc/resolv.conf":                    "",
-		"etc/machine-id":                     randomHex(t) + "\n",
+		"etc/containerd/config.toml":        containerdConfig,
+		"etc/cni/net.d/10-pods.conflist":    podNetwork,
+		"etc/kubernetes/kubelet.yaml":       fmt.Sprintf(kubeletConfig, kubeletPort),
+		"etc/kubernetes/kubelet.kubeconfig": string(kubeconfig("https://10.0.2.100:6443", kubeletToken)),
+		"etc/hosts":                         "127.0.0.1 localhost\n",
+		"etc/passwd":                        "root:x:0:0:root:/:/bin/sh\n",
+		"etc/group":                         "root:x:0:\n",
+		"etc/resolv.conf":                   "",
+		"etc/machine-id":                    randomHex(t) + "\n",
+		// The node's osImage, which the kind runner's reports show.
+		"etc/os-release": "PRETTY_NAME=\"fitgo test rig: qemu TCG guest, Debian cloud kernel\"\n",
 	})
 
 	apiPort := strings.TrimPrefix(s.URL, "https://127.0.0.1:")
@@ -276,6 +278,14 @@ state = "/run/containerd"
     bin_dir = "/opt/cni/bin"
     conf_dir = "/etc/cni/net.d"
 `
+
+// podNetwork is the CNI configuration of the pods without hostNetwork: ptp
+// gives each an eth0, one end of a veth pair whose other end is in the
+// guest, with an address of host-local's range and no route beyond it.
+// The range is the guest's own; nothing forwards it out of the guest (qemu's
+// user network only answers 10.0.2.15).
+const podNetwork = `{"cniVersion":"0.4.0","name":"pods","plugins":[{"type":"ptp","ipMasq":false,
+  "ipam":{"type":"host-local","ranges":[[{"subnet":"10.88.0.0/16"}]],"dataDir":"/run/cni/ipam"}}]}`
 
 // kubeletConfig is the kubelet's configuration; %d is its port. Its server
 // listens on the guest's user-network address for the host's forward;

@@ -5,9 +5,9 @@
 #
 # Usage: bash bench/internal/kubetest/setup.sh [node]
 #
-# With "node" it also builds kube-controller-manager, kube-scheduler and
-# kubelet, and fetches what the qemu guest of the TestKubelet* tests needs
-# (docs/kubelet-rig.md).
+# With "node" it also builds kubelet, kube-controller-manager, kubectl (the
+# kind runner drives it) and kube-scheduler, and fetches what the qemu guest of
+# the TestKubelet* tests needs (docs/kubelet-rig.md).
 #
 # The cache directory is $FITGO_KUBETEST_CACHE, or
 # ${XDG_CACHE_HOME:-$HOME/.cache}/fitgo/kubetest. On success it holds
@@ -109,12 +109,12 @@ echo "setup.sh: kube-apiserver $k8s and etcd $etcd in $cache/bin"
 [ "${1:-}" = node ] || exit 0
 
 # ---- setup.sh node: the single-node cluster of the TestKubelet* tests ------
-# The control plane's other two programs and the kubelet, built like
-# kube-apiserver; and, for the qemu guest the kubelet runs in, Debian's
+# The kubelet, the control plane's other two programs and kubectl, built
+# like kube-apiserver; and, for the qemu guest the kubelet runs in, Debian's
 # containerd, runc and CNI loopback plugin with the libraries they link, and
 # the modules of the guest's kernel that its network and overlay mounts need
 # (fetch-kernel.sh keeps no modules). Nothing of it is installed on the host.
-for name in kubelet kube-controller-manager kube-scheduler; do
+for name in kubelet kube-controller-manager kubectl kube-scheduler; do
 	LDFLAGS="-X k8s.io/component-base/version.gitVersion=$k8s -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor" \
 		build "$name" "$k8s" "k8s.io/kubernetes/cmd/$name" k8s.io/kubernetes "${replaces[@]}"
 done
@@ -125,8 +125,17 @@ vmcache=${FITGO_VMTEST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/fitgo/vmtest}
 kpkg=$(awk '{ print $1 }' "$vmcache/kernel-version")
 krel=$(awk '{ print $2 }' "$vmcache/kernel-version")
 
+# The CNI plugins the guest takes: loopback, and ptp with host-local, which
+# give a pod without hostNetwork its eth0 (a veth pair inside the guest).
+cni=(loopback ptp host-local)
+# The kernel modules, in the order insmod needs them: virtio-net's PCI device,
+# overlay (containerd's default snapshotter) and veth (ptp).
+mods=(drivers/virtio/virtio_ring drivers/virtio/virtio drivers/virtio/virtio_pci_modern_dev
+	drivers/virtio/virtio_pci_legacy_dev drivers/virtio/virtio_pci net/core/failover
+	drivers/net/net_failover drivers/net/virtio_net fs/overlayfs/overlay drivers/net/veth)
+
 # The candidate version of each Debian package; the guest's files are kept in
-# a directory named after all of them.
+# a directory named after all of them and the files taken.
 pkgs=(containerd runc libseccomp2 libc6 containernetworking-plugins "$kpkg")
 keys=()
 for p in "${pkgs[@]}"; do
@@ -137,7 +146,7 @@ for p in "${pkgs[@]}"; do
 	fi
 	keys+=("$p=$v")
 done
-node=$cache/node-$(printf '%s\n' "${keys[@]}" | sha256sum | cut -c1-12)
+node=$cache/node-$(printf '%s\n' "${keys[@]}" "${cni[@]}" "${mods[@]}" | sha256sum | cut -c1-12)
 if [ -f "$node/done" ]; then
 	echo "setup.sh: the guest's containerd, runc and modules already in $node"
 else
@@ -154,17 +163,15 @@ else
 	)
 	x=$node/x r=$node/root
 	cp "$x/usr/bin/containerd" "$x/usr/bin/containerd-shim-runc-v2" "$x/usr/bin/ctr" "$x/usr/sbin/runc" "$r/bin/"
-	cp "$x/usr/lib/cni/loopback" "$r/opt/cni/bin/"
+	for c in "${cni[@]}"; do
+		cp "$x/usr/lib/cni/$c" "$r/opt/cni/bin/"
+	done
 	cp "$x/lib64/ld-linux-x86-64.so.2" "$r/lib64/" 2>/dev/null || cp -L "$x/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2" "$r/lib64/"
 	for l in libc.so.6 libseccomp.so.2; do
 		f=$(find "$x" -name "$l" | head -n 1)
 		cp -L "$f" "$r/lib/x86_64-linux-gnu/$l"
 	done
-	# In the order insmod needs them: virtio-net's PCI device, and overlay,
-	# containerd's default snapshotter.
-	for m in drivers/virtio/virtio_ring drivers/virtio/virtio drivers/virtio/virtio_pci_modern_dev \
-		drivers/virtio/virtio_pci_legacy_dev drivers/virtio/virtio_pci net/core/failover \
-		drivers/net/net_failover drivers/net/virtio_net fs/overlayfs/overlay; do
+	for m in "${mods[@]}"; do
 		cp "$x/lib/modules/$krel/kernel/$m.ko" "$r/modules/"
 	done
 	printf '%s\n' "${keys[@]}" >"$node/versions"
@@ -172,5 +179,5 @@ else
 	touch "$node/done"
 fi
 ln -sfn "$node" "$cache/node"
-printf 'kube-controller-manager %s\nkube-scheduler %s\nkubelet %s\n' "$k8s" "$k8s" "$k8s" >>"$cache/versions"
-echo "setup.sh: kubelet, kube-controller-manager, kube-scheduler $k8s in $cache/bin; the guest's files in $cache/node"
+printf 'kube-controller-manager %s\nkube-scheduler %s\nkubelet %s\nkubectl %s\n' "$k8s" "$k8s" "$k8s" "$k8s" >>"$cache/versions"
+echo "setup.sh: kubelet, kube-controller-manager, kubectl, kube-scheduler $k8s in $cache/bin; the guest's files in $cache/node"

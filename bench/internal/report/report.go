@@ -60,6 +60,17 @@ type Meta struct {
 	Workload string
 	// Notes are extra paragraphs for report.md.
 	Notes []string
+	// Emulated says what emulates the machine (e.g. "qemu TCG"); empty for
+	// real hardware. report.md's header then says its timings mean nothing.
+	Emulated string
+}
+
+// EmulatedHeader is the line under report.md's title when the machine is
+// emulated.
+func EmulatedHeader(what string) string {
+	return "**The node is emulated (" + what + ")**: the workload ran on an emulated CPU, many times slower than hardware, " +
+		"so the timings below (latencies, delays, throughputs, GC and CPU figures) mean nothing for a real node. " +
+		"GOMAXPROCS, GOMEMLIMIT, OOM kills and which variants follow a resize are what this run shows."
 }
 
 // HostMeta returns a Meta describing this machine: CPU model and count, memory,
@@ -429,6 +440,9 @@ func Table(w io.Writer, sums []results.Summary) error {
 func Markdown(w io.Writer, meta Meta, sums []results.Summary) error {
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, "# fitgo benchmark (%s runner)\n\n", meta.Runner)
+	if meta.Emulated != "" {
+		fmt.Fprintf(bw, "%s\n\n", EmulatedHeader(meta.Emulated))
+	}
 	kv := [][2]string{
 		{"Command", "`" + meta.Command + "`"},
 		{"Started", meta.Started.UTC().Format(time.RFC3339)},
@@ -491,6 +505,9 @@ func BenchText(w io.Writer, meta Meta, runs []results.Run) error {
 	fmt.Fprintf(bw, "goos: %s\ngoarch: %s\npkg: github.com/fitgo/fitgo/bench\n", runtime.GOOS, runtime.GOARCH)
 	if meta.CPUModel != "" {
 		fmt.Fprintf(bw, "cpu: %s\n", meta.CPUModel)
+	}
+	if meta.Emulated != "" {
+		fmt.Fprintf(bw, "emulated: %s\n", meta.Emulated)
 	}
 	runner := meta.Runner
 	if runner == "" {

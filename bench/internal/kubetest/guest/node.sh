@@ -29,7 +29,7 @@ fail() {
 
 # Modules in dependency order; a few passes instead of a dependency solver.
 for _ in 1 2 3; do
-	for m in virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev virtio_pci failover net_failover virtio_net overlay; do
+	for m in virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev virtio_pci failover net_failover virtio_net overlay veth; do
 		grep -q "^$m " /proc/modules || insmod "/modules/$m.ko" 2>/dev/null
 	done
 done
