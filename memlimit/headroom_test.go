@@ -254,6 +254,15 @@ func TestHeadroomNonGo(t *testing.T) {
 	assert.Equal(t, int64(160*MiB), st.Others)
 	assert.Contains(t, st.String(), "available 352 MiB = memory.max 512 MiB − others 160 MiB at /sys/fs/cgroup/app (own memory outside Go 160 MiB)")
 
+	// Heap pages freed lazily (GODEBUG=madvdontneed=0) stay in RssAnon but
+	// leave the usage for the inactive file list: not memory outside Go.
+	lazy := ownLimits(300)
+	lazy.Memory.Headroom.Usage = 100 * MiB
+	assert.True(t, s.tick(s.f, now, lazy, nil))
+	v, _ := fk.get()
+	assert.Equal(t, soft(512), v)
+	assert.Zero(t, res.Status().NonGo)
+
 	fk2 := &fakeKnob{value: noLimit}
 	te2 := newTestEnv(fk2, nil)
 	te2.resident = func() int64 { return 100 * MiB }

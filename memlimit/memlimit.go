@@ -254,7 +254,8 @@ func (f *Fit) effective(lim cgroup.Limits) (l memLimit, has bool) {
 	}
 	h, nonGo := m.Headroom, int64(0)
 	if own := min(h.Own, f.resident); f.headroom && f.nonGo && h.Source != "" { // the process's non-Go memory is the others'
-		nonGo, h.Others = h.Own-own, max(h.Usage-own, 0)
+		h.Others = max(h.Usage-own, 0)
+		nonGo = min(h.Own-own, h.Others) // not lazily freed pages (madvdontneed=0), reclaimable and out of Usage
 		h.Avail = cgroup.Avail(h.Limit, h.Others)
 	}
 	if f.headroom && h.Source != "" && h.Others > 0 && h.Avail < h.Limit && (!has || h.Avail < l.bytes) {
