@@ -257,7 +257,7 @@ func TestHeadroomNonGo(t *testing.T) {
 	// Heap pages freed lazily (GODEBUG=madvdontneed=0) stay in RssAnon but
 	// leave the usage for the inactive file list: not memory outside Go.
 	lazy := ownLimits(300)
-	lazy.Memory.Headroom.Usage = 100 * MiB
+	lazy.Memory.Headroom.Usage, resident = 100*MiB, 100*MiB
 	assert.True(t, s.tick(s.f, now, lazy, nil))
 	v, _ := fk.get()
 	assert.Equal(t, soft(512), v)
