@@ -150,8 +150,9 @@ type Result struct {
 	Others, LevelLimit int64
 	// Unseen is what Options.Unseen took off: Limit is what is left.
 	Unseen int64
-	// NonGo is the process's own memory outside the Go runtime at Source,
-	// counted in Others (see Options.NoNonGo), 0 when it is not measured.
+	// NonGo is the process's own memory outside the Go runtime (see
+	// Options.NoNonGo), part of Others when they bind the value; 0 when it
+	// is not measured.
 	NonGo int64
 	// Floor is the floor the value was raised to because the others left
 	// too little, else 0.
