@@ -204,9 +204,15 @@ func (r *Result) setLimit(l memLimit) {
 	r.Others, r.LevelLimit, r.Floor, r.Unseen, r.NonGo = l.others, l.level, l.floor, l.unseen, l.nonGo
 }
 
-func (r *Result) out() knob.Out[int64] {
-	return knob.Out[int64]{Before: &r.Before, After: &r.After, Changed: &r.Changed, Following: &r.Following,
-		Reason: &r.Reason, Err: &r.Err, SettingErr: &r.SettingErr, Refresh: &r.Refresh, Updates: &r.Updates, LastUpdate: &r.LastUpdate}
+// outcome is the part of r that the knob fills in; set puts it in r.
+func (r *Result) outcome() knob.Outcome[int64] {
+	return knob.Outcome[int64]{Before: r.Before, After: r.After, Changed: r.Changed, Following: r.Following, Reason: r.Reason,
+		Err: r.Err, SettingErr: r.SettingErr, Refresh: r.Refresh, Updates: r.Updates, LastUpdate: r.LastUpdate}
+}
+
+func (r *Result) set(o knob.Outcome[int64]) {
+	r.Before, r.After, r.Changed, r.Following, r.Reason, r.Err = o.Before, o.After, o.Changed, o.Following, o.Reason, o.Err
+	r.SettingErr, r.Refresh, r.Updates, r.LastUpdate = o.SettingErr, o.Refresh, o.Updates, o.LastUpdate
 }
 
 // Fit is the management of the memory limit that an Apply started.
@@ -283,8 +289,10 @@ func (f *Fit) effective(lim cgroup.Limits) (l memLimit, has bool) {
 // from an earlier one.
 func Apply(o Options) (*Fit, error) {
 	f, d := prepare(&o)
-	f.f, f.loop = d.Settle(&f.env.Env, f.res.out(), f.tick)
-	f.env.Knob.LogApply(o.Logger, f.res.out(), "result", f.res)
+	var out knob.Outcome[int64]
+	f.f, f.loop, out = d.Settle(&f.env.Env, f.res.outcome(), f.tick)
+	f.res.set(out)
+	f.env.Knob.LogApply(o.Logger, out, "result", f.res)
 	return f, f.res.Err
 }
 
@@ -293,7 +301,8 @@ func Apply(o Options) (*Fit, error) {
 func Plan(o Options) (Result, error) {
 	o.Logger = nil
 	f, d := prepare(&o)
-	d.Plan(f.env.Knob, f.res.out())
+	out, _ := d.Plan(f.env.Knob, f.res.outcome())
+	f.res.set(out)
 	f.readEvents(&f.res)
 	return f.res, f.res.Err
 }
@@ -340,23 +349,23 @@ func prepare(o *Options) (*Fit, *knob.Decision[int64, memLimit]) {
 	if memErr != nil {
 		noMem = "; no system memory either: " + memErr.Error()
 	}
-	return f, &knob.Decision[int64, memLimit]{Decide: func(before int64, _ bool) bool {
+	return f, &knob.Decision[int64, memLimit]{Decide: func(out knob.Outcome[int64], _ bool) (knob.Outcome[int64], bool) {
 		switch {
 		case noCgroup:
-			r.Reason = "no cgroup information (no /proc/self/cgroup)" + noMem
+			out.Reason = "no cgroup information (no /proc/self/cgroup)" + noMem
 		case merr != nil:
-			r.Err = fmt.Errorf("memlimit: reading the memory limit: %w", merr)
-			r.Reason = "the memory limit cannot be read"
+			out.Err = fmt.Errorf("memlimit: reading the memory limit: %w", merr)
+			out.Reason = "the memory limit cannot be read"
 		case !has:
-			r.Reason = "no memory limit" + noMem
+			out.Reason = "no memory limit" + noMem
 		case want == 0:
-			r.Reason = tinyReason(p, l)
-		case want == before:
-			r.Reason = "GOMEMLIMIT is already " + formatBytes(want)
+			out.Reason = tinyReason(p, l)
+		case want == out.Before:
+			out.Reason = "GOMEMLIMIT is already " + formatBytes(want)
 		default:
-			r.After, r.Changed = want, true
+			out.After, out.Changed = want, true
 		}
-		return true
+		return out, true
 	}, Limit: l, Err: merr, Follow: !noCgroup, Insist: o.Insist, Logger: o.Logger, Refresh: o.Refresh, Context: o.Context}
 }
 
@@ -462,7 +471,8 @@ func (f *Fit) Status() Result {
 		return Result{Before: processKnob.Current(), After: processKnob.Current(), Reason: "not applied"}
 	}
 	r := f.res
-	if l, ok := f.f.Fill(f.env.Knob, r.out()); ok {
+	out, l, ok := f.f.Fill(f.env.Knob, r.outcome())
+	if r.set(out); ok {
 		r.setLimit(l)
 	}
 	f.readEvents(&r)
@@ -515,7 +525,7 @@ func (r Result) String() string {
 		}
 		lim += " " + a.Key + " " + strconv.FormatUint(a.Value.Uint64(), 10)
 	}
-	return processKnob.Summary(r.out(), lim, r.Policy.text())
+	return processKnob.Summary(r.outcome(), lim, r.Policy.text())
 }
 
 // LogValue makes a Result log as a group of its main fields.
@@ -542,5 +552,5 @@ func (r Result) LogValue() slog.Value {
 	if ev := r.eventCounts(); len(ev) > 0 {
 		lim = append(lim, slog.Attr{Key: "memory_events", Value: slog.GroupValue(ev...)})
 	}
-	return knob.LogValue(r.out(), append(lim, slog.String("policy", r.Policy.text()))...)
+	return knob.LogValue(r.outcome(), append(lim, slog.String("policy", r.Policy.text()))...)
 }
