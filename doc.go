@@ -24,6 +24,9 @@
 //	                    what the other processes under it leave
 //	leakguard=off       keep GOMEMLIMIT at the policy's value even while a
 //	                    growing heap pins the GC at it
+//	nongo=off           leave the process's own memory outside the Go
+//	                    runtime (cgo, mmap) to the ratio instead of taking it
+//	                    off with the others' (memlimit's NoNonGo)
 //	reserve=<bytes>     take this much (64Mi, 67108864) off the memory limit
 //	                    before the ratio, for what fitgo cannot see, such as
 //	                    a sidecar under a pod-level limit (memlimit's Unseen)

@@ -7,9 +7,16 @@ import (
 
 var errNoRssAnon = errors.New("no RssAnon line")
 
-// margin is the amount of others at a level with limit bytes that is taken
-// as the process's own kernel memory and shared memory (see Memory.Headroom).
-func margin(limit int64) int64 { return max(limit/32, 8<<20) }
+// Avail is what a level with limit bytes leaves the process when the others
+// hold others bytes there: limit − others, or limit when others are within
+// max(limit/32, 8 MiB), taken as the process's own kernel memory and shared
+// memory (see Memory.Headroom).
+func Avail(limit, others int64) int64 {
+	if others > max(limit/32, 8<<20) {
+		return limit - others
+	}
+	return limit
+}
 
 // headroomEval collects the levels of one evaluation.
 type headroomEval struct {
@@ -49,10 +56,7 @@ func (e *headroomEval) level(w files, v Version, dir string, lmax, high int64) {
 	}
 	held := max(usage-file, 0)
 	others := max(held-e.own, 0)
-	avail := limit
-	if others > margin(limit) {
-		avail = limit - others
-	}
+	avail := Avail(limit, others)
 	if e.h.Source == "" || avail < e.h.Avail {
 		e.h = Headroom{Source: dir, From: from, Limit: limit, Usage: held, Own: e.own, Others: others, Avail: avail, Err: e.h.Err}
 	}

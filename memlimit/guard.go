@@ -54,13 +54,14 @@ func (r gcReading) bound() bool {
 }
 
 // readRuntime reads, with one metrics.Read into f.samples (allocated once),
-// the floor when withFloor and the guard's reading when withGuard.
+// the floor and f.resident when withFloor and the guard's reading when
+// withGuard.
 func (f *Fit) readRuntime(withFloor, withGuard bool) (floor int64, r gcReading) {
 	n := 0
 	switch {
 	case withGuard && f.env.gc == nil:
 		n = len(runtimeMetrics)
-	case withFloor && f.env.floor == nil:
+	case withFloor && (f.env.floor == nil || f.env.resident == nil):
 		n = nFloor
 	}
 	if n > 0 {
@@ -77,6 +78,12 @@ func (f *Fit) readRuntime(withFloor, withGuard bool) (floor int64, r gcReading) 
 		floor = f.env.floor()
 	case withFloor:
 		floor = floorOf(f.samples)
+	}
+	switch {
+	case withFloor && f.env.resident != nil:
+		f.resident = f.env.resident()
+	case withFloor: // all the runtime has mapped but what it released to the OS
+		f.resident = int64(min(u64(f.samples[1])-min(u64(f.samples[5]), u64(f.samples[1])), 1<<62))
 	}
 	switch {
 	case withGuard && f.env.gc != nil:

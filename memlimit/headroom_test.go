@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"log/slog"
 	"runtime"
+	"runtime/debug"
 	"runtime/metrics"
 	"strconv"
 	"strings"
@@ -205,3 +206,92 @@ func TestHeadroomTickAllocs(t *testing.T) {
 }
 
 func runtimeGC() { runtime.GC() }
+
+// ownLimits is a reading where the process is alone under a 512 MiB limit
+// with rss MiB of resident anonymous memory (RssAnon), all it holds there.
+func ownLimits(rss int64) cgroup.Limits {
+	l := memLimits(512*MiB, 0)
+	h := &l.Memory.Headroom
+	h.Source, h.From, h.Limit = "/sys/fs/cgroup/app", "memory.max", 512*MiB
+	h.Usage, h.Own, h.Avail = rss*MiB, rss*MiB, 512*MiB
+	return l
+}
+
+// TestHeadroomNonGo: sent readings, no clock. The process's memory outside
+// the Go runtime (RssAnon beyond what the runtime holds resident) is taken
+// off with the others', at the reading that sees it, and given back at the
+// next one after it is freed; within the margin it changes nothing, and
+// NoNonGo leaves it to the ratio.
+func TestHeadroomNonGo(t *testing.T) {
+	fk := &fakeKnob{value: noLimit}
+	te := newTestEnv(fk, nil)
+	resident := int64(100 * MiB) // the Go runtime's own account
+	te.resident = func() int64 { return resident }
+	te.src.set(ownLimits(100))
+	res, s := applyFollowing(t, te, Options{})
+	require.Equal(t, soft(512), res.Status().After)
+	now := time.Now()
+	for i, step := range []struct {
+		rss, resident int64 // MiB
+		want, nonGo   int64
+	}{
+		{250, 100, soft(362), 150 * MiB}, // 150 MiB of C memory: taken off at once
+		{250, 250, soft(512), 0},         // the runtime's after all (a heap that grew): given back
+		{250, 100, soft(362), 150 * MiB},
+		{100, 100, soft(512), 0},        // freed: the whole limit at the next reading
+		{110, 100, soft(512), 10 * MiB}, // within the margin (16 MiB): no change
+		{100, 300, soft(512), 0},        // the runtime maps more than is resident: nothing outside
+		{40, 300, soft(512), 0},         // its heap released to the OS is in neither
+		{200, 40, soft(352), 160 * MiB}, // C memory in its place
+	} {
+		resident = step.resident * MiB
+		assert.True(t, s.tick(s.f, now, ownLimits(step.rss), nil))
+		v, _ := fk.get()
+		assert.Equal(t, step.want, v, "step %d", i)
+		assert.Equal(t, step.nonGo, res.Status().NonGo, "step %d", i)
+	}
+	st := res.Status()
+	assert.Equal(t, int64(160*MiB), st.Others)
+	assert.Contains(t, st.String(), "available 352 MiB = memory.max 512 MiB − others 160 MiB at /sys/fs/cgroup/app (own memory outside Go 160 MiB)")
+
+	// Heap pages freed lazily (GODEBUG=madvdontneed=0) stay in RssAnon but
+	// leave the usage for the inactive file list: not memory outside Go.
+	lazy := ownLimits(300)
+	lazy.Memory.Headroom.Usage, resident = 100*MiB, 100*MiB
+	assert.True(t, s.tick(s.f, now, lazy, nil))
+	v, _ := fk.get()
+	assert.Equal(t, soft(512), v)
+	assert.Zero(t, res.Status().NonGo)
+
+	fk2 := &fakeKnob{value: noLimit}
+	te2 := newTestEnv(fk2, nil)
+	te2.resident = func() int64 { return 100 * MiB }
+	te2.src.set(ownLimits(250))
+	for _, o := range []Options{{NoNonGo: true}, {NoHeadroom: true}} {
+		r, err := Plan(te2.opts(o))
+		require.NoError(t, err)
+		assert.Equal(t, soft(512), r.After, "%+v", o)
+		assert.Zero(t, r.NonGo)
+	}
+	r, err := Plan(te2.opts(Options{}))
+	require.NoError(t, err)
+	assert.Equal(t, soft(362), r.After)
+}
+
+// TestHeadroomResidentFromMetrics: the runtime's resident memory is what it
+// has mapped less what it released to the OS: a heap released by
+// debug.FreeOSMemory leaves it, so it is not taken for memory outside Go.
+func TestHeadroomResidentFromMetrics(t *testing.T) {
+	f := &Fit{env: &env{}}
+	keep := make([]byte, 64<<20)
+	for i := 0; i < len(keep); i += 4096 {
+		keep[i] = 1
+	}
+	f.readRuntime(true, false)
+	held := f.resident
+	assert.Greater(t, held, int64(64<<20))
+	keep = nil
+	debug.FreeOSMemory()
+	f.readRuntime(true, false)
+	assert.Less(t, f.resident, held-32<<20, "the released heap is not resident")
+}

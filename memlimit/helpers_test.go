@@ -123,6 +123,7 @@ func newTestEnv(fk *fakeKnob, fsys fstest.MapFS) *testEnv {
 		Env: knob.Env[int64]{GOOS: "linux", Getenv: func(string) string { return "" }, Knob: fk.knob(),
 			Read: src.Read, Open: func() (knob.Source, error) { return src, nil }, Ticks: te.tickC},
 		fsys: fsys, cgroups: fsys, // a nil MapFS is an empty tree: never the real root
+		resident: func() int64 { return 1 << 62 }, // no memory outside Go
 	}
 	if fsys != nil {
 		src.setReading(cgroup.ReadFS(fsys))

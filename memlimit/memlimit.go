@@ -70,6 +70,13 @@ type Options struct {
 	// up toward the memory limit while a growing heap pins the GC at it
 	// (Result.LeakGuard). The blank import sets it for FITGO=leakguard=off.
 	NoLeakGuard bool
+	// NoNonGo leaves the process's own memory outside the Go runtime (C
+	// memory from cgo, anonymous mmap) to the policy's ratio. By default the
+	// headroom counts it with the others' (Result.NonGo): its resident
+	// anonymous memory (RssAnon) beyond what the runtime has mapped and not
+	// released to the OS (runtime/metrics /memory/classes). NoHeadroom turns
+	// it off too. The blank import sets it for FITGO=nongo=off.
+	NoNonGo bool
 
 	env *env // nil: the process
 }
@@ -80,6 +87,9 @@ type env struct {
 	fsys  fs.FS            // for /proc/meminfo
 	floor func() int64     // nil: the floor from runtime/metrics
 	gc    func() gcReading // nil: the leak guard's reading from runtime/metrics
+	// resident is the memory the Go runtime holds resident by its own
+	// account; nil: from runtime/metrics.
+	resident func() int64
 
 	cgroups fs.FS // for the memory events; nil: the real root
 }
@@ -103,6 +113,7 @@ type memLimit struct {
 	others, level int64 // Result.Others and LevelLimit
 	plain         int64 // the limit without the headroom
 	unseen        int64 // Result.Unseen
+	nonGo         int64 // Result.NonGo
 	floor         int64
 	guard         leakGuard
 }
@@ -139,6 +150,10 @@ type Result struct {
 	Others, LevelLimit int64
 	// Unseen is what Options.Unseen took off: Limit is what is left.
 	Unseen int64
+	// NonGo is the process's own memory outside the Go runtime (see
+	// Options.NoNonGo), part of Others when they bind the value; 0 when it
+	// is not measured.
+	NonGo int64
 	// Floor is the floor the value was raised to because the others left
 	// too little, else 0.
 	Floor int64
@@ -186,7 +201,7 @@ type Result struct {
 // setLimit sets the fields of r that describe the limit l.
 func (r *Result) setLimit(l memLimit) {
 	r.Limit, r.Source, r.From, r.LeakGuard = l.bytes, l.source, l.from, l.guard
-	r.Others, r.LevelLimit, r.Floor, r.Unseen = l.others, l.level, l.floor, l.unseen
+	r.Others, r.LevelLimit, r.Floor, r.Unseen, r.NonGo = l.others, l.level, l.floor, l.unseen, l.nonGo
 }
 
 // outcome is the part of r that the knob fills in; set puts it in r.
@@ -209,6 +224,7 @@ type Fit struct {
 	upper    memLimit
 	unseen   int64
 	headroom bool // not NoHeadroom
+	nonGo    bool // not NoNonGo
 	loop     *knob.Loop
 	log      *slog.Logger
 
@@ -219,6 +235,7 @@ type Fit struct {
 	last     int64
 	warned   bool
 	samples  []metrics.Sample
+	resident int64 // what the runtime holds resident, read with the floor
 	guard    guard
 	ratio    float64
 	hard     int64
@@ -242,10 +259,17 @@ func (f *Fit) effective(lim cgroup.Limits) (l memLimit, has bool) {
 	if !has && f.memTotal > 0 {
 		l, has = memLimit{bytes: f.memTotal, source: "/proc/meminfo", from: "MemTotal"}, true
 	}
-	if h := m.Headroom; f.headroom && h.Source != "" && h.Others > 0 && h.Avail < h.Limit && (!has || h.Avail < l.bytes) {
+	h, nonGo := m.Headroom, int64(0)
+	if own := min(h.Own, f.resident); f.headroom && f.nonGo && h.Source != "" { // the process's non-Go memory is the others'
+		h.Others = max(h.Usage-own, 0)
+		nonGo = min(h.Own-own, h.Others) // not lazily freed pages (madvdontneed=0), reclaimable and out of Usage
+		h.Avail = cgroup.Avail(h.Limit, h.Others)
+	}
+	if f.headroom && h.Source != "" && h.Others > 0 && h.Avail < h.Limit && (!has || h.Avail < l.bytes) {
 		l = memLimit{bytes: max(h.Avail, 0), source: h.Source, from: h.From, others: h.Others, level: h.Limit, plain: l.bytes}
 		has = true
 	}
+	l.nonGo = nonGo
 	if u := f.upper; u.bytes > 0 && (!has || l.source == "/proc/meminfo" || u.bytes < l.bytes) {
 		l, has = u, true
 	}
@@ -291,7 +315,7 @@ func prepare(o *Options) (*Fit, *knob.Decision[int64, memLimit]) {
 		e = &env{Env: knob.Process(processKnob), fsys: os.DirFS("/")}
 	}
 	p := o.Policy.resolved()
-	f := &Fit{env: e, res: Result{Policy: p, Env: e.Getenv("GOMEMLIMIT")}, headroom: !o.NoHeadroom, log: o.Logger}
+	f := &Fit{env: e, res: Result{Policy: p, Env: e.Getenv("GOMEMLIMIT")}, headroom: !o.NoHeadroom, nonGo: !o.NoNonGo, log: o.Logger}
 	r := &f.res
 	before, mine := e.Knob.Peek()
 	r.Before, r.After = before, before
@@ -370,8 +394,8 @@ func tinyReason(p Policy, l memLimit) string {
 // once the guard is on (the refresh), its steps. The first time the floor
 // holds the value, it logs a Warn line (Plan has no logger).
 func (f *Fit) value(lim cgroup.Limits) (memLimit, bool, int64, guardEvent) {
+	floor, gc := f.readRuntime(f.headroom && lim.Memory.Headroom.Source != "", f.guard.on)
 	l, has := f.effective(lim)
-	floor, gc := f.readRuntime(l.others > 0, f.guard.on)
 	want := f.softLimit(&l, floor)
 	if l.others > 0 && want > f.last && f.last > 0 && want-f.last < f.last/raiseStep {
 		want = f.last // hysteresis: raise only by a step worth taking
@@ -479,6 +503,9 @@ func (r Result) String() string {
 		lim = "available " + formatBytes(r.Limit) + " = " + r.From + " " + formatBytes(r.LevelLimit) + " − others " +
 			formatBytes(r.Others) + " at " + r.Source
 	}
+	if r.NonGo > 0 {
+		lim += " (own memory outside Go " + formatBytes(r.NonGo) + ")"
+	}
 	if r.Unseen > 0 {
 		lim += " − unseen " + formatBytes(r.Unseen)
 	}
@@ -509,6 +536,9 @@ func (r Result) LogValue() slog.Value {
 	}
 	if r.Others > 0 {
 		lim = append(lim, slog.Int64("level_limit", r.LevelLimit), slog.Int64("others", r.Others))
+	}
+	if r.NonGo > 0 {
+		lim = append(lim, slog.Int64("non_go", r.NonGo))
 	}
 	if r.Unseen > 0 {
 		lim = append(lim, slog.Int64("unseen", r.Unseen))

@@ -65,6 +65,12 @@ type Config struct {
 	// GrowMiBPerSec, when positive, makes the live heap grow at this rate for
 	// the measured window, from HeapMiB: a leak.
 	GrowMiBPerSec float64
+	// OutsideMiB, when positive, is memory the process holds outside the Go
+	// runtime from the start, through OutsideVia: "cgo" (C's malloc) or
+	// "mmap" (anonymous), every page written, as a service's C library or
+	// mapped cache would.
+	OutsideMiB float64
+	OutsideVia string
 	// DrainTimeout bounds the wait for in-flight requests after the window
 	// (default 30s).
 	DrainTimeout time.Duration
@@ -126,6 +132,8 @@ func main1(variant string, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.Ticker, "ticker", TickerNetpoll, "how the request generator wakes up: netpoll (a timerfd in the network poller, like requests arriving on sockets) or sleep (runtime timers)")
 	fs.Float64Var(&cfg.GrowMiBPerSec, "grow-mib", 0, "grow the live heap by this many MiB/s during the window, never freeing it (a leak; 0: a steady heap)")
 	fs.DurationVar(&cfg.ReportEvery, "report-every", 0, "write a JSON progress line (GOMAXPROCS, GOMEMLIMIT, requests, ...) to stderr at this interval (0: never)")
+	fs.Float64Var(&cfg.OutsideMiB, "outside-mib", 0, "memory to hold outside the Go runtime from the start, MiB (0: none)")
+	fs.StringVar(&cfg.OutsideVia, "outside-via", "mmap", "how to hold -outside-mib: cgo (C's malloc; a binary built with cgo) or mmap (anonymous)")
 	calibrate := fs.Bool("calibrate", false, "print the -work-iters that take -work on this machine, and exit")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: %s [flags]\n\nThe fitgo benchmark workload (variant %q). Prints one JSON result on stdout.\n\n", variant, variant)
@@ -395,6 +403,13 @@ func Run(ctx context.Context, cfg Config) (*results.Workload, error) {
 		progressWG.Wait()
 	}()
 
+	if cfg.OutsideMiB > 0 {
+		release, err := holdOutside(cfg.OutsideVia, int(cfg.OutsideMiB*(1<<20)))
+		if err != nil {
+			return nil, fmt.Errorf("holding %v MiB through %s: %w", cfg.OutsideMiB, cfg.OutsideVia, err)
+		}
+		defer release()
+	}
 	h := newHeap(cfg.HeapMiB)
 	runtime.GC() // start from a settled heap: the next goal follows the live heap
 

@@ -181,6 +181,10 @@ func TestFITGO(t *testing.T) {
 		{"leakguard=off,leakguard=on", def, ""},
 		{"leakguard=no", def, `"leakguard=no": want on or off`},
 		{"headroom=off,leakguard=off", Fitgo{MaxProcs: true, MemLimit: true, Refresh: true, NoHeadroom: true, NoLeakGuard: true}, ""},
+		{"nongo=off", Fitgo{MaxProcs: true, MemLimit: true, Refresh: true, NoNonGo: true}, ""},
+		{" nongo = off , nongo=on", def, ""},
+		{"nongo=", def, `"nongo=": want on or off`},
+		{"nongo=0", def, `"nongo=0": want on or off`},
 		{"refresh=0s", def, `"refresh=0s"`},
 		{"refresh=-1s", def, `"refresh=-1s"`},
 		{"refresh=soon", def, `"refresh=soon"`},
@@ -317,7 +321,7 @@ func FuzzGODEBUG(f *testing.F) {
 }
 
 func FuzzFITGO(f *testing.F) {
-	for _, s := range []string{"", "off", "maxprocs=off", "memlimit=off,refresh=250ms", "refresh=off", "x", "refresh=-1s", " off , maxprocs=on ", "rounding=nearest", "rounding=ceil,rounding=x", "insist=on", "insist=memlimit,insist=x", "headroom=off", "headroom=on,headroom=x", "leakguard=off", "leakguard=on,leakguard=x", "reserve=64Mi", "reserve=1Gi,reserve=-1", "reserve="} {
+	for _, s := range []string{"", "off", "maxprocs=off", "memlimit=off,refresh=250ms", "refresh=off", "x", "refresh=-1s", " off , maxprocs=on ", "rounding=nearest", "rounding=ceil,rounding=x", "insist=on", "insist=memlimit,insist=x", "headroom=off", "headroom=on,headroom=x", "leakguard=off", "leakguard=on,leakguard=x", "reserve=64Mi", "reserve=1Gi,reserve=-1", "reserve=", "nongo=off", "nongo=on,nongo=x"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -342,6 +346,9 @@ func FuzzFITGO(f *testing.F) {
 		}
 		if got.NoLeakGuard && !strings.Contains(s, "leakguard") {
 			t.Fatalf("FITGO(%q) = %+v: leak guard off without a leakguard field", s, got)
+		}
+		if got.NoNonGo && !strings.Contains(s, "nongo") {
+			t.Fatalf("FITGO(%q) = %+v: non-Go memory off without a nongo field", s, got)
 		}
 		if err != nil && len(err.Error()) > maxErrText {
 			t.Fatalf("FITGO(%q): error of %d bytes", s, len(err.Error()))

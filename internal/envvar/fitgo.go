@@ -20,6 +20,7 @@ type Fitgo struct {
 	InsistMaxProcs, InsistMemLimit bool // insist=on, maxprocs or memlimit
 	NoHeadroom                     bool // headroom=off
 	NoLeakGuard                    bool // leakguard=off
+	NoNonGo                        bool // nongo=off
 
 	Reserve int64 // reserve=<bytes>: memory others hold where fitgo cannot see it
 }
@@ -35,9 +36,9 @@ var Roundings = [...]string{"floor", "ceil", "nearest"}
 // of them, each cut to maxField bytes); the other fields still apply.
 func FITGO(s string) (f Fitgo, err error) {
 	f = Fitgo{MaxProcs: true, MemLimit: true, Refresh: true}
-	headroom, guard := true, true
+	headroom, guard, nonGo := true, true, true
 	switches := map[string]*bool{"maxprocs": &f.MaxProcs, "memlimit": &f.MemLimit, "refresh": &f.Refresh,
-		"headroom": &headroom, "leakguard": &guard}
+		"headroom": &headroom, "leakguard": &guard, "nongo": &nonGo}
 	var errs []error
 	for _, field := range strings.Split(s, ",") {
 		field = strings.TrimSpace(field)
@@ -86,12 +87,12 @@ func FITGO(s string) (f Fitgo, err error) {
 		}
 		switch {
 		case unknown != "": // the key says it all: quote it alone, keeping the error short
-			errs = append(errs, fmt.Errorf("FITGO: unknown setting %q (want maxprocs, memlimit, refresh, rounding, insist, headroom, leakguard or reserve)", Short(unknown)))
+			errs = append(errs, fmt.Errorf("FITGO: unknown setting %q (want maxprocs, memlimit, refresh, rounding, insist, headroom, leakguard, nongo or reserve)", Short(unknown)))
 		case bad != "":
 			errs = append(errs, fmt.Errorf("FITGO: %q: %s", Short(field), bad))
 		}
 	}
-	f.NoHeadroom, f.NoLeakGuard = !headroom, !guard
+	f.NoHeadroom, f.NoLeakGuard, f.NoNonGo = !headroom, !guard, !nonGo
 	if len(errs) > maxErrs {
 		errs = append(errs[:maxErrs], fmt.Errorf("FITGO: and %d more fields not understood", len(errs)-maxErrs))
 	}

@@ -4,5 +4,6 @@
 // own container support switched on; blankpreset with a library that sets
 // the memory limit in an init that runs before fitgo's; sidecar holds
 // memory resident as another process under the same limit; blankleak
-// blank-imports fitgo and leaks until the kernel kills it.
+// blank-imports fitgo and leaks until the kernel kills it; blankcgo is blank
+// built with cgo, to hold C memory.
 package testprog

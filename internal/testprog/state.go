@@ -14,7 +14,8 @@ type State struct {
 	MaxProcsReason    string `json:"maxprocs_reason,omitempty"`
 	MemLimitFollowing bool   `json:"memlimit_following"`
 	MemLimitReason    string `json:"memlimit_reason,omitempty"`
-	MemLimitEvents    bool   `json:"memlimit_events"` // its Status has memory events
+	MemLimitEvents    bool   `json:"memlimit_events"`  // its Status has memory events
+	NonGo             int64  `json:"non_go,omitempty"` // its Status's memory outside Go
 
 	Acks   int    `json:"acks"`             // commands handled so far
 	Report bool   `json:"report,omitempty"` // the line a "report" command asked for

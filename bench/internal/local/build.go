@@ -70,9 +70,9 @@ func goTool() string {
 }
 
 // build compiles the variants' binaries into dir and returns their paths by
-// variant name. It always builds the untuned variant too, which calibrates
-// the work.
-func build(ctx context.Context, src, dir string, vs []variant.Variant, log io.Writer) (map[string]string, error) {
+// variant name, with cgo when cgo is true (static binaries otherwise). It
+// always builds the untuned variant too, which calibrates the work.
+func build(ctx context.Context, src, dir string, vs []variant.Variant, cgo bool, log io.Writer) (map[string]string, error) {
 	mod, err := findModule(src)
 	if err != nil {
 		return nil, err
@@ -95,6 +95,9 @@ func build(ctx context.Context, src, dir string, vs []variant.Variant, log io.Wr
 	cmd := exec.CommandContext(ctx, goTool(), args...)
 	cmd.Dir = mod
 	cmd.Env = append(cleanEnv(os.Environ()), "CGO_ENABLED=0")
+	if cgo {
+		cmd.Env[len(cmd.Env)-1] = "CGO_ENABLED=1"
+	}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return nil, fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out)

@@ -50,7 +50,18 @@ const (
 	// LayoutCoprocess: both processes in the one limited cgroup (a service
 	// that runs a helper binary in its container).
 	LayoutCoprocess = "coprocess"
+	// LayoutCgo and LayoutMmap: no sidecar; the workload itself holds its
+	// memory outside the Go runtime, through C's malloc (a binary built
+	// with cgo) or anonymous mmap (a service's C library or mapped cache).
+	LayoutCgo  = "inprocess-cgo"
+	LayoutMmap = "inprocess-mmap"
 )
+
+// inProcess reports whether the layout holds the sidecar's memory in the
+// workload, and how: "cgo" or "mmap".
+func inProcess(layout string) (via string, ok bool) {
+	return strings.CutPrefix(layout, "inprocess-")
+}
 
 // Defaults. A 10s window holds about six GC cycles of the default workload;
 // with fewer, whether a run's cycles happen to be throttled decides its p99,
@@ -201,7 +212,7 @@ func parseFlags(args []string, stderr io.Writer) (Options, error) {
 	fs.StringVar(&memory, "memory", "", "memory limits of the memory, shared and leak scenarios, comma-separated (default "+DefaultMemory+" for memory, "+DefaultSharedMemory+" for shared and leak)")
 	var sidecar, sidecarCache, layouts string
 	fs.StringVar(&sidecar, "sidecar", DefaultSidecar, "memory the shared scenario's sidecar holds resident")
-	fs.StringVar(&layouts, "layout", DefaultLayouts, "where the shared scenario's sidecar runs, comma-separated: sibling (in a sibling cgroup under the limited parent) or coprocess (in the workload's own limited cgroup)")
+	fs.StringVar(&layouts, "layout", DefaultLayouts, "where the shared scenario's sidecar runs, comma-separated: sibling (in a sibling cgroup under the limited parent) or coprocess (in the workload's own limited cgroup), or the workload itself holding that memory outside the Go runtime: inprocess-cgo (C's malloc) or inprocess-mmap (anonymous mmap)")
 	fs.StringVar(&sidecarCache, "sidecar-cache", "", "page cache the shared scenario's sidecar also keeps: it reads a file of this size (e.g. 300Mi) twice before the workload starts, and then every second (default: none)")
 	fs.DurationVar(&o.SidecarFreeAfter, "sidecar-free-after", 0, "make the shared scenario's sidecar free its memory this long after it holds it (0: it holds it to the end)")
 	fs.Float64Var(&o.GrowMiB, "grow-mib", DefaultLeakGrowMiB, "the leak scenario's heap growth, MiB/s")
@@ -422,12 +433,12 @@ func parseLayouts(s string) ([]string, error) {
 	for _, f := range strings.Split(s, ",") {
 		switch f = strings.TrimSpace(f); f {
 		case "":
-		case LayoutSibling, LayoutCoprocess:
+		case LayoutSibling, LayoutCoprocess, LayoutCgo, LayoutMmap:
 			if !slices.Contains(out, f) {
 				out = append(out, f)
 			}
 		default:
-			return nil, fmt.Errorf("-layout: unknown layout %q (want %s or %s)", f, LayoutSibling, LayoutCoprocess)
+			return nil, fmt.Errorf("-layout: unknown layout %q (want %s, %s, %s or %s)", f, LayoutSibling, LayoutCoprocess, LayoutCgo, LayoutMmap)
 		}
 	}
 	if len(out) == 0 {
@@ -602,7 +613,7 @@ func (r *runner) run(ctx context.Context) ([]results.Run, error) {
 	}
 
 	bins := o.Variants
-	if slices.ContainsFunc(sets, func(s setting) bool { return s.sidecar > 0 }) {
+	if slices.ContainsFunc(sets, func(s setting) bool { _, in := inProcess(s.layout); return s.sidecar > 0 && !in }) {
 		bins = append(slices.Clone(bins), variant.Sidecar)
 	}
 	if o.BinDir != "" {
@@ -615,7 +626,8 @@ func (r *runner) run(ctx context.Context) ([]results.Run, error) {
 			return nil, err
 		}
 		defer os.RemoveAll(tmp)
-		if r.bins, err = build(ctx, o.Src, tmp, bins, r.stderr); err != nil {
+		cgo := slices.ContainsFunc(sets, func(s setting) bool { return s.layout == LayoutCgo })
+		if r.bins, err = build(ctx, o.Src, tmp, bins, cgo, r.stderr); err != nil {
 			return nil, err
 		}
 	}

@@ -40,6 +40,14 @@ func TestSharedAndLeakSettings(t *testing.T) {
 	assert.Equal(t, []setting{{scenario: "shared", memory: 128 << 20, heapMiB: 48, layout: LayoutCoprocess, sidecar: 48 << 20}}, sets)
 	assert.Zero(t, o.SidecarCache)
 
+	o, err = parseFlags([]string{"-scenario", "shared", "-layout", "inprocess-cgo, inprocess-mmap"}, io.Discard)
+	require.NoError(t, err)
+	sets, err = o.settings()
+	require.NoError(t, err)
+	require.Len(t, sets, 2)
+	assert.Equal(t, []string{LayoutCgo, LayoutMmap}, []string{sets[0].layout, sets[1].layout})
+	assert.Equal(t, "shared: no CPU quota, memory limit 512 MiB, 200 MiB of it held by the workload outside the Go runtime (inprocess-cgo)", sets[0].String())
+
 	o, err = parseFlags([]string{"-scenario", "shared", "-sidecar-cache", "300Mi"}, io.Discard)
 	require.NoError(t, err)
 	assert.Equal(t, int64(300<<20), o.SidecarCache)

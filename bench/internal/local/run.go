@@ -46,6 +46,10 @@ func (r *runner) runOne(ctx context.Context, st setting, v variant.Variant, roun
 	if o.Ticker != "" {
 		args = append(args, "-ticker", o.Ticker)
 	}
+	via, in := inProcess(st.layout)
+	if in {
+		args = append(args, "-outside-mib", strconv.FormatInt(st.sidecar>>20, 10), "-outside-via", via)
+	}
 	if st.growMiB > 0 {
 		args = append(args, "-grow-mib", strconv.FormatFloat(st.growMiB, 'f', -1, 64))
 	}
@@ -87,7 +91,7 @@ func (r *runner) runOne(ctx context.Context, st setting, v variant.Variant, roun
 		if err != nil {
 			return fail(err)
 		}
-		if st.sidecar > 0 {
+		if st.sidecar > 0 && !in {
 			procs := g.Procs
 			if st.layout == LayoutSibling {
 				procs = g.SidecarProcs

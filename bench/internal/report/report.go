@@ -314,6 +314,8 @@ func SettingTitle(st results.Setting) string {
 	switch {
 	case st.SidecarBytes > 0 && st.Layout == "pod-level":
 		m = "pod-level memory limit " + MiB(float64(st.MemoryBytes)) + " shared with a " + MiB(float64(st.SidecarBytes)) + " sidecar in another container (pod-level)"
+	case st.SidecarBytes > 0 && strings.HasPrefix(st.Layout, "inprocess-"):
+		m += ", " + MiB(float64(st.SidecarBytes)) + " of it held by the workload outside the Go runtime (" + st.Layout + ")"
 	case st.SidecarBytes > 0 && st.Layout == "sibling":
 		m += " on the parent, shared with a " + MiB(float64(st.SidecarBytes)) + " sidecar in a sibling cgroup"
 	case st.SidecarBytes > 0:

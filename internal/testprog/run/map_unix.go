@@ -34,3 +34,33 @@ func mapFile(path string) error {
 	mapped = append(mapped, b)
 	return nil
 }
+
+// anon is what the command anon holds.
+var anon [][]byte
+
+func init() {
+	Commands["anon"] = func(args []string) error {
+		n, err := mibs(args)
+		if err != nil {
+			return err
+		}
+		b, err := syscall.Mmap(-1, 0, n<<20, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
+		if err != nil {
+			return err
+		}
+		for i := 0; i < len(b); i += 4096 {
+			b[i] = 1
+		}
+		anon = append(anon, b)
+		return nil
+	}
+	Commands["unanon"] = func([]string) error {
+		for _, b := range anon {
+			if err := syscall.Munmap(b); err != nil {
+				return err
+			}
+		}
+		anon = nil
+		return nil
+	}
+}

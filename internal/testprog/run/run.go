@@ -4,10 +4,12 @@ package run
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"io"
 	"os"
 	"runtime"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
 
@@ -25,7 +27,8 @@ import (
 // file PATH shared and reads every page, which stays mapped (shared memory
 // when PATH is on a tmpfs); "churn" starts allocating 1 MiB of garbage at a
 // time, every page written. After read, map and churn it writes a State whose
-// Done is the command's name (or its error). Each command counts in Acks, so
+// Done is the command's name (or its error); so do the commands of Commands.
+// Each command counts in Acks, so
 // that a State shows it was handled. It returns when stdin is closed.
 // It returns when stdin is closed.
 func Run() {
@@ -43,6 +46,7 @@ func Run() {
 			MemLimitFollowing: ml.Following,
 			MemLimitReason:    ml.Reason,
 			MemLimitEvents:    ml.HasEvents,
+			NonGo:             ml.NonGo,
 			Acks:              acks,
 		}
 	}
@@ -94,10 +98,14 @@ func Run() {
 				if err := json.Unmarshal([]byte(f[1]), &n); err == nil {
 					reportAt = max(time.Since(start).Milliseconds()+n, 1)
 				}
-			case len(f) == 2 && (f[0] == "read" || f[0] == "map"), len(f) == 1 && f[0] == "churn":
+			case len(f) == 2 && (f[0] == "read" || f[0] == "map"), len(f) == 1 && f[0] == "churn", len(f) > 0 && Commands[f[0]] != nil:
 				s := cur()
 				s.Done = f[0]
-				if err := command(f); err != nil {
+				if fn := Commands[f[0]]; fn != nil {
+					if err := fn(f[1:]); err != nil {
+						s.Done = err.Error()
+					}
+				} else if err := command(f); err != nil {
 					s.Done = err.Error()
 				}
 				enc.Encode(s)
@@ -116,6 +124,45 @@ func Run() {
 			}
 		}
 	}
+}
+
+// Commands are more commands, by name, with their arguments: "heap N"
+// allocates N MiB of Go heap, every page written, and keeps it; "heapfree"
+// drops it and returns it to the OS (debug.FreeOSMemory); on Unix, "anon N"
+// maps N MiB of anonymous memory, every page written, and "unanon" unmaps
+// it. A test program adds its own before it calls Run.
+var Commands = map[string]func(args []string) error{
+	"heap": func(args []string) error {
+		n, err := mibs(args)
+		for i := 0; i < n; i++ {
+			b := make([]byte, 1<<20)
+			for j := 0; j < len(b); j += 4096 {
+				b[j] = 1
+			}
+			heap = append(heap, b)
+		}
+		return err
+	},
+	"heapfree": func([]string) error {
+		heap = nil
+		debug.FreeOSMemory()
+		return nil
+	},
+}
+
+// heap is what the command heap keeps.
+var heap [][]byte
+
+// mibs is the one argument of a command, a positive number of MiB.
+func mibs(args []string) (int, error) {
+	if len(args) != 1 {
+		return 0, errors.New("want one argument, MiB")
+	}
+	n, err := strconv.Atoi(args[0])
+	if err == nil && n <= 0 {
+		err = errors.New("want a positive number of MiB")
+	}
+	return n, err
 }
 
 // command runs the command read, map or churn.
