@@ -1,7 +1,6 @@
 package fitgoprom
 
 import (
-	"fmt"
 	"io/fs"
 	"strconv"
 	"sync"
@@ -26,10 +25,10 @@ func WithFits(mp *maxprocs.Fit, ml *memlimit.Fit) Option {
 	return func(c *collector) {
 		c.mpPolicy, c.mlPolicy = "", ""
 		if mp != nil {
-			c.mpPolicy = procsPolicy(mp.Status().Policy)
+			c.mpPolicy = mp.Status().Policy.String()
 		}
 		if ml != nil {
-			c.mlPolicy = memPolicy(ml.Status().Policy)
+			c.mlPolicy = ml.Status().Policy.String()
 		}
 	}
 }
@@ -192,50 +191,4 @@ func label(s string) string {
 	}
 	q := strconv.Quote(s)
 	return q[1 : len(q)-1]
-}
-
-// procsPolicy describes a GOMAXPROCS policy, e.g. "ceil, min 1" or
-// "floor, min 1, max 8, reserve 0.5 cores".
-func procsPolicy(p maxprocs.Policy) string {
-	s := "ceil"
-	switch p.Rounding {
-	case maxprocs.Floor:
-		s = "floor"
-	case maxprocs.Nearest:
-		s = "nearest"
-	}
-	s += fmt.Sprintf(", min %d", max(p.Min, 1))
-	if p.Max > 0 {
-		s += fmt.Sprintf(", max %d", p.Max)
-	}
-	if p.Reserve > 0 {
-		s += fmt.Sprintf(", reserve %g cores", p.Reserve)
-	}
-	return s
-}
-
-// memPolicy describes a GOMEMLIMIT policy, e.g. "ratio 0.9, min 16 MiB".
-func memPolicy(p memlimit.Policy) string {
-	ratio := p.Ratio
-	if ratio == 0 {
-		ratio = 0.9
-	}
-	s := fmt.Sprintf("ratio %g", ratio)
-	if p.Reserve > 0 {
-		s += fmt.Sprintf(", reserve %s", mib(p.Reserve))
-	}
-	switch {
-	case p.Min == 0:
-		s += ", min 16 MiB"
-	case p.Min > 0:
-		s += ", min " + mib(p.Min)
-	}
-	return s
-}
-
-func mib(b int64) string {
-	if b%(1<<20) == 0 {
-		return fmt.Sprintf("%d MiB", b>>20)
-	}
-	return fmt.Sprintf("%d bytes", b)
 }

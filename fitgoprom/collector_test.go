@@ -241,16 +241,6 @@ func writeText(w io.Writer, mf *dto.MetricFamily) error {
 	return err
 }
 
-func TestPolicyLabels(t *testing.T) {
-	assert.Equal(t, "ceil, min 1", procsPolicy(maxprocs.Policy{}))
-	assert.Equal(t, "floor, min 2, max 8, reserve 0.5 cores", procsPolicy(maxprocs.Policy{Rounding: maxprocs.Floor, Min: 2, Max: 8, Reserve: 0.5}))
-	assert.Equal(t, "nearest, min 1", procsPolicy(maxprocs.Policy{Rounding: maxprocs.Nearest, Min: 1}))
-	assert.Equal(t, "ratio 0.9, min 16 MiB", memPolicy(memlimit.Policy{}))
-	assert.Equal(t, "ratio 1, reserve 256 MiB, min 32 MiB", memPolicy(memlimit.Policy{Ratio: 1, Reserve: 256 << 20, Min: 32 << 20}))
-	assert.Equal(t, "ratio 0.8", memPolicy(memlimit.Policy{Ratio: 0.8, Min: -1}))
-	assert.Equal(t, "ratio 0.9, min 1000 bytes", memPolicy(memlimit.Policy{Min: 1000}))
-}
-
 // TestCollectNotUTF8: a cgroup directory whose name is not UTF-8 (byte 0xff)
 // is escaped in the labels, which Prometheus requires to be UTF-8, instead of
 // a panic at the scrape. (An fs.FS has no such file names; the real root,

@@ -385,7 +385,7 @@ func (r Result) String() string {
 	if r.Source != "" {
 		lim = "CPU limit " + formatCores(r.Limit) + " from " + r.Source
 	}
-	return processKnob.Summary(r.outcome(), lim, r.Policy.text())
+	return processKnob.Summary(r.outcome(), lim, r.Policy.String())
 }
 
 // LogValue makes a Result log as a group of its main fields.
@@ -394,5 +394,5 @@ func (r Result) LogValue() slog.Value {
 	if r.Source != "" {
 		lim = []slog.Attr{slog.Float64("cpu_limit", r.Limit), slog.String("source", r.Source)}
 	}
-	return knob.LogValue(r.outcome(), append(lim, slog.String("policy", r.Policy.text()), slog.Int("num_cpu", r.NumCPU))...)
+	return knob.LogValue(r.outcome(), append(lim, slog.String("policy", r.Policy.String()), slog.Int("num_cpu", r.NumCPU))...)
 }

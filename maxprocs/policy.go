@@ -133,8 +133,9 @@ func (p Policy) validate() error {
 	return nil
 }
 
-// text describes the policy, e.g. "ceil, min 2, max 8, reserve 0.5 cores".
-func (p Policy) text() string {
+// String describes the policy, as Status and log lines show it, e.g.
+// "ceil, min 2, max 8, reserve 0.5 cores".
+func (p Policy) String() string {
 	s := p.Rounding.text() + ", min " + strconv.Itoa(p.minimum())
 	if p.Max > 0 {
 		s += ", max " + strconv.Itoa(p.Max)

@@ -168,11 +168,11 @@ func TestPolicyValidate(t *testing.T) {
 }
 
 func TestPolicyString(t *testing.T) {
-	assert.Equal(t, "floor, min 1", Policy{Rounding: Floor}.text())
-	assert.Equal(t, "ceil, min 1", Policy{Rounding: Ceil}.text())
-	assert.Equal(t, "nearest, min 1", Policy{Rounding: Nearest}.text())
-	assert.Equal(t, "ceil, min 2", Policy{Rounding: Ceil, Min: 2}.text())
-	assert.Equal(t, "ceil, min 1, max 8, reserve 0.5 cores", Policy{Rounding: Ceil, Min: 1, Max: 8, Reserve: 0.5}.text())
+	assert.Equal(t, "floor, min 1", Policy{Rounding: Floor}.String())
+	assert.Equal(t, "ceil, min 1", Policy{Rounding: Ceil}.String())
+	assert.Equal(t, "nearest, min 1", Policy{Rounding: Nearest}.String())
+	assert.Equal(t, "ceil, min 2", Policy{Rounding: Ceil, Min: 2}.String())
+	assert.Equal(t, "ceil, min 1, max 8, reserve 0.5 cores", Policy{Rounding: Ceil, Min: 1, Max: 8, Reserve: 0.5}.String())
 	assert.Equal(t, "Rounding(9)", Rounding(9).text())
 	assert.Equal(t, 1, Policy{Rounding: Ceil}.resolved().Min)
 	// The zero Rounding is the default rule, named by it.

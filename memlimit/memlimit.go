@@ -525,7 +525,7 @@ func (r Result) String() string {
 		}
 		lim += " " + a.Key + " " + strconv.FormatUint(a.Value.Uint64(), 10)
 	}
-	return processKnob.Summary(r.outcome(), lim, r.Policy.text())
+	return processKnob.Summary(r.outcome(), lim, r.Policy.String())
 }
 
 // LogValue makes a Result log as a group of its main fields.
@@ -552,5 +552,5 @@ func (r Result) LogValue() slog.Value {
 	if ev := r.eventCounts(); len(ev) > 0 {
 		lim = append(lim, slog.Attr{Key: "memory_events", Value: slog.GroupValue(ev...)})
 	}
-	return knob.LogValue(r.outcome(), append(lim, slog.String("policy", r.Policy.text()))...)
+	return knob.LogValue(r.outcome(), append(lim, slog.String("policy", r.Policy.String()))...)
 }

@@ -87,9 +87,9 @@ func (p Policy) validate() error {
 	return nil
 }
 
-// text describes the policy with its defaults filled in, e.g.
-// "ratio 0.9, min 16 MiB" or "ratio 1, reserve 256 MiB".
-func (p Policy) text() string {
+// String describes the policy with its defaults filled in, as Status and log
+// lines show it, e.g. "ratio 0.9, min 16 MiB" or "ratio 1, reserve 256 MiB".
+func (p Policy) String() string {
 	p = p.resolved()
 	s := "ratio " + strconv.FormatFloat(p.Ratio, 'f', -1, 64)
 	if p.Reserve > 0 {

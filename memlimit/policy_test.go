@@ -83,8 +83,10 @@ func TestPolicyValidate(t *testing.T) {
 }
 
 func TestPolicyString(t *testing.T) {
-	assert.Equal(t, "ratio 0.9, min 16 MiB", Policy{}.text(), "the zero Policy is the default")
-	assert.Equal(t, "ratio 1, reserve 256 MiB", Policy{Ratio: 1, Reserve: 256 * MiB, Min: -1}.text())
+	assert.Equal(t, "ratio 0.9, min 16 MiB", Policy{}.String(), "the zero Policy is the default")
+	assert.Equal(t, "ratio 1, reserve 256 MiB", Policy{Ratio: 1, Reserve: 256 * MiB, Min: -1}.String())
+	assert.Equal(t, "ratio 1, reserve 256 MiB, min 32 MiB", Policy{Ratio: 1, Reserve: 256 * MiB, Min: 32 * MiB}.String())
+	assert.Equal(t, "ratio 0.8", Policy{Ratio: 0.8, Min: -1}.String())
 	assert.Equal(t, Policy{Ratio: 0.9, Min: 16 * MiB}, Policy{}.resolved())
 	assert.Equal(t, Policy{Ratio: 1, Min: -1}, Policy{Ratio: 1, Min: -1}.resolved().resolved())
 	assert.Equal(t, "460.8 MiB", formatBytes(483183820))
