@@ -24,6 +24,8 @@
 //	                    what the other processes under it leave
 //	leakguard=off       keep GOMEMLIMIT at the policy's value even while a
 //	                    growing heap pins the GC at it
+//	gc=auto             raise GOGC so that the heap may use up to 70 % of
+//	                    the memory available (memlimit's GC policy)
 //	reserve=<bytes>     take this much (64Mi, 67108864) off the memory limit
 //	                    before the ratio, for what fitgo cannot see, such as
 //	                    a sidecar under a pod-level limit (memlimit's Unseen)

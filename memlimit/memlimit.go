@@ -70,6 +70,12 @@ type Options struct {
 	// up toward the memory limit while a growing heap pins the GC at it
 	// (Result.LeakGuard). The blank import sets it for FITGO=leakguard=off.
 	NoLeakGuard bool
+	// GC turns on the GC policy: at each refresh reading, GOGC is raised so
+	// that the heap may use up to 70 % of the memory available, never
+	// beyond GOMEMLIMIT nor below the program's GOGC; it stops when the
+	// program sets GOGC (Result.GC). It needs a Refresh. The blank import
+	// sets it for FITGO=gc=auto. Off: GOGC is left alone.
+	GC bool
 
 	env *env // nil: the process
 }
@@ -82,6 +88,7 @@ type env struct {
 	gc    func() gcReading // nil: the leak guard's reading from runtime/metrics
 
 	cgroups fs.FS // for the memory events; nil: the real root
+	gogc    *gogcKnob
 }
 
 // processKnob is the process's memory limit.
@@ -164,6 +171,16 @@ type Result struct {
 	Policy Policy
 	// Env is the GOMEMLIMIT environment variable at start-up, "" when unset.
 	Env string
+	// GC is the GC policy (Options.GC), from Fit.Status: On when asked
+	// for, GOGC the value in force at the last reading, Base the program's
+	// GOGC, below which it never goes, Ceiling the heap it aims at (0: none)
+	// and Reason why.
+	GC struct {
+		On         bool
+		GOGC, Base int
+		Ceiling    int64
+		Reason     string
+	}
 	// SettingErr is why FITGO_MEMORY_LIMIT was ignored: it is not a quantity
 	// of at least 1 MiB. The limit is fitted as if it were unset.
 	SettingErr error
@@ -217,6 +234,8 @@ type Fit struct {
 	ratio    float64
 	hard     int64
 	otherWhy string
+	read     gcReading // the last reading's, for the GC policy
+	gc       gcPolicy
 }
 
 // effective picks the limit of a reading: the lowest of memory.max,
@@ -259,7 +278,11 @@ func (f *Fit) effective(lim cgroup.Limits) (l memLimit, has bool) {
 // from an earlier one.
 func Apply(o Options) (*Fit, error) {
 	f, d := prepare(&o)
+	f.startGC(&o)
 	f.f, f.loop = d.Settle(&f.env.Env, f.res.out(), f.tick)
+	if f.loop == nil {
+		f.stopGC(gcNoLimit)
+	}
 	f.env.Knob.LogApply(o.Logger, f.res.out(), "result", f.res)
 	return f, f.res.Err
 }
@@ -279,7 +302,7 @@ func Plan(o Options) (Result, error) {
 func prepare(o *Options) (*Fit, *knob.Decision[int64, memLimit]) {
 	e := o.env
 	if e == nil {
-		e = &env{Env: knob.Process(processKnob), fsys: os.DirFS("/")}
+		e = &env{Env: knob.Process(processKnob), fsys: os.DirFS("/"), gogc: processGOGC}
 	}
 	p := o.Policy.resolved()
 	f := &Fit{env: e, res: Result{Policy: p, Env: e.Getenv("GOMEMLIMIT")}, headroom: !o.NoHeadroom, log: o.Logger}
@@ -362,7 +385,8 @@ func tinyReason(p Policy, l memLimit) string {
 // holds the value, it logs a Warn line (Plan has no logger).
 func (f *Fit) value(lim cgroup.Limits) (memLimit, bool, int64, guardEvent) {
 	l, has := f.effective(lim)
-	floor, gc := f.readRuntime(l.others > 0, f.guard.on)
+	floor, gc := f.readRuntime(l.others > 0, f.guard.on || f.gc.on)
+	f.read = gc
 	want := f.softLimit(&l, floor)
 	if l.others > 0 && want > f.last && f.last > 0 && want-f.last < f.last/raiseStep {
 		want = f.last // hysteresis: raise only by a step worth taking
@@ -395,6 +419,9 @@ func (f *Fit) tick(k *knob.Fit[int64, memLimit], now time.Time, lim cgroup.Limit
 		rd.Other, rd.OtherWhy = f.automemlimit(lim)
 	}
 	keep := k.Step(now, rd)
+	if rd.Err == nil || !keep {
+		f.tuneGC(keep, rd.Want, rd.Has, rd.Limit)
+	}
 	if keep && gev != guardNone {
 		f.logGuard(gev, rd.Want, rd.Limit)
 	}
@@ -442,6 +469,7 @@ func (f *Fit) Status() Result {
 		r.setLimit(l)
 	}
 	f.readEvents(&r)
+	f.gcResult(&r)
 	return r
 }
 
@@ -452,6 +480,7 @@ func (f *Fit) Status() Result {
 // limit since. Calling it again does nothing.
 func (f *Fit) Undo() {
 	if f != nil && f.f != nil {
+		f.stopGC(gcUndone)
 		f.f.Undo()
 	}
 }
@@ -488,7 +517,7 @@ func (r Result) String() string {
 		}
 		lim += " " + a.Key + " " + strconv.FormatUint(a.Value.Uint64(), 10)
 	}
-	return processKnob.Summary(r.out(), lim, r.Policy.text())
+	return processKnob.Summary(r.out(), lim, r.Policy.text()+r.gcText())
 }
 
 // LogValue makes a Result log as a group of its main fields.
@@ -512,5 +541,9 @@ func (r Result) LogValue() slog.Value {
 	if ev := r.eventCounts(); len(ev) > 0 {
 		lim = append(lim, slog.Attr{Key: "memory_events", Value: slog.GroupValue(ev...)})
 	}
-	return knob.LogValue(r.out(), append(lim, slog.String("policy", r.Policy.text()))...)
+	lim = append(lim, slog.String("policy", r.Policy.text()))
+	if r.GC.On {
+		lim = append(lim, r.gcValue())
+	}
+	return knob.LogValue(r.out(), lim...)
 }
