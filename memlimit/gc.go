@@ -26,8 +26,9 @@ const (
 	// the ceiling of Uber's and ByteDance's tuners, which leaves GOMEMLIMIT's
 	// 0.9 above it for a live heap that grows between two readings.
 	gcShare = 0.7
-	// maxGOGC bounds the value for a tiny live heap.
-	maxGOGC = 100_000
+	// heapMinimum is the runtime's least heap goal at GOGC=100; it scales
+	// with GOGC, and bounds the value for a tiny live heap.
+	heapMinimum = 4 << 20
 )
 
 // The reasons of Result.GC.
@@ -210,12 +211,14 @@ func (p *gcPolicy) target(want int64, has bool, l memLimit, r gcReading) (int, i
 		return p.base, 0, gcNoCycle
 	}
 	ceiling := min(int64(gcShare*float64(l.bytes)), want)
-	// The runtime's heap goal: live + (live + stacks + globals) × GOGC/100.
-	pct := (float64(ceiling) - float64(r.other) - float64(r.live)) / float64(r.live+r.stacks+r.globals) * 100
+	// The runtime's heap goal: live + (live + stacks + globals) × GOGC/100,
+	// and at least heapMinimum × GOGC/100.
+	room := float64(ceiling) - float64(r.other)
+	pct := min((room-float64(r.live))/float64(r.live+r.stacks+r.globals), room/heapMinimum) * 100
 	if pct <= float64(p.base) {
 		return p.base, ceiling, gcFull
 	}
-	return int(min(pct, maxGOGC)), ceiling, gcRaised
+	return int(pct), ceiling, gcRaised
 }
 
 // gcResult fills in r.GC from the live state.

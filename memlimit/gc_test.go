@@ -82,6 +82,12 @@ func TestGCPolicy(t *testing.T) {
 	v, _ = te.gogc.get()
 	assert.Equal(t, 100, v)
 	assert.Contains(t, res.Status().String(), "; GC policy: GOGC 100 (heap ceiling 716.8 MiB): "+gcFull)
+
+	// A tiny heap: the runtime's least goal, 4 MiB × GOGC/100, bounds it.
+	live = uint64(MiB)
+	require.True(t, s.tick(s.f, now, memLimits(1024*MiB, 0), nil))
+	v, _ = te.gogc.get()
+	assert.Equal(t, 17670, v) // (751619276 − 10 MiB) / 4 MiB × 100
 }
 
 // TestGCPolicyHysteresis: a raise smaller than 5 % waits; a fall does not.

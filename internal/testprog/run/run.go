@@ -8,6 +8,8 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
+	"strconv"
 	"strings"
 	"time"
 
@@ -20,6 +22,7 @@ import (
 // 10ms), a State as a JSON line on stdout. It reads commands from stdin, one
 // per line: "pin" calls runtime.GOMAXPROCS with the current value (as a
 // program that sets it itself would); "setmem N" calls debug.SetMemoryLimit(N);
+// "setgogc N" calls debug.SetGCPercent(N); "gc" runs a GC cycle;
 // "report N" asks for a State with Report set N ms after it; "read PATH"
 // reads the file PATH to the end (into the page cache); "map PATH" maps the
 // file PATH shared and reads every page, which stays mapped (shared memory
@@ -32,8 +35,10 @@ func Run() {
 	rep := fitgo.Startup()
 	start, acks := time.Now(), 0
 	enc := json.NewEncoder(os.Stdout)
+	gogc := []metrics.Sample{{Name: "/gc/gogc:percent"}, {Name: "/gc/heap/goal:bytes"}}
 	cur := func() testprog.State {
 		mp, ml := rep.MaxProcs.Status(), rep.MemLimit.Status()
+		metrics.Read(gogc)
 		return testprog.State{
 			Millis:            time.Since(start).Milliseconds(),
 			GOMAXPROCS:        runtime.GOMAXPROCS(0),
@@ -43,6 +48,10 @@ func Run() {
 			MemLimitFollowing: ml.Following,
 			MemLimitReason:    ml.Reason,
 			MemLimitEvents:    ml.HasEvents,
+			GOGC:              int(int64(gogc[0].Value.Uint64())),
+			HeapGoal:          gogc[1].Value.Uint64(),
+			GCCeiling:         ml.GC.Ceiling,
+			GCReason:          ml.GC.Reason,
 			Acks:              acks,
 		}
 	}
@@ -89,6 +98,12 @@ func Run() {
 				if err := json.Unmarshal([]byte(f[1]), &n); err == nil {
 					debug.SetMemoryLimit(n)
 				}
+			case len(f) == 2 && f[0] == "setgogc":
+				if n, err := strconv.Atoi(f[1]); err == nil {
+					debug.SetGCPercent(n)
+				}
+			case len(f) == 1 && f[0] == "gc":
+				runtime.GC()
 			case len(f) == 2 && f[0] == "report":
 				var n int64
 				if err := json.Unmarshal([]byte(f[1]), &n); err == nil {
