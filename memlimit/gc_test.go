@@ -87,7 +87,7 @@ func TestGCPolicy(t *testing.T) {
 	live = uint64(MiB)
 	require.True(t, s.tick(s.f, now, memLimits(1024*MiB, 0), nil))
 	v, _ = te.gogc.get()
-	assert.Equal(t, 17670, v) // (751619276 − 10 MiB) / 4 MiB × 100
+	assert.Equal(t, 17669, v) // (751619276 − 10 MiB) / 4 MiB × 100, rounded down
 }
 
 // TestGCPolicyHysteresis: a raise smaller than 5 % waits; a fall does not.
