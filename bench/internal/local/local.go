@@ -8,6 +8,7 @@ package local
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -38,6 +39,7 @@ const (
 	ScenarioSweep   = "sweep"    // CPU quotas × load levels, with the static oracles
 	ScenarioShared  = "shared"   // a memory limit shared with a sidecar process
 	ScenarioLeak    = "leak"     // a live heap that grows until the limit kills it
+	ScenarioGC      = "gc"       // a CPU quota with a roomy memory limit: GC policies
 	ScenarioInPlace = "in-place" // -in-place: the current cgroup's limits
 )
 
@@ -92,6 +94,11 @@ const (
 	LeakStartFraction   = 0.5
 	DefaultLeakGrowMiB  = 4
 	DefaultLeakDuration = 100 * time.Second
+
+	// The gc scenario: CPU quotas with a memory limit of ten times the
+	// default live heap, the room a GC policy may spend.
+	DefaultGCCPUs   = "0.5,1"
+	DefaultGCMemory = "1Gi"
 )
 
 // Options configure a local benchmark.
@@ -195,10 +202,10 @@ func parseFlags(args []string, stderr io.Writer) (Options, error) {
 		scenario, cpus, memory, variantsFlag string
 		loads                                string
 	)
-	fs.StringVar(&scenario, "scenario", ScenarioCPU, "scenarios, comma-separated: cpu (quotas), nested (quota on a parent cgroup only), memory (memory limit below the untuned heap peak), sweep (quotas × loads, with static GOMAXPROCS oracles), shared (a memory limit shared with a sidecar process), leak (a live heap that grows until the limit), or all (cpu, nested, memory)")
-	fs.StringVar(&cpus, "cpus", "", "CPU quotas of the cpu, nested and sweep scenarios in cores or millicores (e.g. 0.5 or 500m), comma-separated; none for no quota (default "+DefaultCPUs+" for cpu, "+DefaultNestedCPUs+" for nested, "+DefaultSweepCPUs+" for sweep)")
+	fs.StringVar(&scenario, "scenario", ScenarioCPU, "scenarios, comma-separated: cpu (quotas), nested (quota on a parent cgroup only), memory (memory limit below the untuned heap peak), sweep (quotas × loads, with static GOMAXPROCS oracles), shared (a memory limit shared with a sidecar process), leak (a live heap that grows until the limit), gc (CPU quotas with a roomy memory limit, for GC policies), or all (cpu, nested, memory)")
+	fs.StringVar(&cpus, "cpus", "", "CPU quotas of the cpu, nested, sweep and gc scenarios in cores or millicores (e.g. 0.5 or 500m), comma-separated; none for no quota (default "+DefaultCPUs+" for cpu, "+DefaultNestedCPUs+" for nested, "+DefaultSweepCPUs+" for sweep, "+DefaultGCCPUs+" for gc)")
 	fs.StringVar(&loads, "load", "", "request work as fractions of the CPU quota, comma-separated (0.7: requests take 0.7 × quota CPU-seconds per second; the host's CPUs without a quota); default: the fixed -work per request, or "+DefaultSweepLoads+" for sweep")
-	fs.StringVar(&memory, "memory", "", "memory limits of the memory, shared and leak scenarios, comma-separated (default "+DefaultMemory+" for memory, "+DefaultSharedMemory+" for shared and leak)")
+	fs.StringVar(&memory, "memory", "", "memory limits of the memory, shared, leak and gc scenarios, comma-separated (default "+DefaultMemory+" for memory, "+DefaultSharedMemory+" for shared and leak, "+DefaultGCMemory+" for gc)")
 	var sidecar, sidecarCache, layouts string
 	fs.StringVar(&sidecar, "sidecar", DefaultSidecar, "memory the shared scenario's sidecar holds resident")
 	fs.StringVar(&layouts, "layout", DefaultLayouts, "where the shared scenario's sidecar runs, comma-separated: sibling (in a sibling cgroup under the limited parent) or coprocess (in the workload's own limited cgroup)")
@@ -245,7 +252,7 @@ Flags:
 	}
 	scenarios := []string{ScenarioCPU, ScenarioNested, ScenarioMemory}
 	var err error
-	if o.Scenarios, err = settings.ParseScenarios(scenario, append(scenarios, ScenarioSweep, ScenarioShared, ScenarioLeak), scenarios, "cpu, nested, memory, sweep, shared, leak or all"); err != nil {
+	if o.Scenarios, err = settings.ParseScenarios(scenario, append(scenarios, ScenarioSweep, ScenarioShared, ScenarioLeak, ScenarioGC), scenarios, "cpu, nested, memory, sweep, shared, leak, gc or all"); err != nil {
 		return o, err
 	}
 	sizes, err := settings.ParseSizes(sidecar)
@@ -325,6 +332,20 @@ func (o Options) settings() ([]setting, error) {
 					out = append(out, setting{scenario: sc, cpus: c, heapMiB: heap, load: l})
 				}
 			}
+		case ScenarioGC:
+			cpus, ms := o.CPUs, o.Memory
+			if len(cpus) == 0 {
+				cpus, _ = settings.ParseCPUs(DefaultGCCPUs, true)
+			}
+			if len(ms) == 0 {
+				ms, _ = settings.ParseSizes(DefaultGCMemory)
+			}
+			heap := cmp.Or(o.HeapMiB, workload.DefaultHeapMiB)
+			for _, m := range ms {
+				for _, c := range cpus {
+					out = append(out, setting{scenario: sc, cpus: c, memory: m, heapMiB: heap})
+				}
+			}
 		case ScenarioMemory:
 			ms := o.Memory
 			if len(ms) == 0 {
@@ -393,8 +414,8 @@ func (o Options) settings() ([]setting, error) {
 	return out, nil
 }
 
-// memoryVariants returns the default variants when every scenario is shared
-// or leak: the union of their lists, in order; nil otherwise.
+// memoryVariants returns the default variants when every scenario is shared,
+// leak or gc: the union of their lists, in order; nil otherwise.
 func memoryVariants(scenarios []string) []variant.Variant {
 	var out []variant.Variant
 	for _, sc := range scenarios {
@@ -404,6 +425,8 @@ func memoryVariants(scenarios []string) []variant.Variant {
 			vs = variant.Shared
 		case ScenarioLeak:
 			vs = variant.Leak
+		case ScenarioGC:
+			vs = variant.GC
 		default:
 			return nil
 		}
