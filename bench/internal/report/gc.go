@@ -36,15 +36,21 @@ var gcColumns = []column{
 	{"variant", func(s results.Summary, _ *results.Summary) string { return s.Variant }},
 	{"GOMEMLIMIT", columns[2].cell},
 	{"p50 ms", func(s results.Summary, _ *results.Summary) string { return ms(s.LatencyP50MS) }},
-	{"p99 ms", func(s results.Summary, _ *results.Summary) string { return withRange(s, "latency_p99_ms", s.LatencyP99MS, ms) }},
+	{"p99 ms", func(s results.Summary, _ *results.Summary) string {
+		return withRange(s, "latency_p99_ms", s.LatencyP99MS, ms)
+	}},
 	{"p99 vs " + gcBase, func(s results.Summary, b *results.Summary) string {
 		if b == nil {
 			return "–"
 		}
 		return ratioTo(s.LatencyP99MS, b.LatencyP99MS)
 	}},
-	{"p99.9 ms", func(s results.Summary, _ *results.Summary) string { return withRange(s, "latency_p999_ms", s.LatencyP999MS, ms) }},
-	{"GC cycles", func(s results.Summary, _ *results.Summary) string { return withRange(s, "gc_cycles", s.GCCycles, intOrDash) }},
+	{"p99.9 ms", func(s results.Summary, _ *results.Summary) string {
+		return withRange(s, "latency_p999_ms", s.LatencyP999MS, ms)
+	}},
+	{"GC cycles", func(s results.Summary, _ *results.Summary) string {
+		return withRange(s, "gc_cycles", s.GCCycles, intOrDash)
+	}},
 	{"GC CPU s", func(s results.Summary, _ *results.Summary) string {
 		return withRange(s, "gc_cpu_seconds", s.GCCPUSeconds, cpuSeconds)
 	}},

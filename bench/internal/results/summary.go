@@ -36,11 +36,11 @@ type Summary struct {
 	LatencyP999MS Float `json:"latency_p999_ms"`
 	LatencyMaxMS  Float `json:"latency_max_ms"`
 
-	GCCycles          Float `json:"gc_cycles"`
-	GCPauseP50MS      Float `json:"gc_pause_p50_ms"`
-	GCPauseP99MS      Float `json:"gc_pause_p99_ms"`
-	GCPauseMaxMS      Float `json:"gc_pause_max_ms"`
-	GCCPUFraction     Float `json:"gc_cpu_fraction"`
+	GCCycles      Float `json:"gc_cycles"`
+	GCPauseP50MS  Float `json:"gc_pause_p50_ms"`
+	GCPauseP99MS  Float `json:"gc_pause_p99_ms"`
+	GCPauseMaxMS  Float `json:"gc_pause_max_ms"`
+	GCCPUFraction Float `json:"gc_cpu_fraction"`
 	// GCCPUSeconds is the GC's CPU in the window, GCCPUNoIdleSeconds the
 	// same without idle marking; GCShare and GCShareNoIdle are those over
 	// the CPU the process used (Workload.UsedCPUSeconds).
@@ -51,7 +51,7 @@ type Summary struct {
 	// ThrottledPeriods is the count of throttled CFS periods in the window.
 	ThrottledPeriods Float `json:"throttled_periods"`
 	// MemoryPeakBytes is the limited cgroup's peak usage (Run.MemoryPeakBytes).
-	MemoryPeakBytes Float `json:"memory_peak_bytes"`
+	MemoryPeakBytes   Float `json:"memory_peak_bytes"`
 	SchedLatencyP99MS Float `json:"sched_latency_p99_ms"`
 
 	// ThrottledPeriodsRatio is throttled periods / periods (0 to 1).
