@@ -96,9 +96,13 @@ const (
 	DefaultLeakDuration = 100 * time.Second
 
 	// The gc scenario: CPU quotas with a memory limit of ten times the
-	// default live heap, the room a GC policy may spend.
-	DefaultGCCPUs   = "0.5,1"
-	DefaultGCMemory = "1Gi"
+	// default live heap, the room a GC policy may spend, and twice the
+	// default allocation rate: a heap goal near 0.9 × 1 GiB then runs a GC
+	// cycle every 8 s, several in a 30 s window.
+	DefaultGCCPUs     = "0.5,1"
+	DefaultGCMemory   = "1Gi"
+	DefaultGCAllocMiB = 100
+	DefaultGCDuration = 30 * time.Second
 )
 
 // Options configure a local benchmark.
@@ -122,9 +126,9 @@ type Options struct {
 	SidecarCache int64
 	// GrowMiB is the leak scenario's heap growth in MiB/s (0: the default).
 	GrowMiB float64
-	// DurationSet is true when Duration was given explicitly: the leak
-	// scenario has a longer default.
-	DurationSet bool
+	// DurationSet and AllocSet are true when Duration and AllocMiB were
+	// given explicitly: the leak and gc scenarios have defaults of their own.
+	DurationSet, AllocSet bool
 	// Loads are request work levels as fractions of the CPU quota (e.g. 0.7:
 	// requests take 0.7 × quota CPU-seconds per second); empty means the fixed
 	// Work per request. The sweep defaults to DefaultSweepLoads.
@@ -168,6 +172,7 @@ type setting struct {
 	layout   string  // the shared scenario's layout
 	sidecar  int64   // the memory the sidecar holds
 	growMiB  float64 // the leak's heap growth, MiB/s
+	allocMiB float64 // the allocation rate, MiB/s; 0: Options.AllocMiB
 	duration time.Duration
 }
 
@@ -245,7 +250,10 @@ Flags:
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	fs.Visit(func(f *flag.Flag) { o.DurationSet = o.DurationSet || f.Name == "duration" })
+	fs.Visit(func(f *flag.Flag) {
+		o.DurationSet = o.DurationSet || f.Name == "duration"
+		o.AllocSet = o.AllocSet || f.Name == "alloc-mib"
+	})
 	o.Command = "go run -C bench . local"
 	if len(args) > 0 {
 		o.Command += " " + strings.Join(args, " ")
@@ -340,10 +348,17 @@ func (o Options) settings() ([]setting, error) {
 			if len(ms) == 0 {
 				ms, _ = settings.ParseSizes(DefaultGCMemory)
 			}
-			heap := cmp.Or(o.HeapMiB, workload.DefaultHeapMiB)
+			st := setting{scenario: sc, heapMiB: cmp.Or(o.HeapMiB, workload.DefaultHeapMiB)}
+			if !o.AllocSet {
+				st.allocMiB = DefaultGCAllocMiB
+			}
+			if !o.DurationSet {
+				st.duration = DefaultGCDuration
+			}
 			for _, m := range ms {
 				for _, c := range cpus {
-					out = append(out, setting{scenario: sc, cpus: c, memory: m, heapMiB: heap})
+					st.cpus, st.memory = c, m
+					out = append(out, st)
 				}
 			}
 		case ScenarioMemory:
