@@ -72,10 +72,10 @@ var NoGuard = Variant{Name: "fitgo-noguard", Cmd: "cmd/fitgo", Env: []string{"FI
 var (
 	GCPolicy = Variant{Name: "fitgo-gc", Cmd: "cmd/fitgo", Env: []string{"FITGO=gc=auto"},
 		Doc: "fitgo blank-imported with FITGO=gc=auto: GOGC raised so that the heap may use up to 70 % of the memory available"}
-	GCOff = Variant{Name: "gogc-off", Cmd: "cmd/runtime", Env: []string{"GOGC=off"}, HeadroomOracle: true,
-		Doc: "the runtime variant with GOGC=off and GOMEMLIMIT = 0.9 × the memory limit, set by the runner: the Go GC guide's recipe for a program alone in its container"}
+	GCOff = Variant{Name: "gogc-off", Cmd: "cmd/fitgo", Env: []string{"GOGC=off"}, HeadroomOracle: true,
+		Doc: "GOGC=off and GOMEMLIMIT = 0.9 × the memory limit in the environment, set by the runner (the Go GC guide's recipe for a program alone in its container), in fitgo's binary so that GOMAXPROCS is fitgo's"}
 	GCTuner = Variant{Name: "gctuner", Cmd: "cmd/gctuner",
-		Doc: "ByteDance's gctuner (github.com/bytedance/gopkg/util/gctuner v0.1.4) with its documented threshold, 70 % of the memory limit: GOGC between 50 and 500 after each GC; no GOMEMLIMIT"}
+		Doc: "ByteDance's gctuner (github.com/bytedance/gopkg/util/gctuner v0.1.4) with its documented threshold, 70 % of the memory limit: GOGC between 50 and 500 after each GC; no GOMEMLIMIT; with automaxprocs, so that GOMAXPROCS is fitgo's"}
 )
 
 // GC is the gc scenario's default variants, in report order: fitgo first,
