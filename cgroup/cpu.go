@@ -56,12 +56,12 @@ func parseMicros(b []byte) (int64, bool) {
 
 // evalCPU sets c's Quota, Period and Source (zero before), or c.Err and no
 // limit: a level that cannot be read might have been the tightest.
-func evalCPU(w *Watcher, c *CPU) {
+func evalCPU(w files, c *CPU) {
 	if c.Err != nil || c.Version == 0 {
 		return
 	}
 	var best tightest
-	for dir := range c.dirs {
+	for dir, more := c.Dir, true; more; dir, more = up(dir, c.Mount) {
 		q, p, limited, err := readCPULevel(w, c.Version, dir)
 		if c.Err = err; err != nil {
 			return
@@ -87,22 +87,22 @@ func (t *tightest) add(q, p int64, dir string) {
 }
 
 // readCPULevel reads the CPU bandwidth limit of one cgroup directory.
-func readCPULevel(w *Watcher, v Version, dir string) (quota, period int64, limited bool, err error) {
+func readCPULevel(w files, v Version, dir string) (quota, period int64, limited bool, err error) {
 	if v == V2 {
-		_, err = w.parse(dir, "cpu.max", func(b []byte) (err error) {
+		_, err = parseFile(w, dir, "cpu.max", func(b []byte) (err error) {
 			quota, period, limited, err = parseCPUMax(b)
 			return err
 		})
 		return quota, period, limited, err
 	}
-	_, err = w.parse(dir, "cpu.cfs_quota_us", func(b []byte) (err error) {
+	_, err = parseFile(w, dir, "cpu.cfs_quota_us", func(b []byte) (err error) {
 		quota, limited, err = parseCFS(b, "cpu.cfs_quota_us")
 		return err
 	})
 	if err != nil || !limited {
 		return 0, 0, false, err
 	}
-	found, err := w.parse(dir, "cpu.cfs_period_us", func(b []byte) (err error) {
+	found, err := parseFile(w, dir, "cpu.cfs_period_us", func(b []byte) (err error) {
 		period, _, err = parseCFS(b, "cpu.cfs_period_us")
 		return err
 	})

@@ -271,7 +271,7 @@ func readAndWatchAgree(t *testing.T, fsys fs.FS) {
 // checkLimits checks what must hold of any Limits.
 func checkLimits(t *testing.T, l Limits) {
 	t.Helper()
-	for _, h := range []hierarchy{l.CPU.hierarchy, l.Memory.hierarchy} {
+	for _, h := range []hierarchy{l.CPU.where(), l.Memory.where()} {
 		if h.Version == 0 && (h.Dir != "" || h.Mount != "") {
 			t.Fatalf("no version but a directory: %+v", h)
 		}

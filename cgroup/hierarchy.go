@@ -54,9 +54,9 @@ func hasController(list []byte, ctrl string) bool {
 	return false
 }
 
-// discover sets the hierarchy and Err of lim.CPU and lim.Memory from self,
+// locate sets the hierarchy and Err of lim.CPU and lim.Memory from self,
 // /proc/self/cgroup, and the mountinfo that w reads.
-func discover(w *Watcher, self []byte, lim *Limits) {
+func locate(w files, self []byte, lim *Limits) {
 	qs := [2]mountQuery{parseProcCgroup(self, "cpu"), parseProcCgroup(self, "memory")}
 	if qs[0].version != 0 || qs[1].version != 0 {
 		mountinfo, err := w.readAll("/proc/self/mountinfo")
@@ -69,25 +69,25 @@ func discover(w *Watcher, self []byte, lim *Limits) {
 			findMounts(mountinfo, qs[:])
 		}
 	}
-	lim.CPU.hierarchy, lim.CPU.Err = qs[0].locate()
-	lim.Memory.hierarchy, lim.Memory.Err = qs[1].locate()
+	c, m := &lim.CPU, &lim.Memory
+	c.Version, c.Path, c.Mount, c.MountRoot, c.Dir, c.Err = qs[0].locate()
+	m.Version, m.Path, m.Mount, m.MountRoot, m.Dir, m.Err = qs[1].locate()
 }
 
-// locate returns the hierarchy found by q; one that no mount shows has
-// Version 0 and only Path set.
-func (q *mountQuery) locate() (hierarchy, error) {
-	h := hierarchy{Path: q.path}
+// locate returns the hierarchy found by q, as CPU and Memory have it; one
+// that no mount shows has Version 0 and only the path set.
+func (q *mountQuery) locate() (v Version, path, mount, root, dir string, err error) {
 	if q.err != nil || !q.found {
-		return h, q.err
+		return 0, q.path, "", "", "", q.err
 	}
-	h.Version, h.Mount, h.MountRoot, h.Dir = q.version, q.point, q.root, cgroupDir(q.point, q.root, q.path)
-	return h, nil
+	return q.version, q.path, q.point, q.root, cgroupDir(q.point, q.root, q.path), nil
 }
 
-// dirs yields Dir and each parent up to Mount: the levels whose limits count.
-func (h *hierarchy) dirs(yield func(string) bool) {
-	for dir := h.Dir; yield(dir) && dir != h.Mount && dir != "/"; {
-		i := strings.LastIndexByte(dir, '/')
-		dir = dir[:max(i, 1)]
+// up returns the parent of dir, a level whose limits count, and false when
+// dir is mount (or "/"), the last such level.
+func up(dir, mount string) (string, bool) {
+	if dir == mount || dir == "/" {
+		return "", false
 	}
+	return dir[:max(strings.LastIndexByte(dir, '/'), 1)], true
 }

@@ -22,19 +22,13 @@ func (v Version) String() string {
 	return [...]string{V1: "v1", V2: "v2"}[v]
 }
 
-// hierarchy locates the process's cgroup for one controller, as the doc of
-// Limits says; CPU and Memory promote its fields.
-type hierarchy struct {
+// CPU is the effective CPU bandwidth limit, and where the process's cgroup
+// of the cpu controller is (see Limits).
+type CPU struct {
 	Version          Version
 	Path             string
 	Mount, MountRoot string
 	Dir              string
-}
-
-// CPU is the effective CPU bandwidth limit, with the fields of a hierarchy
-// (see Limits).
-type CPU struct {
-	hierarchy
 	// Quota per Period is the tightest limit, as its cgroup sets them, and
 	// Source that cgroup's directory (the nearest Dir of equal ones); all
 	// are zero without a limit. Err is why it could not be read, if so.
@@ -43,10 +37,13 @@ type CPU struct {
 	Err           error
 }
 
-// Memory is the effective memory limit, with the fields of a hierarchy (see
-// Limits).
+// Memory is the effective memory limit, and where the process's cgroup of
+// the memory controller is (see Limits).
 type Memory struct {
-	hierarchy
+	Version          Version
+	Path             string
+	Mount, MountRoot string
+	Dir              string
 	// Max is the tightest hard limit in bytes and MaxSource the directory
 	// that imposed it: Dir when only v1 hierarchical_memory_limit (read when
 	// MountRoot is not "/") shows it; High and HighSource, the same for
@@ -57,35 +54,37 @@ type Memory struct {
 	High       int64
 	HighSource string
 	Err        error
-	// Headroom is the memory the process can count on at the level of its
-	// hierarchy that leaves it the least: that level's limit minus what the
-	// others (the rest of its cgroup and of every cgroup below the level) hold
-	// there, Usage − Own. Usage is what the kernel cannot reclaim there:
-	// memory.current (v1: memory.usage_in_bytes) minus the file pages of
-	// memory.stat, active_file + inactive_file (v1: total_active_file +
-	// total_inactive_file), so anonymous memory, shmem and kernel memory.
-	// It is not the kubelet's working set, which keeps the active file
-	// pages: the kernel reclaims those too before it OOM-kills anyone. Own
-	// is RssAnon of /proc/self/status, what the heap and stacks are made of;
-	// not RssShmem, which may be charged to another cgroup. Others up to
-	// max(Limit/32, 8 MiB) are taken as the process's own kernel memory and
-	// shared memory: Avail is then Limit, so that a process alone sees no
-	// change.
-	//
-	// Only levels with a limit of their own and a visible usage count, not a
-	// v1 limit seen only through hierarchical_memory_limit; Source is "" when
-	// none does. Err is why a level's usage or Own could not be read: that
-	// level is left out, the limits are unaffected.
-	Headroom struct {
-		Source string // the level's directory
-		From   string // its limit's file: memory.max, memory.high or memory.limit_in_bytes
-		Limit  int64  // the level's limit in bytes
-		Usage  int64  // what the level cannot reclaim, in bytes
-		Own    int64  // the process's share in bytes
-		Others int64  // Usage − Own, at least 0
-		Avail  int64  // Limit − Others (Limit when Others is within the margin); may be <= 0
-		Err    error
-	}
+	Headroom   Headroom
+}
+
+// Headroom is the memory the process can count on at the level of its
+// hierarchy that leaves it the least: that level's limit minus what the
+// others (the rest of its cgroup and of every cgroup below the level) hold
+// there, Usage − Own. Usage is what the kernel cannot reclaim there:
+// memory.current (v1: memory.usage_in_bytes) minus the file pages of
+// memory.stat, active_file + inactive_file (v1: total_active_file +
+// total_inactive_file), so anonymous memory, shmem and kernel memory.
+// It is not the kubelet's working set, which keeps the active file
+// pages: the kernel reclaims those too before it OOM-kills anyone. Own
+// is RssAnon of /proc/self/status, what the heap and stacks are made of;
+// not RssShmem, which may be charged to another cgroup. Others up to
+// max(Limit/32, 8 MiB) are taken as the process's own kernel memory and
+// shared memory: Avail is then Limit, so that a process alone sees no
+// change.
+//
+// Only levels with a limit of their own and a visible usage count, not a
+// v1 limit seen only through hierarchical_memory_limit; Source is "" when
+// none does. Err is why a level's usage or Own could not be read: that
+// level is left out, the limits are unaffected.
+type Headroom struct {
+	Source string // the level's directory
+	From   string // its limit's file: memory.max, memory.high or memory.limit_in_bytes
+	Limit  int64  // the level's limit in bytes
+	Usage  int64  // what the level cannot reclaim, in bytes
+	Own    int64  // the process's share in bytes
+	Others int64  // Usage − Own, at least 0
+	Avail  int64  // Limit − Others (Limit when Others is within the margin); may be <= 0
+	Err    error
 }
 
 // Limits are the effective CPU and memory limits of a process. CPU and

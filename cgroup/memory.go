@@ -40,13 +40,13 @@ func parseMemoryStatLimit(data []byte) (bytes int64, limited bool, err error) {
 
 // evalMemory sets m's Max, High, sources and Headroom (zero before), or m.Err
 // and no limit.
-func evalMemory(w *Watcher, m *Memory) {
+func evalMemory(w files, m *Memory) {
 	if m.Err != nil || m.Version == 0 {
 		return
 	}
 	var max, high tightest
 	var hr headroomEval
-	for dir := range m.dirs {
+	for dir, more := m.Dir, true; more; dir, more = up(dir, m.Mount) {
 		lmax, lhigh := int64(-1), int64(-1)
 		if m.Version == V1 {
 			lmax, m.Err = max.read(w, dir, "memory.limit_in_bytes", parseMemoryValue)
@@ -71,9 +71,9 @@ func evalMemory(w *Watcher, m *Memory) {
 
 // read adds the memory limit in dir/name, which it returns (-1: none); a
 // missing file is none.
-func (t *tightest) read(w *Watcher, dir, name string, parse func([]byte) (int64, bool, error)) (v int64, err error) {
+func (t *tightest) read(w files, dir, name string, parse func([]byte) (int64, bool, error)) (v int64, err error) {
 	v = -1
-	_, err = w.parse(dir, name, func(b []byte) error {
+	_, err = parseFile(w, dir, name, func(b []byte) error {
 		n, limited, err := parse(b)
 		if limited && err == nil {
 			v = n

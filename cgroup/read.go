@@ -1,7 +1,9 @@
 package cgroup
 
 import (
+	"cmp"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -23,9 +25,65 @@ func Read() (Limits, error) { return ReadFS(dirFS("")) }
 // with zero Limits; else it joins CPU.Err and Memory.Err: bad files of one
 // controller do not hide the other's limit.
 func ReadFS(fsys fs.FS) (Limits, error) {
-	w := &Watcher{fsys: fsys, once: true, files: make([]watchFile, 0, 16)}
-	defer w.Close()
-	return w.start()
+	s := &snapshot{fsys: fsys}
+	self, err := s.readAll("/proc/self/cgroup")
+	if err != nil {
+		return Limits{}, fmt.Errorf("%w: %w", ErrNoCgroup, err)
+	}
+	var lim Limits
+	locate(s, self, &lim)
+	return eval(s, lim)
+}
+
+// files are the cgroup files of a reading: a Watcher's, which it keeps open,
+// or a snapshot's, each opened and closed as it is read. file returns the
+// content of dir/name until the next call, found false when it does not
+// exist (no limit at that level); readAll, of abs, which it does not keep.
+type files interface {
+	file(dir, name string) (data []byte, found bool, err error)
+	readAll(abs string) ([]byte, error)
+}
+
+// snapshot reads each file when asked, with one file open at a time (a
+// process short of descriptors can still read) and one buffer for all.
+type snapshot struct {
+	fsys fs.FS
+	buf  []byte
+}
+
+func (s *snapshot) file(dir, name string) ([]byte, bool, error) {
+	data, err := readAll(s.fsys, s.buf, joinPath(dir, name), sizeLimit(dir, name))
+	if s.buf = data[:cap(data)]; errors.Is(err, fs.ErrNotExist) {
+		return nil, false, nil
+	}
+	return data, err == nil, err
+}
+
+func (s *snapshot) readAll(abs string) ([]byte, error) {
+	data, err := readAll(s.fsys, s.buf, abs, maxProcFile)
+	s.buf = data[:cap(data)]
+	return data, err
+}
+
+// eval reads the limits of the hierarchies in lim.
+func eval(f files, lim Limits) (Limits, error) {
+	evalCPU(f, &lim.CPU)
+	evalMemory(f, &lim.Memory)
+	a, b := lim.CPU.Err, lim.Memory.Err
+	if a == nil || b == nil || errors.Is(a, b) {
+		return lim, cmp.Or(a, b)
+	}
+	return lim, errors.Join(a, b)
+}
+
+// parseFile gives the content of dir/name to parse and reports whether the
+// file exists; an error of parse names the file.
+func parseFile(f files, dir, name string, parse func([]byte) error) (found bool, err error) {
+	data, found, err := f.file(dir, name)
+	if err != nil || !found {
+		return false, err
+	}
+	return true, withFile(parse(data), dir, name)
 }
 
 // dirFS is os.DirFS opening with O_NONBLOCK: a FIFO cannot block the open.
@@ -63,25 +121,17 @@ var (
 	errNil        = errors.New("the file system returned nil and no error")
 )
 
-// readAll reads the file at abs, which it does not keep open. ReadFS reads it
-// into the buffer of the other files; a Watcher into a buffer of its own, so
-// that it does not keep one of the size of mountinfo.
-func (w *Watcher) readAll(abs string) ([]byte, error) {
-	f, err := openFile(w.fsys, abs)
+// readAll reads the file at abs of fsys, of at most limit bytes, into buf,
+// which it grows.
+func readAll(fsys fs.FS, buf []byte, abs string, limit int) ([]byte, error) {
+	f, err := openFile(fsys, abs)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	var buf []byte
-	if w.once {
-		buf = w.buf
-	}
-	data, err := readFile(f, buf, maxProcFile)
-	if w.once {
-		w.buf = data[:cap(data)]
-	}
+	data, err := readFile(f, buf, limit)
 	if err != nil {
-		return nil, pathError("read", abs, err)
+		return data, pathError("read", abs, err)
 	}
 	return data, nil
 }

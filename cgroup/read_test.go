@@ -28,14 +28,12 @@ var fixtureTests = []struct {
 	{
 		name: "v2-private-ns",
 		want: Limits{
-			CPU: CPU{
-				hierarchy: hierarchy{Version: V2, Path: "/", Mount: "/sys/fs/cgroup", MountRoot: "/", Dir: "/sys/fs/cgroup"},
-				Quota:     150 * time.Millisecond, Period: 100 * time.Millisecond, Source: "/sys/fs/cgroup",
-			},
-			Memory: Memory{
-				hierarchy: hierarchy{Version: V2, Path: "/", Mount: "/sys/fs/cgroup", MountRoot: "/", Dir: "/sys/fs/cgroup"},
-				Max:       512 * mib, MaxSource: "/sys/fs/cgroup",
-			},
+			CPU: hierarchy{Version: V2, Path: "/", Mount: "/sys/fs/cgroup", MountRoot: "/", Dir: "/sys/fs/cgroup"}.cpu(CPU{
+				Quota: 150 * time.Millisecond, Period: 100 * time.Millisecond, Source: "/sys/fs/cgroup",
+			}),
+			Memory: hierarchy{Version: V2, Path: "/", Mount: "/sys/fs/cgroup", MountRoot: "/", Dir: "/sys/fs/cgroup"}.memory(Memory{
+				Max: 512 * mib, MaxSource: "/sys/fs/cgroup",
+			}),
 		},
 	},
 	{
@@ -45,8 +43,8 @@ var fixtureTests = []struct {
 			h := hierarchy{Version: V2, Path: pod + "/cri-containerd-4b1c9d2e7f0a.scope", Mount: "/sys/fs/cgroup", MountRoot: "/",
 				Dir: "/sys/fs/cgroup" + pod + "/cri-containerd-4b1c9d2e7f0a.scope"}
 			return Limits{
-				CPU:    CPU{hierarchy: h, Quota: 250 * time.Millisecond, Period: 100 * time.Millisecond, Source: "/sys/fs/cgroup" + pod},
-				Memory: Memory{hierarchy: h, Max: 1 * gib, MaxSource: "/sys/fs/cgroup" + pod},
+				CPU:    h.cpu(CPU{Quota: 250 * time.Millisecond, Period: 100 * time.Millisecond, Source: "/sys/fs/cgroup" + pod}),
+				Memory: h.memory(Memory{Max: 1 * gib, MaxSource: "/sys/fs/cgroup" + pod}),
 			}
 		}(),
 	},
@@ -55,8 +53,8 @@ var fixtureTests = []struct {
 		want: func() Limits {
 			h := hierarchy{Version: V2, Path: "/app/worker", Mount: "/sys/fs/cgroup", MountRoot: "/", Dir: "/sys/fs/cgroup/app/worker"}
 			return Limits{
-				CPU:    CPU{hierarchy: h, Quota: 50 * time.Millisecond, Period: 100 * time.Millisecond, Source: "/sys/fs/cgroup/app"},
-				Memory: Memory{hierarchy: h, Max: 256 * mib, MaxSource: "/sys/fs/cgroup/app"},
+				CPU:    h.cpu(CPU{Quota: 50 * time.Millisecond, Period: 100 * time.Millisecond, Source: "/sys/fs/cgroup/app"}),
+				Memory: h.memory(Memory{Max: 256 * mib, MaxSource: "/sys/fs/cgroup/app"}),
 			}
 		}(),
 	},
@@ -66,22 +64,21 @@ var fixtureTests = []struct {
 			h := hierarchy{Version: V2, Path: "/system.slice/svc.service", Mount: "/sys/fs/cgroup", MountRoot: "/",
 				Dir: "/sys/fs/cgroup/system.slice/svc.service"}
 			return Limits{
-				CPU: CPU{hierarchy: h},
-				Memory: Memory{hierarchy: h, Max: 1 * gib, MaxSource: "/sys/fs/cgroup/system.slice/svc.service",
-					High: 768 * mib, HighSource: "/sys/fs/cgroup/system.slice/svc.service"},
+				CPU: h.cpu(CPU{}),
+				Memory: h.memory(Memory{Max: 1 * gib, MaxSource: "/sys/fs/cgroup/system.slice/svc.service",
+					High: 768 * mib, HighSource: "/sys/fs/cgroup/system.slice/svc.service"}),
 			}
 		}(),
 	},
 	{
 		name: "v1-cfs-period",
 		want: Limits{
-			CPU: CPU{
-				hierarchy: hierarchy{Version: V1, Path: "/batch/job", Mount: "/sys/fs/cgroup/cpu,cpuacct", MountRoot: "/",
-					Dir: "/sys/fs/cgroup/cpu,cpuacct/batch/job"},
+			CPU: hierarchy{Version: V1, Path: "/batch/job", Mount: "/sys/fs/cgroup/cpu,cpuacct", MountRoot: "/",
+				Dir: "/sys/fs/cgroup/cpu,cpuacct/batch/job"}.cpu(CPU{
 				Quota: 75 * time.Millisecond, Period: 50 * time.Millisecond, Source: "/sys/fs/cgroup/cpu,cpuacct/batch/job",
-			},
-			Memory: Memory{hierarchy: hierarchy{Version: V1, Path: "/batch/job", Mount: "/sys/fs/cgroup/memory", MountRoot: "/",
-				Dir: "/sys/fs/cgroup/memory/batch/job"}},
+			}),
+			Memory: hierarchy{Version: V1, Path: "/batch/job", Mount: "/sys/fs/cgroup/memory", MountRoot: "/",
+				Dir: "/sys/fs/cgroup/memory/batch/job"}.memory(Memory{}),
 		},
 	},
 	{
@@ -89,14 +86,12 @@ var fixtureTests = []struct {
 		want: func() Limits {
 			id := "/docker/3f6a2c9b8e1d4f7a0b5c6d7e8f9a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a"
 			return Limits{
-				CPU: CPU{
-					hierarchy: hierarchy{Version: V1, Path: id, Mount: "/sys/fs/cgroup/cpu,cpuacct", MountRoot: id, Dir: "/sys/fs/cgroup/cpu,cpuacct"},
-					Quota:     150 * time.Millisecond, Period: 100 * time.Millisecond, Source: "/sys/fs/cgroup/cpu,cpuacct",
-				},
-				Memory: Memory{
-					hierarchy: hierarchy{Version: V1, Path: id, Mount: "/sys/fs/cgroup/memory", MountRoot: id, Dir: "/sys/fs/cgroup/memory"},
-					Max:       512 * mib, MaxSource: "/sys/fs/cgroup/memory",
-				},
+				CPU: hierarchy{Version: V1, Path: id, Mount: "/sys/fs/cgroup/cpu,cpuacct", MountRoot: id, Dir: "/sys/fs/cgroup/cpu,cpuacct"}.cpu(CPU{
+					Quota: 150 * time.Millisecond, Period: 100 * time.Millisecond, Source: "/sys/fs/cgroup/cpu,cpuacct",
+				}),
+				Memory: hierarchy{Version: V1, Path: id, Mount: "/sys/fs/cgroup/memory", MountRoot: id, Dir: "/sys/fs/cgroup/memory"}.memory(Memory{
+					Max: 512 * mib, MaxSource: "/sys/fs/cgroup/memory",
+				}),
 			}
 		}(),
 	},
@@ -105,11 +100,10 @@ var fixtureTests = []struct {
 		want: func() Limits {
 			p := "/kubepods/burstable/pod0d4e5f6a-7b8c-9d0e-1f2a-3b4c5d6e7f80/9a8b7c6d5e4f"
 			return Limits{
-				CPU: CPU{hierarchy: hierarchy{Version: V1, Path: p, Mount: "/sys/fs/cgroup/cpu,cpuacct", MountRoot: p, Dir: "/sys/fs/cgroup/cpu,cpuacct"}},
-				Memory: Memory{
-					hierarchy: hierarchy{Version: V1, Path: p, Mount: "/sys/fs/cgroup/memory", MountRoot: p, Dir: "/sys/fs/cgroup/memory"},
-					Max:       256 * mib, MaxSource: "/sys/fs/cgroup/memory",
-				},
+				CPU: hierarchy{Version: V1, Path: p, Mount: "/sys/fs/cgroup/cpu,cpuacct", MountRoot: p, Dir: "/sys/fs/cgroup/cpu,cpuacct"}.cpu(CPU{}),
+				Memory: hierarchy{Version: V1, Path: p, Mount: "/sys/fs/cgroup/memory", MountRoot: p, Dir: "/sys/fs/cgroup/memory"}.memory(Memory{
+					Max: 256 * mib, MaxSource: "/sys/fs/cgroup/memory",
+				}),
 			}
 		}(),
 	},
@@ -119,14 +113,12 @@ var fixtureTests = []struct {
 			pod := "/kubepods/burstable/pod0d4e5f6a-7b8c-9d0e-1f2a-3b4c5d6e7f80"
 			p := pod + "/9a8b7c6d5e4f"
 			return Limits{
-				CPU: CPU{
-					hierarchy: hierarchy{Version: V1, Path: p, Mount: "/sys/fs/cgroup/cpu,cpuacct", MountRoot: "/", Dir: "/sys/fs/cgroup/cpu,cpuacct" + p},
-					Quota:     50 * time.Millisecond, Period: 100 * time.Millisecond, Source: "/sys/fs/cgroup/cpu,cpuacct" + pod,
-				},
-				Memory: Memory{
-					hierarchy: hierarchy{Version: V1, Path: p, Mount: "/sys/fs/cgroup/memory", MountRoot: "/", Dir: "/sys/fs/cgroup/memory" + p},
-					Max:       300 * mib, MaxSource: "/sys/fs/cgroup/memory" + pod,
-				},
+				CPU: hierarchy{Version: V1, Path: p, Mount: "/sys/fs/cgroup/cpu,cpuacct", MountRoot: "/", Dir: "/sys/fs/cgroup/cpu,cpuacct" + p}.cpu(CPU{
+					Quota: 50 * time.Millisecond, Period: 100 * time.Millisecond, Source: "/sys/fs/cgroup/cpu,cpuacct" + pod,
+				}),
+				Memory: hierarchy{Version: V1, Path: p, Mount: "/sys/fs/cgroup/memory", MountRoot: "/", Dir: "/sys/fs/cgroup/memory" + p}.memory(Memory{
+					Max: 300 * mib, MaxSource: "/sys/fs/cgroup/memory" + pod,
+				}),
 			}
 		}(),
 	},
@@ -135,14 +127,12 @@ var fixtureTests = []struct {
 		want: func() Limits {
 			p := "/user.slice/app.service"
 			return Limits{
-				CPU: CPU{
-					hierarchy: hierarchy{Version: V1, Path: p, Mount: "/sys/fs/cgroup/cpu", MountRoot: "/", Dir: "/sys/fs/cgroup/cpu" + p},
-					Quota:     100 * time.Millisecond, Period: 100 * time.Millisecond, Source: "/sys/fs/cgroup/cpu" + p,
-				},
-				Memory: Memory{
-					hierarchy: hierarchy{Version: V1, Path: p, Mount: "/sys/fs/cgroup/memory", MountRoot: "/", Dir: "/sys/fs/cgroup/memory" + p},
-					Max:       2 * gib, MaxSource: "/sys/fs/cgroup/memory/user.slice",
-				},
+				CPU: hierarchy{Version: V1, Path: p, Mount: "/sys/fs/cgroup/cpu", MountRoot: "/", Dir: "/sys/fs/cgroup/cpu" + p}.cpu(CPU{
+					Quota: 100 * time.Millisecond, Period: 100 * time.Millisecond, Source: "/sys/fs/cgroup/cpu" + p,
+				}),
+				Memory: hierarchy{Version: V1, Path: p, Mount: "/sys/fs/cgroup/memory", MountRoot: "/", Dir: "/sys/fs/cgroup/memory" + p}.memory(Memory{
+					Max: 2 * gib, MaxSource: "/sys/fs/cgroup/memory/user.slice",
+				}),
 			}
 		}(),
 	},
@@ -152,8 +142,8 @@ var fixtureTests = []struct {
 			p := "/user.slice/user-1000.slice/session-2.scope"
 			h := hierarchy{Version: V2, Path: p, Mount: "/sys/fs/cgroup", MountRoot: "/", Dir: "/sys/fs/cgroup" + p}
 			return Limits{
-				CPU:    CPU{hierarchy: h},
-				Memory: Memory{hierarchy: h, Max: 4 * gib, MaxSource: "/sys/fs/cgroup/user.slice"},
+				CPU:    h.cpu(CPU{}),
+				Memory: h.memory(Memory{Max: 4 * gib, MaxSource: "/sys/fs/cgroup/user.slice"}),
 			}
 		}(),
 	},
@@ -162,8 +152,8 @@ var fixtureTests = []struct {
 		want: func() Limits {
 			h := hierarchy{Version: V2, Path: "/my app/worker", Mount: "/run/my cgroup", MountRoot: "/my app", Dir: "/run/my cgroup/worker"}
 			return Limits{
-				CPU:    CPU{hierarchy: h, Quota: 100 * time.Millisecond, Period: 100 * time.Millisecond, Source: "/run/my cgroup"},
-				Memory: Memory{hierarchy: h, Max: 1 * gib, MaxSource: "/run/my cgroup/worker"},
+				CPU:    h.cpu(CPU{Quota: 100 * time.Millisecond, Period: 100 * time.Millisecond, Source: "/run/my cgroup"}),
+				Memory: h.memory(Memory{Max: 1 * gib, MaxSource: "/run/my cgroup/worker"}),
 			}
 		}(),
 	},
@@ -173,15 +163,13 @@ var fixtureTests = []struct {
 		// hierarchy mounted there before: the top mount is the one seen.
 		name: "v1-stacked-bind",
 		want: Limits{
-			CPU: CPU{
-				hierarchy: hierarchy{Version: V1, Path: "/fitgo/x", Mount: "/sys/fs/cgroup/cpu,cpuacct", MountRoot: "/",
-					Dir: "/sys/fs/cgroup/cpu,cpuacct/fitgo/x"},
+			CPU: hierarchy{Version: V1, Path: "/fitgo/x", Mount: "/sys/fs/cgroup/cpu,cpuacct", MountRoot: "/",
+				Dir: "/sys/fs/cgroup/cpu,cpuacct/fitgo/x"}.cpu(CPU{
 				Quota: 50 * time.Millisecond, Period: 100 * time.Millisecond, Source: "/sys/fs/cgroup/cpu,cpuacct/fitgo/x",
-			},
-			Memory: Memory{
-				hierarchy: hierarchy{Version: V1, Path: "/fitgo/x", Mount: "/sys/fs/cgroup/memory", MountRoot: "/fitgo/x", Dir: "/sys/fs/cgroup/memory"},
-				Max:       256 * mib, MaxSource: "/sys/fs/cgroup/memory",
-			},
+			}),
+			Memory: hierarchy{Version: V1, Path: "/fitgo/x", Mount: "/sys/fs/cgroup/memory", MountRoot: "/fitgo/x", Dir: "/sys/fs/cgroup/memory"}.memory(Memory{
+				Max: 256 * mib, MaxSource: "/sys/fs/cgroup/memory",
+			}),
 		},
 	},
 	{
@@ -194,8 +182,8 @@ var fixtureTests = []struct {
 			h := hierarchy{Version: V2, Path: p, Mount: "/sys/fs/cgroup", MountRoot: "/../../..",
 				Dir: "/sys/fs/cgroup/user.slice/user-0.slice/session-1.scope"}
 			return Limits{
-				CPU:    CPU{hierarchy: h, Quota: 150 * time.Millisecond, Period: 100 * time.Millisecond, Source: h.Dir},
-				Memory: Memory{hierarchy: h, Max: 2 * gib, MaxSource: "/sys/fs/cgroup/user.slice"},
+				CPU:    h.cpu(CPU{Quota: 150 * time.Millisecond, Period: 100 * time.Millisecond, Source: h.Dir}),
+				Memory: h.memory(Memory{Max: 2 * gib, MaxSource: "/sys/fs/cgroup/user.slice"}),
 			}
 		}(),
 	},
@@ -203,14 +191,14 @@ var fixtureTests = []struct {
 		name: "host-root",
 		want: func() Limits {
 			h := hierarchy{Version: V2, Path: "/", Mount: "/sys/fs/cgroup", MountRoot: "/", Dir: "/sys/fs/cgroup"}
-			return Limits{CPU: CPU{hierarchy: h}, Memory: Memory{hierarchy: h}}
+			return Limits{CPU: h.cpu(CPU{}), Memory: h.memory(Memory{})}
 		}(),
 	},
 	{
 		name: "outside-ns",
 		want: Limits{
-			CPU:    CPU{hierarchy: hierarchy{Path: "/../../kubepods.slice/other.scope"}},
-			Memory: Memory{hierarchy: hierarchy{Path: "/../../kubepods.slice/other.scope"}},
+			CPU:    hierarchy{Path: "/../../kubepods.slice/other.scope"}.cpu(CPU{}),
+			Memory: hierarchy{Path: "/../../kubepods.slice/other.scope"}.memory(Memory{}),
 		},
 	},
 }
@@ -740,3 +728,24 @@ func TestVersionString(t *testing.T) {
 	assert.Equal(t, "v2", V2.String())
 	assert.Equal(t, "none", Version(0).String())
 }
+
+// hierarchy is where CPU and Memory locate the process's cgroup, for the
+// tables.
+type hierarchy struct {
+	Version                     Version
+	Path, Mount, MountRoot, Dir string
+}
+
+func (h hierarchy) cpu(c CPU) CPU {
+	c.Version, c.Path, c.Mount, c.MountRoot, c.Dir = h.Version, h.Path, h.Mount, h.MountRoot, h.Dir
+	return c
+}
+
+func (h hierarchy) memory(m Memory) Memory {
+	m.Version, m.Path, m.Mount, m.MountRoot, m.Dir = h.Version, h.Path, h.Mount, h.MountRoot, h.Dir
+	return m
+}
+
+func (c CPU) where() hierarchy { return hierarchy{c.Version, c.Path, c.Mount, c.MountRoot, c.Dir} }
+
+func (m Memory) where() hierarchy { return hierarchy{m.Version, m.Path, m.Mount, m.MountRoot, m.Dir} }

@@ -207,7 +207,7 @@ func TestRealKernelV1(t *testing.T) {
 	assert.Equal(t, settled(third.Read), settled(third.Watch), "the Watcher agrees with Read after the move")
 }
 
-// settled is lim without the live usage figures of its headroom, which
+// settled is lim without the live usage figures of its Headroom, which
 // change between two readings: the rest must agree.
 func settled(lim Limits) Limits {
 	h := &lim.Memory.Headroom
@@ -228,7 +228,7 @@ func TestRealKernelV1StackedBind(t *testing.T) {
 	}
 	self, err := Read()
 	if err != nil || self.Memory.Version != V1 || self.Memory.MountRoot != "/" {
-		t.Skipf("skipped: needs a v1 memory hierarchy mounted whole; this system has %+v (%v)", self.Memory.hierarchy, err)
+		t.Skipf("skipped: needs a v1 memory hierarchy mounted whole; this system has %+v (%v)", self.Memory.where(), err)
 	}
 	name := fmt.Sprintf("fitgo-cgroup-stack-%d-%d", os.Getpid(), time.Now().UnixNano())
 	dir := filepath.Join(self.Memory.Mount, name)
@@ -260,7 +260,7 @@ func TestRealKernelV1StackedBind(t *testing.T) {
 	require.Empty(t, r.WatchErr)
 	for _, lim := range []Limits{r.Read, r.Watch} {
 		assert.Equal(t, hierarchy{Version: V1, Path: "/" + name, Mount: self.Memory.Mount, MountRoot: "/" + name, Dir: self.Memory.Mount},
-			lim.Memory.hierarchy)
+			lim.Memory.where())
 		max, ok := lim.MemoryMax()
 		assert.True(t, ok, "the limit of the mount on top")
 		assert.Equal(t, int64(256*mib), max)

@@ -89,7 +89,7 @@ func (w *Watcher) Stats() (Stats, error) {
 	lim := w.last
 	if !w.fresh {
 		w.gen++
-		lim, _ = w.eval(w.lim)
+		lim, _ = eval(w, w.lim)
 	}
 	w.fresh = false
 	return readStats(w, &lim)
@@ -119,28 +119,26 @@ func ReadStatsDir(fsys fs.FS, dir string) (Stats, error) {
 	}
 	var lim Limits
 	lim.CPU.Version, lim.CPU.Dir, lim.Memory.Version, lim.Memory.Dir = v, dir, v, dir
-	w := &Watcher{fsys: fsys, once: true}
-	defer w.Close()
-	return readStats(w, &lim)
+	return readStats(&snapshot{fsys: fsys}, &lim)
 }
 
 // statReader reads statistics files and keeps their errors.
 type statReader struct {
-	w    *Watcher
+	w    files
 	errs error
 }
 
 // read gives dir/name to parse and reports whether it exists and parsed;
 // an error, of the file or of parse, is kept.
 func (r *statReader) read(dir, name string, parse func([]byte) error) bool {
-	found, err := r.w.parse(dir, name, parse)
+	found, err := parseFile(r.w, dir, name, parse)
 	r.errs = errors.Join(r.errs, err)
 	return found && err == nil
 }
 
 // readStats reads the statistics of lim's hierarchies, as Watcher.Stats
 // says; the pressure files are v2's, so a v2 memory Dir wins over a v1 CPU one.
-func readStats(w *Watcher, lim *Limits) (Stats, error) {
+func readStats(w files, lim *Limits) (Stats, error) {
 	var s Stats
 	r := &statReader{w: w}
 	c, m := &lim.CPU, &lim.Memory

@@ -5,13 +5,6 @@ import (
 	"errors"
 )
 
-// headroom is Memory.Headroom's type.
-type headroom = struct {
-	Source, From                     string
-	Limit, Usage, Own, Others, Avail int64
-	Err                              error
-}
-
 var errNoRssAnon = errors.New("no RssAnon line")
 
 // margin is the amount of others at a level with limit bytes that is taken
@@ -20,14 +13,14 @@ func margin(limit int64) int64 { return max(limit/32, 8<<20) }
 
 // headroomEval collects the levels of one evaluation.
 type headroomEval struct {
-	h       headroom
+	h       Headroom
 	own     int64
 	ownRead bool // own has been read (or failed, in h.Err)
 	ownOK   bool
 }
 
 // level adds the level dir whose own limits are max and high (-1: none).
-func (e *headroomEval) level(w *Watcher, v Version, dir string, lmax, high int64) {
+func (e *headroomEval) level(w files, v Version, dir string, lmax, high int64) {
 	limit, from := lmax, "memory.max"
 	if v == V1 {
 		from = "memory.limit_in_bytes"
@@ -61,14 +54,14 @@ func (e *headroomEval) level(w *Watcher, v Version, dir string, lmax, high int64
 		avail = limit - others
 	}
 	if e.h.Source == "" || avail < e.h.Avail {
-		e.h = headroom{Source: dir, From: from, Limit: limit, Usage: held, Own: e.own, Others: others, Avail: avail, Err: e.h.Err}
+		e.h = Headroom{Source: dir, From: from, Limit: limit, Usage: held, Own: e.own, Others: others, Avail: avail, Err: e.h.Err}
 	}
 }
 
 // read reads dir/name with parse; false when it is missing or bad (the
 // first error kept in h.Err).
-func (e *headroomEval) read(w *Watcher, dir, name string, parse func([]byte) (int64, error)) (v int64, ok bool) {
-	found, err := w.parse(dir, name, func(b []byte) (err error) {
+func (e *headroomEval) read(w files, dir, name string, parse func([]byte) (int64, error)) (v int64, ok bool) {
+	found, err := parseFile(w, dir, name, func(b []byte) (err error) {
 		v, err = parse(b)
 		return err
 	})

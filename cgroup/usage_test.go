@@ -66,105 +66,105 @@ func TestHeadroom(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		fsys fstest.MapFS
-		want headroom // Err is checked for being set only
+		want Headroom // Err is checked for being set only
 		err  bool
 	}{
 		{"v2 alone: no change", headroomV2(300, map[string]string{
 			"pod/memory.max": mibs(512), "pod/memory.current": mibs(305), "pod/memory.stat": "anon 1\ninactive_file 0\n",
-		}), headroom{Source: pod, From: "memory.max", Limit: 512 * mib, Usage: 305 * mib, Own: 300 * mib, Others: 5 * mib, Avail: 512 * mib}, false},
+		}), Headroom{Source: pod, From: "memory.max", Limit: 512 * mib, Usage: 305 * mib, Own: 300 * mib, Others: 5 * mib, Avail: 512 * mib}, false},
 		{"v2 sibling at the binding level", headroomV2(100, map[string]string{
 			"pod/memory.max": mibs(512), "pod/memory.current": mibs(300), "pod/memory.stat": "inactive_file 0\n",
 			"pod/app/memory.current": mibs(100), "pod/app/memory.stat": "inactive_file 0\n",
-		}), headroom{Source: pod, From: "memory.max", Limit: 512 * mib, Usage: 300 * mib, Own: 100 * mib, Others: 200 * mib, Avail: 312 * mib}, false},
+		}), Headroom{Source: pod, From: "memory.max", Limit: 512 * mib, Usage: 300 * mib, Own: 100 * mib, Others: 200 * mib, Avail: 312 * mib}, false},
 		{"v2 co-process in the own cgroup", headroomV2(100, map[string]string{
 			"pod/app/memory.max": mibs(512), "pod/app/memory.current": mibs(300), "pod/app/memory.stat": "inactive_file 0\n",
-		}), headroom{Source: app, From: "memory.max", Limit: 512 * mib, Usage: 300 * mib, Own: 100 * mib, Others: 200 * mib, Avail: 312 * mib}, false},
+		}), Headroom{Source: app, From: "memory.max", Limit: 512 * mib, Usage: 300 * mib, Own: 100 * mib, Others: 200 * mib, Avail: 312 * mib}, false},
 		{"v2 others at a non-binding level", headroomV2(100, map[string]string{
 			"pod/app/memory.max": mibs(256), "pod/app/memory.current": mibs(100), "pod/app/memory.stat": "inactive_file 0\n",
 			"pod/memory.max": mibs(1024), "pod/memory.current": mibs(400), "pod/memory.stat": "inactive_file 0\n",
-		}), headroom{Source: app, From: "memory.max", Limit: 256 * mib, Usage: 100 * mib, Own: 100 * mib, Avail: 256 * mib}, false},
+		}), Headroom{Source: app, From: "memory.max", Limit: 256 * mib, Usage: 100 * mib, Own: 100 * mib, Avail: 256 * mib}, false},
 		{"v2 others make the parent bind", headroomV2(100, map[string]string{
 			"pod/app/memory.max": mibs(400), "pod/app/memory.current": mibs(100), "pod/app/memory.stat": "inactive_file 0\n",
 			"pod/memory.max": mibs(512), "pod/memory.current": mibs(300), "pod/memory.stat": "inactive_file 0\n",
-		}), headroom{Source: pod, From: "memory.max", Limit: 512 * mib, Usage: 300 * mib, Own: 100 * mib, Others: 200 * mib, Avail: 312 * mib}, false},
+		}), Headroom{Source: pod, From: "memory.max", Limit: 512 * mib, Usage: 300 * mib, Own: 100 * mib, Others: 200 * mib, Avail: 312 * mib}, false},
 		{"v2 file pages are not the others'", headroomV2(100, map[string]string{
 			"pod/memory.max": mibs(512), "pod/memory.current": mibs(400), "pod/memory.stat": stat("active_file", 50) + stat("inactive_file", 200),
-		}), headroom{Source: pod, From: "memory.max", Limit: 512 * mib, Usage: 150 * mib, Own: 100 * mib, Others: 50 * mib, Avail: 462 * mib}, false},
+		}), Headroom{Source: pod, From: "memory.max", Limit: 512 * mib, Usage: 150 * mib, Own: 100 * mib, Others: 50 * mib, Avail: 462 * mib}, false},
 		{"v2 memory.high is the level's limit", headroomV2(100, map[string]string{
 			"pod/memory.max": mibs(512), "pod/memory.high": mibs(400), "pod/memory.current": mibs(300), "pod/memory.stat": "inactive_file 0\n",
-		}), headroom{Source: pod, From: "memory.high", Limit: 400 * mib, Usage: 300 * mib, Own: 100 * mib, Others: 200 * mib, Avail: 200 * mib}, false},
+		}), Headroom{Source: pod, From: "memory.high", Limit: 400 * mib, Usage: 300 * mib, Own: 100 * mib, Others: 200 * mib, Avail: 200 * mib}, false},
 		{"v2 usage above the limit", headroomV2(100, map[string]string{
 			"pod/memory.max": mibs(512), "pod/memory.current": mibs(700), "pod/memory.stat": "inactive_file 0\n",
-		}), headroom{Source: pod, From: "memory.max", Limit: 512 * mib, Usage: 700 * mib, Own: 100 * mib, Others: 600 * mib, Avail: -88 * mib}, false},
+		}), Headroom{Source: pod, From: "memory.max", Limit: 512 * mib, Usage: 700 * mib, Own: 100 * mib, Others: 600 * mib, Avail: -88 * mib}, false},
 		{"v2 own above the usage", headroomV2(300, map[string]string{
 			"pod/memory.max": mibs(512), "pod/memory.current": mibs(200), "pod/memory.stat": "inactive_file 0\n",
-		}), headroom{Source: pod, From: "memory.max", Limit: 512 * mib, Usage: 200 * mib, Own: 300 * mib, Avail: 512 * mib}, false},
+		}), Headroom{Source: pod, From: "memory.max", Limit: 512 * mib, Usage: 200 * mib, Own: 300 * mib, Avail: 512 * mib}, false},
 		{"v2 no memory.current: level left out", headroomV2(100, map[string]string{
 			"pod/memory.max": mibs(512), "pod/memory.stat": "inactive_file 0\n",
-		}), headroom{}, false},
+		}), Headroom{}, false},
 		{"v2 no memory.stat: level left out", headroomV2(100, map[string]string{
 			"pod/memory.max": mibs(512), "pod/memory.current": mibs(300),
-		}), headroom{}, false},
+		}), Headroom{}, false},
 		{"v2 no /proc/self/status", headroomV2(-1, map[string]string{
 			"pod/memory.max": mibs(512), "pod/memory.current": mibs(300), "pod/memory.stat": "inactive_file 0\n",
-		}), headroom{}, false},
+		}), Headroom{}, false},
 		{"v2 bad memory.current: error, limit kept", headroomV2(100, map[string]string{
 			"pod/memory.max": mibs(512), "pod/memory.current": "lots\n", "pod/memory.stat": "inactive_file 0\n",
-		}), headroom{}, true},
+		}), Headroom{}, true},
 		{"v2 unlimited levels count not", headroomV2(100, map[string]string{
 			"pod/memory.max": "max\n", "pod/memory.current": mibs(300), "pod/memory.stat": "inactive_file 0\n",
 			"pod/app/memory.high": mibs(256),
-		}), headroom{}, false},
+		}), Headroom{}, false},
 		{"v1 sibling under the parent", headroomV1(100, map[string]string{
 			"pod/memory.limit_in_bytes": mibs(512), "pod/memory.usage_in_bytes": mibs(320),
 			"pod/memory.stat":               "inactive_file 0\ntotal_inactive_file " + strconv.Itoa(20*mib) + "\n",
 			"pod/app/memory.limit_in_bytes": "9223372036854771712\n", "pod/app/memory.usage_in_bytes": mibs(100),
-		}), headroom{Source: v1pod, From: "memory.limit_in_bytes", Limit: 512 * mib, Usage: 300 * mib, Own: 100 * mib, Others: 200 * mib, Avail: 312 * mib}, false},
+		}), Headroom{Source: v1pod, From: "memory.limit_in_bytes", Limit: 512 * mib, Usage: 300 * mib, Own: 100 * mib, Others: 200 * mib, Avail: 312 * mib}, false},
 		{"v1 co-process in the own cgroup", headroomV1(100, map[string]string{
 			"pod/app/memory.limit_in_bytes": mibs(512), "pod/app/memory.usage_in_bytes": mibs(300),
 			"pod/app/memory.stat": "total_inactive_file 0\n",
-		}), headroom{Source: v1app, From: "memory.limit_in_bytes", Limit: 512 * mib, Usage: 300 * mib, Own: 100 * mib, Others: 200 * mib, Avail: 312 * mib}, false},
+		}), Headroom{Source: v1app, From: "memory.limit_in_bytes", Limit: 512 * mib, Usage: 300 * mib, Own: 100 * mib, Others: 200 * mib, Avail: 312 * mib}, false},
 		// Issue 26, point 1: file pages, active or not, are the kernel's to
 		// reclaim; neither the process's own cache nor a neighbour's is
 		// the others' memory.
 		{"v1 own active file cache, read twice, alone", headroomV1(5, map[string]string{
 			"pod/app/memory.limit_in_bytes": mibs(512), "pod/app/memory.usage_in_bytes": mibs(307),
 			"pod/app/memory.stat": stat("total_cache", 300) + stat("total_rss", 5) + stat("total_inactive_file", 0) + stat("total_active_file", 300),
-		}), headroom{Source: v1app, From: "memory.limit_in_bytes", Limit: 512 * mib, Usage: 7 * mib, Own: 5 * mib, Others: 2 * mib, Avail: 512 * mib}, false},
+		}), Headroom{Source: v1app, From: "memory.limit_in_bytes", Limit: 512 * mib, Usage: 7 * mib, Own: 5 * mib, Others: 2 * mib, Avail: 512 * mib}, false},
 		{"v1 a neighbour's file cache in the own cgroup", headroomV1(230, map[string]string{
 			"pod/app/memory.limit_in_bytes": mibs(512), "pod/app/memory.usage_in_bytes": mibs(540),
 			"pod/app/memory.stat": stat("total_active_file", 200) + stat("total_inactive_file", 100),
-		}), headroom{Source: v1app, From: "memory.limit_in_bytes", Limit: 512 * mib, Usage: 240 * mib, Own: 230 * mib, Others: 10 * mib, Avail: 512 * mib}, false},
+		}), Headroom{Source: v1app, From: "memory.limit_in_bytes", Limit: 512 * mib, Usage: 240 * mib, Own: 230 * mib, Others: 10 * mib, Avail: 512 * mib}, false},
 		{"v1 a sibling's file cache and anonymous memory", headroomV1(100, map[string]string{
 			"pod/memory.limit_in_bytes": mibs(512), "pod/memory.usage_in_bytes": mibs(600),
 			"pod/memory.stat":               stat("total_active_file", 250) + stat("total_inactive_file", 50) + stat("total_shmem", 0),
 			"pod/app/memory.limit_in_bytes": "9223372036854771712\n", "pod/app/memory.usage_in_bytes": mibs(100),
-		}), headroom{Source: v1pod, From: "memory.limit_in_bytes", Limit: 512 * mib, Usage: 300 * mib, Own: 100 * mib, Others: 200 * mib, Avail: 312 * mib}, false},
+		}), Headroom{Source: v1pod, From: "memory.limit_in_bytes", Limit: 512 * mib, Usage: 300 * mib, Own: 100 * mib, Others: 200 * mib, Avail: 312 * mib}, false},
 		{"v2 a neighbour's active file cache", headroomV2(100, map[string]string{
 			"pod/memory.max": mibs(512), "pod/memory.current": mibs(410),
 			"pod/memory.stat": stat("anon", 105) + stat("file", 300) + stat("active_file", 300) + stat("inactive_file", 0),
-		}), headroom{Source: pod, From: "memory.max", Limit: 512 * mib, Usage: 110 * mib, Own: 100 * mib, Others: 10 * mib, Avail: 512 * mib}, false},
+		}), Headroom{Source: pod, From: "memory.max", Limit: 512 * mib, Usage: 110 * mib, Own: 100 * mib, Others: 10 * mib, Avail: 512 * mib}, false},
 		{"v2 shmem is not file pages", headroomV2(100, map[string]string{
 			"pod/memory.max": mibs(512), "pod/memory.current": mibs(410),
 			"pod/memory.stat": stat("anon", 100) + stat("file", 300) + stat("shmem", 200) + stat("active_file", 60) + stat("inactive_file", 40) + stat("active_anon", 300),
-		}), headroom{Source: pod, From: "memory.max", Limit: 512 * mib, Usage: 310 * mib, Own: 100 * mib, Others: 210 * mib, Avail: 302 * mib}, false},
+		}), Headroom{Source: pod, From: "memory.max", Limit: 512 * mib, Usage: 310 * mib, Own: 100 * mib, Others: 210 * mib, Avail: 302 * mib}, false},
 		// Issue 26, point 2: the process maps 300 MiB of a tmpfs file whose
 		// pages are charged to another cgroup; its RssShmem must not cancel
 		// a 200 MiB co-process.
 		{"v1 shmem charged elsewhere next to a co-process", withShmem(headroomV1(0, map[string]string{
 			"pod/app/memory.limit_in_bytes": mibs(512), "pod/app/memory.usage_in_bytes": mibs(215),
 			"pod/app/memory.stat": stat("total_cache", 2) + stat("total_rss", 213) + stat("total_shmem", 0) + stat("total_active_file", 2),
-		}), 10, 300), headroom{Source: v1app, From: "memory.limit_in_bytes", Limit: 512 * mib, Usage: 213 * mib, Own: 10 * mib, Others: 203 * mib, Avail: 309 * mib}, false},
+		}), 10, 300), Headroom{Source: v1app, From: "memory.limit_in_bytes", Limit: 512 * mib, Usage: 213 * mib, Own: 10 * mib, Others: 203 * mib, Avail: 309 * mib}, false},
 		{"v2 shmem charged elsewhere next to a co-process", withShmem(headroomV2(0, map[string]string{
 			"pod/app/memory.max": mibs(512), "pod/app/memory.current": mibs(215),
 			"pod/app/memory.stat": stat("anon", 213) + stat("active_file", 2) + stat("inactive_file", 0),
-		}), 10, 300), headroom{Source: app, From: "memory.max", Limit: 512 * mib, Usage: 213 * mib, Own: 10 * mib, Others: 203 * mib, Avail: 309 * mib}, false},
+		}), 10, 300), Headroom{Source: app, From: "memory.max", Limit: 512 * mib, Usage: 213 * mib, Own: 10 * mib, Others: 203 * mib, Avail: 309 * mib}, false},
 		{"v2 bad file pages in memory.stat: error, limit kept", headroomV2(100, map[string]string{
 			"pod/memory.max": mibs(512), "pod/memory.current": mibs(300), "pod/memory.stat": "active_file x\ninactive_file 0\n",
-		}), headroom{}, true},
+		}), Headroom{}, true},
 		{"v1 no usage file", headroomV1(100, map[string]string{
 			"pod/app/memory.limit_in_bytes": mibs(512), "pod/app/memory.stat": "total_inactive_file 0\n",
-		}), headroom{}, false},
+		}), Headroom{}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			lim, err := ReadFS(tc.fsys)

@@ -14,10 +14,12 @@ import (
 // each file it has read and re-reads it from the start without allocating.
 // Each Read re-reads proc/self/cgroup first, to follow the process to
 // another cgroup, and each file once, however many parts need it; Stats
-// right after a Read reads only the files that Read did not. A missing file is no limit until the process moves; a
-// file that could not be opened for another reason (too many open files),
-// and a hierarchy that could not be found, are tried again after 1, 2, 4 and
-// so on up to 32 Reads. A Watcher must be used by one goroutine at a time.
+// right after a Read reads only the files that Read did not. A missing file
+// is no limit until the process moves; a file that could not be opened for
+// another reason (too many open files), and a hierarchy that could not be
+// found, are tried again after 1, 2, 4 and so on up to 32 Reads. A Watcher
+// must be used by one goroutine at a time. ReadFS and ReadStatsDir read
+// once, through a snapshot, which keeps nothing open.
 type Watcher struct {
 	fsys   fs.FS
 	files  []watchFile // /proc/self/cgroup, then each file read since it was
@@ -25,8 +27,7 @@ type Watcher struct {
 	lim    Limits      // the hierarchy, with the errors of finding it
 	buf    []byte
 	reads  int   // counts Reads: the clock of every retry
-	find   retry // of finding the hierarchy, while that fails
-	once   bool  // ReadFS, ReadStatsDir: each file is closed once read
+	retry  retry // of finding the hierarchy, while that fails
 	closed bool
 	gen    int    // counts readings (start, Read, a Stats on its own): each reads a file once
 	last   Limits // what the last Read returned, for a Stats right after it
@@ -40,7 +41,7 @@ type watchFile struct {
 	f         fs.File
 	err       error
 	retry     retry
-	data      []byte // its content as read in reading gen (not by ReadFS)
+	data      []byte // its content as read in reading gen
 	gen       int
 }
 
@@ -62,50 +63,30 @@ func NewWatcher(fsys fs.FS) (*Watcher, error) {
 	if fsys == nil {
 		fsys = dirFS("")
 	}
-	w := &Watcher{fsys: fsys}
-	if _, err := w.start(); errors.Is(err, ErrNoCgroup) {
+	w := &Watcher{fsys: fsys, gen: 1}
+	data, found, err := w.file("/proc/self", "cgroup")
+	if !found {
 		w.Close()
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", ErrNoCgroup, cmp.Or(err, w.files[0].err)) // or it does not exist
 	}
+	w.find(data)
+	eval(w, w.lim)
 	return w, nil
 }
 
-// start finds the hierarchy and reads the limits, opening the files.
-func (w *Watcher) start() (Limits, error) {
-	w.gen++
-	data, found, err := w.file("/proc/self", "cgroup")
-	if !found {
-		err = cmp.Or(err, w.files[0].err) // or it does not exist
-		return Limits{}, fmt.Errorf("%w: %w", ErrNoCgroup, err)
-	}
-	w.discover(data)
-	return w.eval(w.lim)
-}
-
-// discover finds the hierarchy of self, the content of proc/self/cgroup,
-// and closes the files of the last one.
-func (w *Watcher) discover(self []byte) {
+// find finds the hierarchy of self, the content of proc/self/cgroup, and
+// closes the files of the last one.
+func (w *Watcher) find(self []byte) {
 	closeFiles(w.files[1:])
 	w.files = w.files[:1]
 	w.seen = append(w.seen[:0], self...)
 	w.lim = Limits{}
-	discover(w, w.seen, &w.lim)
+	locate(w, w.seen, &w.lim)
 	if w.lim.CPU.Err != nil || w.lim.Memory.Err != nil {
-		w.find.failed(w.reads)
+		w.retry.failed(w.reads)
 	} else {
-		w.find = retry{}
+		w.retry = retry{}
 	}
-}
-
-// eval reads the limits of the hierarchies in lim.
-func (w *Watcher) eval(lim Limits) (Limits, error) {
-	evalCPU(w, &lim.CPU)
-	evalMemory(w, &lim.Memory)
-	a, b := lim.CPU.Err, lim.Memory.Err
-	if a == nil || b == nil || errors.Is(a, b) {
-		return lim, cmp.Or(a, b)
-	}
-	return lim, errors.Join(a, b)
 }
 
 // Read re-reads the files and returns what ReadFS would. It allocates only
@@ -120,11 +101,11 @@ func (w *Watcher) Read() (Limits, error) {
 	// proc/self/cgroup that cannot be read now does not hide the limits.
 	if self, found, err := w.file("/proc/self", "cgroup"); err == nil && found {
 		failed := w.lim.CPU.Err != nil || w.lim.Memory.Err != nil
-		if !bytes.Equal(self, w.seen) || (failed && w.reads >= w.find.at) {
-			w.discover(self)
+		if !bytes.Equal(self, w.seen) || (failed && w.reads >= w.retry.at) {
+			w.find(self)
 		}
 	}
-	lim, err := w.eval(w.lim)
+	lim, err := eval(w, w.lim)
 	w.last, w.fresh = lim, true
 	return lim, err
 }
@@ -143,7 +124,7 @@ func (w *Watcher) file(dir, name string) ([]byte, bool, error) {
 		w.files = append(w.files, watchFile{dir: dir, name: name})
 	}
 	wf := &w.files[i]
-	if !w.once && wf.gen == w.gen {
+	if wf.gen == w.gen {
 		return wf.data, true, nil
 	}
 	if _, ok := wf.f.(io.ReaderAt); wf.f != nil && !ok {
@@ -165,28 +146,16 @@ func (w *Watcher) file(dir, name string) ([]byte, bool, error) {
 		return nil, false, wf.err
 	}
 	data, err := readFile(wf.f, w.buf, sizeLimit(dir, name))
-	if w.once {
-		wf.f.Close() // a process short of descriptors can still read
-		wf.f = nil
-	}
 	if w.buf = data[:cap(data)]; err != nil {
 		return nil, false, pathError("read", joinPath(dir, name), err)
 	}
-	if !w.once {
-		wf.data, wf.gen = append(wf.data[:0], data...), w.gen
-	}
+	wf.data, wf.gen = append(wf.data[:0], data...), w.gen
 	return data, true, nil
 }
 
-// parse gives the content of dir/name to parse and reports whether the file
-// exists; an error of parse names the file.
-func (w *Watcher) parse(dir, name string, parse func([]byte) error) (found bool, err error) {
-	data, found, err := w.file(dir, name)
-	if err != nil || !found {
-		return false, err
-	}
-	return true, withFile(parse(data), dir, name)
-}
+// readAll reads the file at abs, which it does not keep open, into a buffer
+// of its own: the Watcher keeps none of the size of mountinfo.
+func (w *Watcher) readAll(abs string) ([]byte, error) { return readAll(w.fsys, nil, abs, maxProcFile) }
 
 // Close closes the files and returns the first error; again, it does nothing.
 func (w *Watcher) Close() error {

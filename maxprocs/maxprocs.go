@@ -150,9 +150,15 @@ type Result struct {
 	LastUpdate time.Time
 }
 
-func (r *Result) out() knob.Out[int] {
-	return knob.Out[int]{Before: &r.Before, After: &r.After, Changed: &r.Changed, Following: &r.Following,
-		Reason: &r.Reason, Err: &r.Err, SettingErr: &r.SettingErr, Refresh: &r.Refresh, Updates: &r.Updates, LastUpdate: &r.LastUpdate}
+// outcome is the part of r that the knob fills in; set puts it in r.
+func (r *Result) outcome() knob.Outcome[int] {
+	return knob.Outcome[int]{Before: r.Before, After: r.After, Changed: r.Changed, Following: r.Following, Reason: r.Reason,
+		Err: r.Err, SettingErr: r.SettingErr, Refresh: r.Refresh, Updates: r.Updates, LastUpdate: r.LastUpdate}
+}
+
+func (r *Result) set(o knob.Outcome[int]) {
+	r.Before, r.After, r.Changed, r.Following, r.Reason, r.Err = o.Before, o.After, o.Changed, o.Following, o.Reason, o.Err
+	r.SettingErr, r.Refresh, r.Updates, r.LastUpdate = o.SettingErr, o.Refresh, o.Updates, o.LastUpdate
 }
 
 // Fit is the management of GOMAXPROCS that an Apply started.
@@ -167,10 +173,11 @@ type Fit struct {
 	seen      cpuLimit
 	ncpu      int
 	changedAt time.Time
-	rtDef     int     // the runtime's own value for the current limit
-	rtPrev    int     // and for the one before
 	otherFor  float64 // the limit of otherWhy, automaxprocs' rule
 	otherWhy  string
+	// The runtime's own updates as the last reading saw them; Adopt is its
+	// own value for the current limit and for the one before.
+	rt knob.Updates[int]
 }
 
 // Apply sets GOMAXPROCS from the effective CPU limit of the process's
@@ -185,8 +192,10 @@ type Fit struct {
 // error, also in the Result. A later Apply takes over from an earlier one.
 func Apply(o Options) (*Fit, error) {
 	f, d := prepare(&o)
-	f.f, f.loop = d.Settle(&f.env.Env, f.res.out(), f.tick)
-	f.env.Knob.LogApply(o.Logger, f.res.out(), "result", f.res, "runtime", f.res.Runtime)
+	var out knob.Outcome[int]
+	f.f, f.loop, out = d.Settle(&f.env.Env, f.res.outcome(), f.tick)
+	f.res.set(out)
+	f.env.Knob.LogApply(o.Logger, out, "result", f.res, "runtime", f.res.Runtime)
 	return f, f.res.Err
 }
 
@@ -194,7 +203,8 @@ func Apply(o Options) (*Fit, error) {
 // GOMAXPROCS or starting a refresh.
 func Plan(o Options) (Result, error) {
 	f, d := prepare(&o)
-	d.Plan(f.env.Knob, f.res.out())
+	out, _ := d.Plan(f.env.Knob, f.res.outcome())
+	f.res.set(out)
 	return f.res, f.res.Err
 }
 
@@ -228,31 +238,31 @@ func prepare(o *Options) (*Fit, *knob.Decision[int, cpuLimit]) {
 	seen, has := f.effective(cpuLimitOf(lim))
 	q := seen.cores
 	f.seen, r.CPU, r.Limit, r.Source = seen, lim.CPU, q, seen.source
-	f.rtDef = e.rt.runtimeDefault(lim, f.ncpu)
-	f.rtPrev = f.rtDef
+	def := e.rt.runtimeDefault(lim, f.ncpu)
+	f.rt.Adopt = [2]int{def, def}
 	cerr := f.cpuErr(lim, err)
 	noCgroup := errors.Is(cerr, cgroup.ErrNoCgroup)
-	return f, &knob.Decision[int, cpuLimit]{Decide: func(before int, mine bool) bool {
-		switch def := f.rtDef; {
+	return f, &knob.Decision[int, cpuLimit]{Decide: func(out knob.Outcome[int], mine bool) (knob.Outcome[int], bool) {
+		switch before := out.Before; {
 		case noCgroup:
-			r.Reason = "no cgroup information (no /proc/self/cgroup)"
+			out.Reason = "no cgroup information (no /proc/self/cgroup)"
 		case o.KeepExisting && !mine && def > 0 && before != def && cerr == nil:
-			r.Reason = "GOMAXPROCS is already " + strconv.Itoa(before) + ", not the runtime's default " +
+			out.Reason = "GOMAXPROCS is already " + strconv.Itoa(before) + ", not the runtime's default " +
 				strconv.Itoa(def) + ": set by the program or a library, and kept"
-			return false
+			return out, false
 		case cerr != nil:
-			r.Err = fmt.Errorf("maxprocs: reading the CPU limit: %w", cerr)
-			r.Reason = "the CPU limit cannot be read"
+			out.Err = fmt.Errorf("maxprocs: reading the CPU limit: %w", cerr)
+			out.Reason = "the CPU limit cannot be read"
 		case !has:
-			r.Reason = "no CPU limit"
+			out.Reason = "no CPU limit"
 		default:
 			if want := p.Procs(q, f.ncpu); want != before {
-				r.After, r.Changed = want, true
+				out.After, out.Changed = want, true
 			} else {
-				r.Reason = sameReason(want, q, f.ncpu, e.rt)
+				out.Reason = sameReason(want, q, f.ncpu, e.rt)
 			}
 		}
-		return true
+		return out, true
 	}, Limit: f.seen, Err: cerr, Follow: !noCgroup, Insist: o.Insist, Logger: o.Logger, Refresh: o.Refresh, Context: o.Context}
 }
 
@@ -313,17 +323,19 @@ func (f *Fit) tick(k *knob.Fit[int, cpuLimit], now time.Time, lim cgroup.Limits,
 	if cl != f.seen || moved {
 		if cl != f.seen {
 			f.changedAt = now
-			f.rtPrev = f.rtDef
+			f.rt.Adopt[1] = f.rt.Adopt[0]
 		}
 		f.seen = cl
-		f.rtDef = rt.runtimeDefault(lim, f.ncpu)
+		f.rt.Adopt[0] = rt.runtimeDefault(lim, f.ncpu)
 	}
 	rd.Limit, rd.Has = cl, has
 	rd.Want = f.res.Policy.Procs(cl.cores, f.ncpu)
-	rd.Adopting, rd.Adopt, rd.Seen = rt.updates, [2]int{f.rtDef, f.rtPrev}, seen
-	rd.Wait = rt.updates && f.rtDef == rd.Want && now.Sub(f.changedAt) < runtimeGrace
+	def := f.rt.Adopt[0]
+	f.rt.Seen, f.rt.Wait, f.rt.Default = seen, def == rd.Want && now.Sub(f.changedAt) < runtimeGrace, runtimeContainerSupport && rd.Want == def
+	if rt.updates {
+		rd.Runtime = &f.rt
+	}
 	rd.Other, rd.OtherWhy = f.automaxprocs(own)
-	rd.Default = runtimeContainerSupport && rt.updates && rd.Want == f.rtDef
 	return k.Step(now, rd)
 }
 
@@ -348,7 +360,8 @@ func (f *Fit) Status() Result {
 		return Result{Before: processKnob.Current(), After: processKnob.Current(), Reason: "not applied"}
 	}
 	r := f.res
-	if l, ok := f.f.Fill(f.env.Knob, r.out()); ok {
+	out, l, ok := f.f.Fill(f.env.Knob, r.outcome())
+	if r.set(out); ok {
 		r.Limit, r.Source = l.cores, l.source
 	}
 	return r
@@ -372,7 +385,7 @@ func (r Result) String() string {
 	if r.Source != "" {
 		lim = "CPU limit " + formatCores(r.Limit) + " from " + r.Source
 	}
-	return processKnob.Summary(r.out(), lim, r.Policy.text())
+	return processKnob.Summary(r.outcome(), lim, r.Policy.text())
 }
 
 // LogValue makes a Result log as a group of its main fields.
@@ -381,5 +394,5 @@ func (r Result) LogValue() slog.Value {
 	if r.Source != "" {
 		lim = []slog.Attr{slog.Float64("cpu_limit", r.Limit), slog.String("source", r.Source)}
 	}
-	return knob.LogValue(r.out(), append(lim, slog.String("policy", r.Policy.text()), slog.Int("num_cpu", r.NumCPU))...)
+	return knob.LogValue(r.outcome(), append(lim, slog.String("policy", r.Policy.text()), slog.Int("num_cpu", r.NumCPU))...)
 }

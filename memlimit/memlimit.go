@@ -206,9 +206,15 @@ func (r *Result) setLimit(l memLimit) {
 	r.Others, r.LevelLimit, r.Floor, r.Unseen = l.others, l.level, l.floor, l.unseen
 }
 
-func (r *Result) out() knob.Out[int64] {
-	return knob.Out[int64]{Before: &r.Before, After: &r.After, Changed: &r.Changed, Following: &r.Following,
-		Reason: &r.Reason, Err: &r.Err, SettingErr: &r.SettingErr, Refresh: &r.Refresh, Updates: &r.Updates, LastUpdate: &r.LastUpdate}
+// outcome is the part of r that the knob fills in; set puts it in r.
+func (r *Result) outcome() knob.Outcome[int64] {
+	return knob.Outcome[int64]{Before: r.Before, After: r.After, Changed: r.Changed, Following: r.Following, Reason: r.Reason,
+		Err: r.Err, SettingErr: r.SettingErr, Refresh: r.Refresh, Updates: r.Updates, LastUpdate: r.LastUpdate}
+}
+
+func (r *Result) set(o knob.Outcome[int64]) {
+	r.Before, r.After, r.Changed, r.Following, r.Reason, r.Err = o.Before, o.After, o.Changed, o.Following, o.Reason, o.Err
+	r.SettingErr, r.Refresh, r.Updates, r.LastUpdate = o.SettingErr, o.Refresh, o.Updates, o.LastUpdate
 }
 
 // Fit is the management of the memory limit that an Apply started.
@@ -279,11 +285,13 @@ func (f *Fit) effective(lim cgroup.Limits) (l memLimit, has bool) {
 func Apply(o Options) (*Fit, error) {
 	f, d := prepare(&o)
 	f.startGC(&o)
-	f.f, f.loop = d.Settle(&f.env.Env, f.res.out(), f.tick)
+	var out knob.Outcome[int64]
+	f.f, f.loop, out = d.Settle(&f.env.Env, f.res.outcome(), f.tick)
+	f.res.set(out)
 	if f.loop == nil {
 		f.stopGC(gcNoLimit)
 	}
-	f.env.Knob.LogApply(o.Logger, f.res.out(), "result", f.res)
+	f.env.Knob.LogApply(o.Logger, out, "result", f.res)
 	return f, f.res.Err
 }
 
@@ -292,7 +300,8 @@ func Apply(o Options) (*Fit, error) {
 func Plan(o Options) (Result, error) {
 	o.Logger = nil
 	f, d := prepare(&o)
-	d.Plan(f.env.Knob, f.res.out())
+	out, _ := d.Plan(f.env.Knob, f.res.outcome())
+	f.res.set(out)
 	f.readEvents(&f.res)
 	return f.res, f.res.Err
 }
@@ -339,23 +348,23 @@ func prepare(o *Options) (*Fit, *knob.Decision[int64, memLimit]) {
 	if memErr != nil {
 		noMem = "; no system memory either: " + memErr.Error()
 	}
-	return f, &knob.Decision[int64, memLimit]{Decide: func(before int64, _ bool) bool {
+	return f, &knob.Decision[int64, memLimit]{Decide: func(out knob.Outcome[int64], _ bool) (knob.Outcome[int64], bool) {
 		switch {
 		case noCgroup:
-			r.Reason = "no cgroup information (no /proc/self/cgroup)" + noMem
+			out.Reason = "no cgroup information (no /proc/self/cgroup)" + noMem
 		case merr != nil:
-			r.Err = fmt.Errorf("memlimit: reading the memory limit: %w", merr)
-			r.Reason = "the memory limit cannot be read"
+			out.Err = fmt.Errorf("memlimit: reading the memory limit: %w", merr)
+			out.Reason = "the memory limit cannot be read"
 		case !has:
-			r.Reason = "no memory limit" + noMem
+			out.Reason = "no memory limit" + noMem
 		case want == 0:
-			r.Reason = tinyReason(p, l)
-		case want == before:
-			r.Reason = "GOMEMLIMIT is already " + formatBytes(want)
+			out.Reason = tinyReason(p, l)
+		case want == out.Before:
+			out.Reason = "GOMEMLIMIT is already " + formatBytes(want)
 		default:
-			r.After, r.Changed = want, true
+			out.After, out.Changed = want, true
 		}
-		return true
+		return out, true
 	}, Limit: l, Err: merr, Follow: !noCgroup, Insist: o.Insist, Logger: o.Logger, Refresh: o.Refresh, Context: o.Context}
 }
 
@@ -465,7 +474,8 @@ func (f *Fit) Status() Result {
 		return Result{Before: processKnob.Current(), After: processKnob.Current(), Reason: "not applied"}
 	}
 	r := f.res
-	if l, ok := f.f.Fill(f.env.Knob, r.out()); ok {
+	out, l, ok := f.f.Fill(f.env.Knob, r.outcome())
+	if r.set(out); ok {
 		r.setLimit(l)
 	}
 	f.readEvents(&r)
@@ -517,7 +527,7 @@ func (r Result) String() string {
 		}
 		lim += " " + a.Key + " " + strconv.FormatUint(a.Value.Uint64(), 10)
 	}
-	return processKnob.Summary(r.out(), lim, r.Policy.text()+r.gcText())
+	return processKnob.Summary(r.outcome(), lim, r.Policy.text()+r.gcText())
 }
 
 // LogValue makes a Result log as a group of its main fields.
@@ -545,5 +555,5 @@ func (r Result) LogValue() slog.Value {
 	if r.GC.On {
 		lim = append(lim, r.gcValue())
 	}
-	return knob.LogValue(r.out(), lim...)
+	return knob.LogValue(r.outcome(), lim...)
 }

@@ -33,24 +33,26 @@ func (e *Env[V]) Limits(given *cgroup.Limits) (cgroup.Limits, error) {
 	return e.Read()
 }
 
-// Out points at the fields of a package's Result that the knob fills in.
-type Out[V comparable] struct {
-	Before, After      *V
-	Changed, Following *bool
-	Reason             *string
-	Err                *error
-	SettingErr         *error // a setting from the environment that was ignored; nil: none
-	Refresh            *time.Duration
-	Updates            *int
-	LastUpdate         *time.Time
+// Outcome is what an Apply did for the knob, or what Plan would do, and
+// then the live state of its Fit: the part of a package's Result that the
+// knob fills in, given and returned as a value.
+type Outcome[V comparable] struct {
+	Before, After      V
+	Changed, Following bool
+	Reason             string
+	Err                error
+	SettingErr         error // a setting from the environment that was ignored; nil: none
+	Refresh            time.Duration
+	Updates            int
+	LastUpdate         time.Time
 }
 
-// Decision is an Apply's decision once it has read the limits: Decide fills
-// out for the knob's value before (mine: fitgo set it) and reports false to
-// leave the knob alone for good; the Fit records Limit and Err, and follows
-// the limit every Refresh (when positive) when Follow.
+// Decision is an Apply's decision once it has read the limits: Decide
+// returns the outcome for the knob's value o.Before (mine: fitgo set it), and
+// false to leave the knob alone for good; the Fit records Limit and Err, and
+// follows the limit every Refresh (when positive) when Follow.
 type Decision[V comparable, D any] struct {
-	Decide  func(before V, mine bool) bool
+	Decide  func(o Outcome[V], mine bool) (Outcome[V], bool)
 	Limit   D
 	Err     error
 	Follow  bool
@@ -60,92 +62,95 @@ type Decision[V comparable, D any] struct {
 	Context context.Context
 }
 
+func (d *Decision[V, D]) follows() bool { return d.Follow && d.Refresh > 0 }
+
 // Plan decides for the knob's value now, and reports whether to start a Fit
-// (a nil Decision does not).
-func (d *Decision[V, D]) Plan(k *Knob[V], out Out[V]) bool {
+// (a nil Decision does not, and leaves o as it is).
+func (d *Decision[V, D]) Plan(k *Knob[V], o Outcome[V]) (Outcome[V], bool) {
 	if d == nil {
-		return false
+		return o, false
 	}
 	before, mine := k.Peek()
-	*out.Before, *out.After, *out.Changed, *out.Reason, *out.Err = before, before, false, "", nil
-	return d.Decide(before, mine)
+	o.Before, o.After, o.Changed, o.Reason, o.Err = before, before, false, "", nil
+	return d.Decide(o, mine)
 }
 
 // Settle starts the Fit of the decision, deciding again when the value
 // changes first. step is the package's reading of a tick, given the Fit.
-func (d *Decision[V, D]) Settle(e *Env[V], out Out[V], step Step[V, D]) (*Fit[V, D], *Loop) {
-	for d.Plan(e.Knob, out) {
-		follow := d.Follow && d.Refresh > 0
-		if f, ok := Start(e.Knob, d.Logger, *out.Before, *out.After, *out.Changed, follow, d.Limit, d.Err); ok {
-			f.setInsist(d.Insist)
-			if !follow {
-				return f, nil
+func (d *Decision[V, D]) Settle(e *Env[V], o Outcome[V], step Step[V, D]) (*Fit[V, D], *Loop, Outcome[V]) {
+	for {
+		o, ok := d.Plan(e.Knob, o)
+		if !ok {
+			return nil, nil, o
+		}
+		if f, ok := Start(e.Knob, d, o); ok {
+			if !d.follows() {
+				return f, nil, o
 			}
 			l := f.Join(d.Context, d.Refresh, e.Open, e.Ticks, step)
-			*out.Refresh, *out.Following = l.Every(), true
-			return f, l
+			o.Refresh, o.Following = l.Every(), true
+			return f, l, o
 		}
 	}
-	return nil, nil
 }
 
-// Fill fills out with the live state of f (which may be nil: Apply left the
-// knob alone) and returns the last good reading.
-func (f *Fit[V, D]) Fill(k *Knob[V], out Out[V]) (D, bool) {
+// Fill returns o with the live state of f (which may be nil: Apply left the
+// knob alone), and the last good reading.
+func (f *Fit[V, D]) Fill(k *Knob[V], o Outcome[V]) (Outcome[V], D, bool) {
 	if f == nil {
-		*out.After = k.Current()
+		o.After = k.Current()
 		var none D
-		return none, false
+		return o, none, false
 	}
 	st := f.State()
-	*out.After, *out.Following, *out.Updates, *out.LastUpdate = st.Value, st.Following, st.Updates, st.LastUpdate
+	o.After, o.Following, o.Updates, o.LastUpdate = st.Value, st.Following, st.Updates, st.LastUpdate
 	if st.Following {
-		*out.Err = st.Err
+		o.Err = st.Err
 	}
 	if why := f.Why(st); why != "" {
-		*out.Reason = why
+		o.Reason = why
 	}
-	return st.Limit, true
+	return o, st.Limit, true
 }
 
 // Summary is the one-line String of a Result: limit describes the limit
 // ("" for none), policy the policy.
-func (k *Knob[V]) Summary(out Out[V], limit, policy string) string {
-	s := k.txt.Name + " " + k.txt.Format(*out.Before)
-	if *out.Changed {
-		s += " -> " + k.txt.Format(*out.After)
+func (k *Knob[V]) Summary(o Outcome[V], limit, policy string) string {
+	s := k.txt.Name + " " + k.txt.Format(o.Before)
+	if o.Changed {
+		s += " -> " + k.txt.Format(o.After)
 	} else {
-		s += " (unchanged: " + *out.Reason + ")"
+		s += " (unchanged: " + o.Reason + ")"
 	}
 	if limit != "" {
 		s += "; " + limit
 	}
-	if out.SettingErr != nil && *out.SettingErr != nil {
-		s += "; " + (*out.SettingErr).Error()
+	if o.SettingErr != nil {
+		s += "; " + o.SettingErr.Error()
 	}
 	s += "; policy " + policy
-	if *out.Err != nil {
-		s += "; error: " + (*out.Err).Error()
+	if o.Err != nil {
+		s += "; error: " + o.Err.Error()
 	}
 	return s
 }
 
 // LogValue is the LogValue of a Result: its shared fields around mid, the
 // package's own.
-func LogValue[V comparable](out Out[V], mid ...slog.Attr) slog.Value {
-	attrs := append([]slog.Attr{slog.Any("before", *out.Before), slog.Any("after", *out.After),
-		slog.Bool("changed", *out.Changed)}, mid...)
-	if out.SettingErr != nil && *out.SettingErr != nil {
-		attrs = append(attrs, slog.String("setting_err", (*out.SettingErr).Error()))
+func LogValue[V comparable](o Outcome[V], mid ...slog.Attr) slog.Value {
+	attrs := append([]slog.Attr{slog.Any("before", o.Before), slog.Any("after", o.After),
+		slog.Bool("changed", o.Changed)}, mid...)
+	if o.SettingErr != nil {
+		attrs = append(attrs, slog.String("setting_err", o.SettingErr.Error()))
 	}
-	if *out.Reason != "" {
-		attrs = append(attrs, slog.String("reason", *out.Reason))
+	if o.Reason != "" {
+		attrs = append(attrs, slog.String("reason", o.Reason))
 	}
-	if *out.Err != nil {
-		attrs = append(attrs, slog.String("err", (*out.Err).Error()))
+	if o.Err != nil {
+		attrs = append(attrs, slog.String("err", o.Err.Error()))
 	}
-	if *out.Refresh > 0 {
-		attrs = append(attrs, slog.String("refresh", out.Refresh.String()))
+	if o.Refresh > 0 {
+		attrs = append(attrs, slog.String("refresh", o.Refresh.String()))
 	}
 	return slog.GroupValue(attrs...)
 }
@@ -153,17 +158,17 @@ func LogValue[V comparable](out Out[V], mid ...slog.Attr) slog.Value {
 // LogApply logs the outcome of an Apply: Warn for an error, Info for a
 // change, Debug when the value was left alone; and Warn for an ignored
 // setting.
-func (k *Knob[V]) LogApply(l *slog.Logger, out Out[V], args ...any) {
-	if l != nil && out.SettingErr != nil && *out.SettingErr != nil {
-		l.Warn("fitgo: " + (*out.SettingErr).Error())
+func (k *Knob[V]) LogApply(l *slog.Logger, o Outcome[V], args ...any) {
+	if l != nil && o.SettingErr != nil {
+		l.Warn("fitgo: " + o.SettingErr.Error())
 	}
 	switch {
 	case l == nil:
-	case *out.Err != nil:
-		l.Warn("fitgo: "+k.txt.Name+" left alone: "+*out.Reason, args...)
-	case *out.Changed:
+	case o.Err != nil:
+		l.Warn("fitgo: "+k.txt.Name+" left alone: "+o.Reason, args...)
+	case o.Changed:
 		l.Info("fitgo: "+k.txt.Name+" set", args...)
 	default:
-		l.Debug("fitgo: "+k.txt.Name+" left alone: "+*out.Reason, args...)
+		l.Debug("fitgo: "+k.txt.Name+" left alone: "+o.Reason, args...)
 	}
 }

@@ -1,10 +1,21 @@
 // Package knob manages a process-wide runtime knob (GOMAXPROCS, the memory
-// limit) for maxprocs and memlimit: who set the value, the hand-over when
-// someone else sets it, Undo, the live state of each Apply (a Fit) and the
-// refresh Loop. The policies stay in those packages: at every reading they
-// give a Fit a Reading, the value the limits call for. No lock is held
-// across a call into another package but the runtime's getter and setter;
-// log lines are written after the lock is released.
+// limit) for maxprocs and memlimit, which keep the policies: at every reading
+// they give the Apply's Fit a Reading, the value the limits call for.
+//
+// A Knob is in one of four states. Not owned: the value is not fitgo's; Start
+// moves to owned when it sets one. Owned: fitgo set the runtime's value
+// (last); each Apply is an entry on the undo stack, the newest in force, and
+// its refresh (Step) moves the value with the limit; Undo walks back down the
+// stack and, at the bottom, puts back the state from before fitgo (not owned).
+// Handed over: someone else changed the value (not the runtime's own update):
+// the Fit stops, the stack is dropped and the Knob is not owned until a later
+// Apply. Insisting: an owned Knob whose Fit puts its value back over such a
+// change instead (Options.Insist). One table in Step tells these changes
+// apart at each reading. Knob.mu guards the Knob and the live
+// fields of its Fits; a helper that needs it held ends in Locked or says "the
+// lock is held". No lock is held across a call into another package but the
+// runtime's getter and setter; log lines are written after the lock is
+// released. A Loop's own mutex guards its members only, never across a step.
 package knob
 
 import (
@@ -126,27 +137,28 @@ func ErrFor(err, own, other error, beyond bool) error {
 	return err
 }
 
-// Start begins the Fit of an Apply that read before (with Peek) and decided
-// to set want (when change) and to follow the limit (when follow), or to
-// leave the value alone; err is the reading's error. It fails, doing nothing, when the value is no longer
-// before: the caller decides again. The Fit supersedes any earlier one.
-func Start[V comparable, D any](k *Knob[V], log *slog.Logger, before, want V, change, follow bool, limit D, err error) (*Fit[V, D], bool) {
+// Start begins the Fit of an Apply that read o.Before (with Peek) and
+// decided d: to set o.After (when o.Changed) or to leave the value alone, and
+// to follow the limit (when d.follows). It fails, doing nothing, when the
+// value is no longer o.Before: the caller decides again. The Fit supersedes
+// any earlier one.
+func Start[V comparable, D any](k *Knob[V], d *Decision[V, D], o Outcome[V]) (*Fit[V, D], bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	cur := k.get()
-	if cur != before {
+	if cur != o.Before {
 		return nil, false
 	}
 	if !(k.owned && cur == k.last) {
 		// The value is not fitgo's: earlier Applies have nothing to undo.
 		k.owned, k.last, k.stack = false, cur, nil
 	}
-	if change {
-		if _, ok := k.write(cur, want); !ok {
+	if o.Changed {
+		if _, ok := k.write(cur, o.After); !ok {
 			return nil, false
 		}
 	}
-	f := &Fit[V, D]{k: k, log: log, st: State[V, D]{Following: follow, Limit: limit, Err: err}, fresh: true}
+	f := &Fit[V, D]{k: k, log: d.Logger, st: State[V, D]{Following: d.follows(), Limit: d.Limit, Err: d.Err}, insist: d.Insist, fresh: true}
 	if a := k.active; a != nil {
 		a.supersede()
 	}
@@ -154,14 +166,6 @@ func Start[V comparable, D any](k *Knob[V], log *slog.Logger, before, want V, ch
 	k.stack = append(k.stack, f.e)
 	k.active = f.e
 	return f, true
-}
-
-// setInsist makes the Fit put its value back over someone else's change
-// (on) or hand the knob over (off).
-func (f *Fit[V, D]) setInsist(on bool) {
-	f.k.mu.Lock()
-	f.insist = on
-	f.k.mu.Unlock()
 }
 
 // Following reports whether the Fit still follows the limit.
@@ -187,17 +191,6 @@ type Reading[V comparable, D any] struct {
 	Limit D     // the limit read
 	Want  V     // the value the policy gives for it
 	Has   bool  // false: none (no limit): put back the state from before fitgo
-	// Adopting: the runtime updates the value by itself. Adopt are values
-	// it may have set, which are accepted rather than handed over; Seen is
-	// the value the reading was computed for: if the runtime's value has
-	// changed since (its own update racing the tick), the step is left to
-	// the next reading instead of taken as a hand-over.
-	Adopting bool
-	Adopt    [2]V
-	Seen     V
-	// Wait leaves a change to the runtime for now, while fitgo has not set
-	// the value.
-	Wait bool
 	// Other is the value another library's rule gives for this reading,
 	// and OtherWhy names the rule ("" for none): a change to it right after
 	// fitgo set the value is likely that library's.
@@ -206,13 +199,26 @@ type Reading[V comparable, D any] struct {
 	// Why says what a change is for when it is not the limit's
 	// (e.g. "by the leak guard"); "": the limit changed.
 	Why string
-	// Default: Want is the runtime's own default, which restore puts back
-	// along with the runtime's own updates.
-	Default bool
+	// Runtime is set when the runtime updates the value by itself.
+	Runtime *Updates[V]
+}
+
+// Updates are the runtime's own updates of a value, as a Reading sees them.
+type Updates[V comparable] struct {
+	// Adopt are values the runtime may have set, which are accepted rather
+	// than handed over; Seen is the value the reading was computed for: if
+	// the runtime's value has changed since (its own update racing the
+	// tick), the step is left to the next reading.
+	Adopt [2]V
+	Seen  V
+	// Wait leaves a change to the runtime for now, while fitgo has not set
+	// the value. Default: Want is the runtime's own default, which restore
+	// puts back along with the runtime's own updates.
+	Wait, Default bool
 }
 
 // Step applies a reading taken at now, and reports whether the Fit still
-// follows the limit.
+// follows the limit. Its switch is the one table of who changed the value.
 func (f *Fit[V, D]) Step(now time.Time, r Reading[V, D]) bool {
 	k := f.k
 	k.mu.Lock()
@@ -220,16 +226,31 @@ func (f *Fit[V, D]) Step(now time.Time, r Reading[V, D]) bool {
 		k.mu.Unlock()
 		return false
 	}
-	ev0 := f.reassert(&r)
-	ev := f.step(now, &r)
+	var put, ev event
+	for cur, first := k.get(), true; ; first = false {
+		switch u := r.Runtime; {
+		case u != nil && cur != u.Seen: // the runtime's own update raced the reading: left to the next
+		case cur == k.last:
+			ev = f.step(now, cur, &r)
+		case u != nil && !k.owned && (cur == u.Adopt[0] || cur == u.Adopt[1]):
+			k.last = cur // the runtime's own update
+			ev = f.step(now, cur, &r)
+		case f.insist && first: // someone else's change: put fitgo's value back, and judge again
+			put, cur = f.reassert(cur, &r), k.get()
+			continue
+		case !f.insist: // someone else's change: hand the knob over
+			ev = f.handOver(k.last, cur, f.other(cur, &r))
+		} // else another write raced the put-back: left to the next reading
+		break
+	}
 	keep := f.st.Following
 	k.mu.Unlock()
-	f.emit(ev0)
+	f.emit(put)
 	f.emit(ev)
 	return keep
 }
 
-// other is the likely other library that set cur, or "".
+// other is the likely other library that set cur, or ""; the lock is held.
 func (f *Fit[V, D]) other(cur V, r *Reading[V, D]) string {
 	if f.fresh && r.OtherWhy != "" && cur == r.Other {
 		return r.OtherWhy
@@ -237,17 +258,13 @@ func (f *Fit[V, D]) other(cur V, r *Reading[V, D]) string {
 	return ""
 }
 
-// reassert puts fitgo's value back, when the Fit insists, over a change
-// by someone else; it logs the first time. The lock is held.
-func (f *Fit[V, D]) reassert(r *Reading[V, D]) event {
+// reassert puts fitgo's value back over cur, someone else's; it logs the
+// first time. The lock is held.
+func (f *Fit[V, D]) reassert(cur V, r *Reading[V, D]) event {
 	k := f.k
-	cur := k.get()
-	if !f.insist || cur == k.last || r.Adopting && cur != r.Seen || f.adopts(cur, r) {
-		return event{}
-	}
 	mine, by := k.last, f.other(cur, r)
 	var ok bool
-	if r.Default && mine == r.Want {
+	if u := r.Runtime; u != nil && u.Default && mine == r.Want {
 		_, ok = k.putBack(cur)
 	} else {
 		_, ok = k.write(cur, mine)
@@ -264,12 +281,6 @@ func (f *Fit[V, D]) reassert(r *Reading[V, D]) event {
 		args: f.changeArgs(mine, cur, by)}
 }
 
-// adopts reports whether cur, which fitgo did not set, is the runtime's own
-// update that r accepts. The lock is held.
-func (f *Fit[V, D]) adopts(cur V, r *Reading[V, D]) bool {
-	return !f.k.owned && r.Adopting && (cur == r.Adopt[0] || cur == r.Adopt[1])
-}
-
 // changeArgs are the log arguments of someone else's change of was to cur
 // (by: the likely other library).
 func (f *Fit[V, D]) changeArgs(cur, was V, by string) []any {
@@ -280,22 +291,9 @@ func (f *Fit[V, D]) changeArgs(cur, was V, by string) []any {
 	return args
 }
 
-func (f *Fit[V, D]) step(now time.Time, r *Reading[V, D]) event {
+// step fits the value cur, fitgo's, to r; the lock is held.
+func (f *Fit[V, D]) step(now time.Time, cur V, r *Reading[V, D]) event {
 	k := f.k
-	cur := k.get()
-	if r.Adopting && cur != r.Seen {
-		return event{}
-	}
-	if cur != k.last {
-		switch {
-		case f.adopts(cur, r):
-			k.last = cur // the runtime's own update
-		case f.insist:
-			return event{} // raced with the put-back: left to the next reading
-		default:
-			return f.handOver(k.last, cur, f.other(cur, r))
-		}
-	}
 	f.fresh = false
 	if r.Err != nil {
 		first := f.st.Err == nil
@@ -314,7 +312,7 @@ func (f *Fit[V, D]) step(now time.Time, r *Reading[V, D]) event {
 			return f.handOver(cur, got, "")
 		}
 		return f.changed(now, cur, got, ": "+f.k.txt.Limit+" removed")
-	case !r.Has || r.Want == cur || !k.owned && r.Wait:
+	case !r.Has || r.Want == cur || !k.owned && r.Runtime != nil && r.Runtime.Wait:
 		return f.flush(now, cur)
 	}
 	got, ok := k.write(cur, r.Want)

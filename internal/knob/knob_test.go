@@ -39,7 +39,7 @@ func (f *fakeKnob) knob() *Knob[int] {
 func apply(t *testing.T, k *Knob[int], v int, log *slog.Logger) *Fit[int, string] {
 	t.Helper()
 	cur, _ := k.Peek()
-	f, ok := Start(k, log, cur, v, v != cur, true, "", nil)
+	f, ok := start(k, log, cur, v, v != cur, true)
 	require.True(t, ok)
 	return f
 }
@@ -109,7 +109,7 @@ func TestUndoAfterSomeoneElse(t *testing.T) {
 func TestStartFailsWhenTheValueMoved(t *testing.T) {
 	fk := &fakeKnob{val: 8}
 	k := fk.knob()
-	_, ok := Start(k, nil, 7, 4, true, false, "", nil)
+	_, ok := start(k, nil, 7, 4, true, false)
 	assert.False(t, ok, "the caller read 7, the value is 8: decide again")
 	assert.Equal(t, 8, fk.val)
 }
@@ -142,18 +142,18 @@ func TestStep(t *testing.T) {
 	assert.Equal(t, 2, s.State().Updates)
 
 	r := want(5)
-	r.Wait = true
+	r.Runtime = &Updates[int]{Seen: 8, Wait: true}
 	assert.True(t, s.Step(now, r))
 	assert.Equal(t, 8, fk.val, "left to the runtime: fitgo does not own the value")
 
 	fk.val = 7
 	r = want(7)
-	r.Adopting, r.Adopt, r.Seen = true, [2]int{7, 8}, 7
+	r.Runtime = &Updates[int]{Adopt: [2]int{7, 8}, Seen: 7}
 	assert.True(t, s.Step(now, r), "the runtime's own update is adopted")
 	assert.True(t, s.State().Following)
 
 	fk.val = 9
-	r.Seen = 9 // seen by the tick
+	r.Runtime.Seen = 9 // seen by the tick
 	assert.False(t, s.Step(now, r), "someone else's change: hand over")
 	assert.Equal(t, 9, fk.val)
 	st := s.State()
@@ -173,7 +173,7 @@ func TestRuntimeUpdateRacesTheTick(t *testing.T) {
 	fk := &fakeKnob{val: 8}
 	k := fk.knob()
 	cur, _ := k.Peek()
-	s, ok := Start(k, nil, cur, cur, false, true, "", nil)
+	s, ok := start(k, nil, cur, cur, false, true)
 	require.True(t, ok)
 	now := time.Now()
 
@@ -182,7 +182,7 @@ func TestRuntimeUpdateRacesTheTick(t *testing.T) {
 	assert.False(t, moved)
 	fk.val = 1 // the runtime's own update, after the tick's look
 	r := want(8)
-	r.Adopting, r.Adopt, r.Seen = true, [2]int{8, 8}, seen
+	r.Runtime = &Updates[int]{Adopt: [2]int{8, 8}, Seen: seen}
 	assert.True(t, s.Step(now, r), "not a hand-over: the reading was for the value 8")
 	assert.True(t, s.State().Following)
 	assert.Equal(t, 1, fk.val, "nothing written")
@@ -191,13 +191,13 @@ func TestRuntimeUpdateRacesTheTick(t *testing.T) {
 	assert.Equal(t, 1, seen)
 	assert.True(t, moved)
 	r = want(1)
-	r.Adopting, r.Adopt, r.Seen = true, [2]int{1, 8}, seen
+	r.Runtime = &Updates[int]{Adopt: [2]int{1, 8}, Seen: seen}
 	assert.True(t, s.Step(now, r), "the next tick adopts the runtime's update")
 	assert.True(t, s.State().Following)
 
 	fk.val = 5 // someone else, seen by the tick
 	seen, _ = s.Moved()
-	r.Seen = seen
+	r.Runtime.Seen = seen
 	assert.False(t, s.Step(now, r), "a change the tick saw and cannot explain is handed over")
 	assert.True(t, s.State().HandedOver)
 }
@@ -236,7 +236,7 @@ func TestWriteRace(t *testing.T) {
 		k := fk.knob()
 		other := 3
 		fk.between = &other
-		_, ok := Start(k, nil, 8, 4, true, true, "", nil)
+		_, ok := start(k, nil, 8, 4, true, true)
 		assert.False(t, ok, "the caller decides again")
 		assert.Equal(t, 3, fk.val)
 	})
