@@ -669,8 +669,17 @@ func (r *runner) run(ctx context.Context) ([]results.Run, error) {
 	if slices.ContainsFunc(sets, func(s setting) bool { return s.load > 0 }) {
 		work += "; with a load L, each request's work is L × the quota / the rate (the host's CPUs without a quota), scaled from the calibration"
 	}
-	r.meta.Workload = fmt.Sprintf("live heap %s of 32-byte two-pointer nodes, %g MiB/s allocation, %g requests/s (open loop, generator woken by %s) %s, %v measured per run, CFS period %v",
-		heapDesc(sets), o.AllocMiB, o.Rate, o.Ticker, work, o.Duration, o.Period)
+	alloc, window := fmt.Sprintf("%g MiB/s", o.AllocMiB), o.Duration.String()
+	for _, st := range sets {
+		if st.allocMiB > 0 {
+			alloc = fmt.Sprintf("%g MiB/s", st.allocMiB) // the gc scenario's default
+		}
+		if st.duration > 0 {
+			window = st.duration.String() // the leak and gc scenarios' defaults
+		}
+	}
+	r.meta.Workload = fmt.Sprintf("live heap %s of 32-byte two-pointer nodes, %s allocation, %g requests/s (open loop, generator woken by %s) %s, %s measured per run, CFS period %v",
+		heapDesc(sets), alloc, o.Rate, o.Ticker, work, window, o.Period)
 	r.meta.Notes = append(r.meta.Notes, variantNotes(o.Variants))
 
 	load0 := loadAvg()
