@@ -27,6 +27,8 @@
 //	nongo=off           leave the process's own memory outside the Go
 //	                    runtime (cgo, mmap) to the ratio instead of taking it
 //	                    off with the others' (memlimit's NoNonGo)
+//	gc=auto             raise GOGC so that the heap may use up to 70 % of
+//	                    the memory available (memlimit's GC policy)
 //	reserve=<bytes>     take this much (64Mi, 67108864) off the memory limit
 //	                    before the ratio, for what fitgo cannot see, such as
 //	                    a sidecar under a pod-level limit (memlimit's Unseen)

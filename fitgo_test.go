@@ -212,6 +212,17 @@ func TestStartReserve(t *testing.T) {
 	}
 }
 
+// TestStartGC: FITGO=gc=auto turns on memlimit's GC policy; it is off by
+// default.
+func TestStartGC(t *testing.T) {
+	for setting, on := range map[string]bool{"": false, "gc=auto": true, "gc=auto,gc=off": false, "gc=on": false} {
+		f := &fakeDeps{env: map[string]string{envVar: setting}}
+		start(f.deps())
+		require.NotNil(t, f.ml)
+		assert.Equal(t, on, f.ml.GC, setting)
+	}
+}
+
 func TestStartLogsThroughDefault(t *testing.T) {
 	var buf bytes.Buffer
 	f := &fakeDeps{logger: slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))}

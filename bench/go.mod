@@ -13,6 +13,8 @@ require (
 	sigs.k8s.io/yaml v1.6.0
 )
 
+require github.com/bytedance/gopkg v0.1.4
+
 require (
 	codeberg.org/go-fonts/liberation v0.5.0 // indirect
 	codeberg.org/go-latex/latex v0.2.0 // indirect

@@ -36,6 +36,7 @@ const (
 type gcReading struct {
 	goal, live, stacks, globals uint64 // the heap goal; the marked heap, stacks and globals of the last GC
 	gogc                        int64  // GOGC; negative: off
+	other                       uint64 // the runtime's memory outside the heap's spans in use, as GOMEMLIMIT counts it
 	// The CPU the GC took outside idle marking, and the total, since the
 	// start, in CPU-seconds (the runtime updates them at each GC).
 	gcCPU, cpu float64
@@ -98,8 +99,9 @@ func (f *Fit) readRuntime(withFloor, withGuard bool) (floor int64, r gcReading) 
 func gcOf(s []metrics.Sample) gcReading {
 	g := s[nFloor:]
 	// GOGC=off is -1, which the metric gives as a uint64.
+	other := u64(s[1]) - min(u64(s[1]), u64(s[2])+u64(s[3])+u64(s[5])) // total − objects − unused − released
 	return gcReading{live: u64(s[0]), goal: u64(g[0]), gogc: int64(u64(g[1])), stacks: u64(g[2]), globals: u64(g[3]),
-		gcCPU: max(f64(g[4])-f64(g[5]), 0), cpu: f64(g[6])}
+		gcCPU: max(f64(g[4])-f64(g[5]), 0), cpu: f64(g[6]), other: other}
 }
 
 // leakGuard is Result.LeakGuard's type.

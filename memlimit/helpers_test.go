@@ -71,6 +71,31 @@ func (f *fakeKnob) get() (value int64, sets int) {
 	return f.value, f.sets
 }
 
+// fakeGOGC is GOGC in a pretend runtime.
+type fakeGOGC struct {
+	mu    sync.Mutex
+	value int
+	sets  int
+}
+
+func (g *fakeGOGC) set(n int) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	prev := g.value
+	g.value = n
+	g.sets++
+	return prev
+}
+
+// appSet is the application calling debug.SetGCPercent.
+func (g *fakeGOGC) appSet(n int) { g.mu.Lock(); defer g.mu.Unlock(); g.value = n }
+
+func (g *fakeGOGC) get() (value int, sets int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.value, g.sets
+}
+
 // fakeSource is a refresh Source whose readings the test sets.
 type fakeSource struct {
 	mu  sync.Mutex
@@ -112,18 +137,20 @@ func memLimits(max, high int64) cgroup.Limits {
 type testEnv struct {
 	*env
 	fk    *fakeKnob
+	gogc  *fakeGOGC
 	src   *fakeSource
 	tickC chan time.Time
 }
 
 func newTestEnv(fk *fakeKnob, fsys fstest.MapFS) *testEnv {
 	src := &fakeSource{}
-	te := &testEnv{fk: fk, src: src, tickC: make(chan time.Time)}
+	te := &testEnv{fk: fk, src: src, tickC: make(chan time.Time), gogc: &fakeGOGC{value: 100}}
 	te.env = &env{
 		Env: knob.Env[int64]{GOOS: "linux", Getenv: func(string) string { return "" }, Knob: fk.knob(),
 			Read: src.Read, Open: func() (knob.Source, error) { return src, nil }, Ticks: te.tickC},
 		fsys: fsys, cgroups: fsys, // a nil MapFS is an empty tree: never the real root
 		resident: func() int64 { return 1 << 62 }, // no memory outside Go
+		gogc:     &gogcKnob{set: te.gogc.set},
 	}
 	if fsys != nil {
 		src.setReading(cgroup.ReadFS(fsys))

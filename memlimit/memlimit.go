@@ -77,6 +77,12 @@ type Options struct {
 	// released to the OS (runtime/metrics /memory/classes). NoHeadroom turns
 	// it off too. The blank import sets it for FITGO=nongo=off.
 	NoNonGo bool
+	// GC turns on the GC policy: at each refresh reading, GOGC is raised so
+	// that the heap may use up to 70 % of the memory available, never
+	// beyond GOMEMLIMIT nor below the program's GOGC; it stops when the
+	// program sets GOGC (Result.GC). It needs a Refresh. The blank import
+	// sets it for FITGO=gc=auto. Off: GOGC is left alone.
+	GC bool
 
 	env *env // nil: the process
 }
@@ -92,6 +98,7 @@ type env struct {
 	resident func() int64
 
 	cgroups fs.FS // for the memory events; nil: the real root
+	gogc    *gogcKnob
 }
 
 // processKnob is the process's memory limit.
@@ -179,6 +186,16 @@ type Result struct {
 	Policy Policy
 	// Env is the GOMEMLIMIT environment variable at start-up, "" when unset.
 	Env string
+	// GC is the GC policy (Options.GC), from Fit.Status: On when asked
+	// for, GOGC the value in force at the last reading, Base the program's
+	// GOGC, below which it never goes, Ceiling the heap it aims at (0: none)
+	// and Reason why.
+	GC struct {
+		On         bool
+		GOGC, Base int
+		Ceiling    int64
+		Reason     string
+	}
 	// SettingErr is why FITGO_MEMORY_LIMIT was ignored: it is not a quantity
 	// of at least 1 MiB. The limit is fitted as if it were unset.
 	SettingErr error
@@ -240,6 +257,8 @@ type Fit struct {
 	ratio    float64
 	hard     int64
 	otherWhy string
+	read     gcReading // the last reading's, for the GC policy
+	gc       gcPolicy
 }
 
 // effective picks the limit of a reading: the lowest of memory.max,
@@ -289,9 +308,13 @@ func (f *Fit) effective(lim cgroup.Limits) (l memLimit, has bool) {
 // from an earlier one.
 func Apply(o Options) (*Fit, error) {
 	f, d := prepare(&o)
+	f.startGC(&o)
 	var out knob.Outcome[int64]
 	f.f, f.loop, out = d.Settle(&f.env.Env, f.res.outcome(), f.tick)
 	f.res.set(out)
+	if f.loop == nil {
+		f.stopGC(gcNoLimit)
+	}
 	f.env.Knob.LogApply(o.Logger, out, "result", f.res)
 	return f, f.res.Err
 }
@@ -312,7 +335,7 @@ func Plan(o Options) (Result, error) {
 func prepare(o *Options) (*Fit, *knob.Decision[int64, memLimit]) {
 	e := o.env
 	if e == nil {
-		e = &env{Env: knob.Process(processKnob), fsys: os.DirFS("/")}
+		e = &env{Env: knob.Process(processKnob), fsys: os.DirFS("/"), gogc: processGOGC}
 	}
 	p := o.Policy.resolved()
 	f := &Fit{env: e, res: Result{Policy: p, Env: e.Getenv("GOMEMLIMIT")}, headroom: !o.NoHeadroom, nonGo: !o.NoNonGo, log: o.Logger}
@@ -394,7 +417,8 @@ func tinyReason(p Policy, l memLimit) string {
 // once the guard is on (the refresh), its steps. The first time the floor
 // holds the value, it logs a Warn line (Plan has no logger).
 func (f *Fit) value(lim cgroup.Limits) (memLimit, bool, int64, guardEvent) {
-	floor, gc := f.readRuntime(f.headroom && lim.Memory.Headroom.Source != "", f.guard.on)
+	floor, gc := f.readRuntime(f.headroom && lim.Memory.Headroom.Source != "", f.guard.on || f.gc.on)
+	f.read = gc
 	l, has := f.effective(lim)
 	want := f.softLimit(&l, floor)
 	if l.others > 0 && want > f.last && f.last > 0 && want-f.last < f.last/raiseStep {
@@ -428,6 +452,9 @@ func (f *Fit) tick(k *knob.Fit[int64, memLimit], now time.Time, lim cgroup.Limit
 		rd.Other, rd.OtherWhy = f.automemlimit(lim)
 	}
 	keep := k.Step(now, rd)
+	if rd.Err == nil || !keep {
+		f.tuneGC(keep, rd.Want, rd.Has, rd.Limit)
+	}
 	if keep && gev != guardNone {
 		f.logGuard(gev, rd.Want, rd.Limit)
 	}
@@ -476,6 +503,7 @@ func (f *Fit) Status() Result {
 		r.setLimit(l)
 	}
 	f.readEvents(&r)
+	f.gcResult(&r)
 	return r
 }
 
@@ -486,6 +514,7 @@ func (f *Fit) Status() Result {
 // limit since. Calling it again does nothing.
 func (f *Fit) Undo() {
 	if f != nil && f.f != nil {
+		f.stopGC(gcUndone)
 		f.f.Undo()
 	}
 }
@@ -525,7 +554,7 @@ func (r Result) String() string {
 		}
 		lim += " " + a.Key + " " + strconv.FormatUint(a.Value.Uint64(), 10)
 	}
-	return processKnob.Summary(r.outcome(), lim, r.Policy.String())
+	return processKnob.Summary(r.outcome(), lim, r.Policy.String()+r.gcText())
 }
 
 // LogValue makes a Result log as a group of its main fields.
@@ -552,5 +581,9 @@ func (r Result) LogValue() slog.Value {
 	if ev := r.eventCounts(); len(ev) > 0 {
 		lim = append(lim, slog.Attr{Key: "memory_events", Value: slog.GroupValue(ev...)})
 	}
-	return knob.LogValue(r.outcome(), append(lim, slog.String("policy", r.Policy.String()))...)
+	lim = append(lim, slog.String("policy", r.Policy.String()))
+	if r.GC.On {
+		lim = append(lim, r.gcValue())
+	}
+	return knob.LogValue(r.outcome(), lim...)
 }

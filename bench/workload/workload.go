@@ -267,6 +267,8 @@ var metricNames = []string{
 	"/gc/gogc:percent",
 	"/gc/scan/stack:bytes",
 	"/gc/scan/globals:bytes",
+	"/cpu/classes/gc/mark/idle:cpu-seconds",
+	"/cpu/classes/idle:cpu-seconds",
 }
 
 type snapshot struct {
@@ -279,6 +281,7 @@ type snapshot struct {
 	gogc         int64
 	stacks       uint64
 	globals      uint64
+	gcIdle, idle float64 // idle marking, and idle CPU
 }
 
 func readMetrics() snapshot {
@@ -298,6 +301,8 @@ func readMetrics() snapshot {
 		gogc:     int64(s[7].Value.Uint64()),
 		stacks:   s[8].Value.Uint64(),
 		globals:  s[9].Value.Uint64(),
+		gcIdle:   s[10].Value.Float64(),
+		idle:     s[11].Value.Float64(),
 	}
 }
 
@@ -540,6 +545,8 @@ func Run(ctx context.Context, cfg Config) (*results.Workload, error) {
 	res.GCPauseTotalMS = histSum(pauses) * 1000
 	res.SchedLatency = histPercentiles(stats.HistogramSub(m1.sched, m0.sched))
 	res.GCCPUSeconds = m1.gcCPU - m0.gcCPU
+	res.GCIdleCPUSeconds = m1.gcIdle - m0.gcIdle
+	res.UsedCPUSeconds = (m1.total - m1.idle) - (m0.total - m0.idle)
 	res.GCCPUFraction = results.Float(math.NaN())
 	if tot := m1.total - m0.total; tot > 0 && res.GCCycles > 0 {
 		res.GCCPUFraction = results.Float(res.GCCPUSeconds / tot)

@@ -210,6 +210,10 @@ func TestFITGO(t *testing.T) {
 		{"insist=on,insist=off", def, ""},
 		{"insist=both", def, `"insist=both": want on, off, maxprocs or memlimit`},
 		{"insist", def, `"insist": want off or key=value`},
+		{"gc=auto", Fitgo{MaxProcs: true, MemLimit: true, Refresh: true, GC: true}, ""},
+		{" gc = auto ,gc=off", def, ""},
+		{"gc=on", def, `"gc=on": want auto or off`},
+		{"gc=auto,gc=x", Fitgo{MaxProcs: true, MemLimit: true, Refresh: true, GC: true}, `"gc=x": want auto or off`},
 		{"reserve=64Mi", Fitgo{MaxProcs: true, MemLimit: true, Refresh: true, Reserve: 64 << 20}, ""},
 		{" reserve = 67108864 ", Fitgo{MaxProcs: true, MemLimit: true, Refresh: true, Reserve: 64 << 20}, ""},
 		{"reserve=0.5Gi,reserve=100M", Fitgo{MaxProcs: true, MemLimit: true, Refresh: true, Reserve: 100e6}, ""},
@@ -321,7 +325,7 @@ func FuzzGODEBUG(f *testing.F) {
 }
 
 func FuzzFITGO(f *testing.F) {
-	for _, s := range []string{"", "off", "maxprocs=off", "memlimit=off,refresh=250ms", "refresh=off", "x", "refresh=-1s", " off , maxprocs=on ", "rounding=nearest", "rounding=ceil,rounding=x", "insist=on", "insist=memlimit,insist=x", "headroom=off", "headroom=on,headroom=x", "leakguard=off", "leakguard=on,leakguard=x", "reserve=64Mi", "reserve=1Gi,reserve=-1", "reserve=", "nongo=off", "nongo=on,nongo=x"} {
+	for _, s := range []string{"", "off", "maxprocs=off", "memlimit=off,refresh=250ms", "refresh=off", "x", "refresh=-1s", " off , maxprocs=on ", "rounding=nearest", "rounding=ceil,rounding=x", "insist=on", "insist=memlimit,insist=x", "headroom=off", "headroom=on,headroom=x", "leakguard=off", "leakguard=on,leakguard=x", "reserve=64Mi", "reserve=1Gi,reserve=-1", "reserve=", "nongo=off", "nongo=on,nongo=x", "gc=auto", "gc=auto,gc=x"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -343,6 +347,9 @@ func FuzzFITGO(f *testing.F) {
 		}
 		if got.Reserve < 0 || got.Reserve > 0 && !strings.Contains(s, "reserve") {
 			t.Fatalf("FITGO(%q) = %+v: reserve without a reserve field", s, got)
+		}
+		if got.GC && !strings.Contains(s, "auto") {
+			t.Fatalf("FITGO(%q) = %+v: GC policy on without gc=auto", s, got)
 		}
 		if got.NoLeakGuard && !strings.Contains(s, "leakguard") {
 			t.Fatalf("FITGO(%q) = %+v: leak guard off without a leakguard field", s, got)

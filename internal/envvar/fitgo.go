@@ -21,6 +21,7 @@ type Fitgo struct {
 	NoHeadroom                     bool // headroom=off
 	NoLeakGuard                    bool // leakguard=off
 	NoNonGo                        bool // nongo=off
+	GC                             bool // gc=auto: memlimit's GC policy
 
 	Reserve int64 // reserve=<bytes>: memory others hold where fitgo cannot see it
 }
@@ -63,6 +64,12 @@ func FITGO(s string) (f Fitgo, err error) {
 			} else {
 				f.InsistMaxProcs, f.InsistMemLimit = on || value == "maxprocs", on || value == "memlimit"
 			}
+		case key == "gc":
+			if value != "auto" && value != "off" {
+				bad = "want auto or off"
+			} else {
+				f.GC = value == "auto"
+			}
 		case key == "reserve":
 			if v, qok := Quantity(value, 1); qok {
 				f.Reserve = v
@@ -87,7 +94,7 @@ func FITGO(s string) (f Fitgo, err error) {
 		}
 		switch {
 		case unknown != "": // the key says it all: quote it alone, keeping the error short
-			errs = append(errs, fmt.Errorf("FITGO: unknown setting %q (want maxprocs, memlimit, refresh, rounding, insist, headroom, leakguard, nongo or reserve)", Short(unknown)))
+			errs = append(errs, fmt.Errorf("FITGO: unknown setting %q (want maxprocs, memlimit, refresh, rounding, insist, headroom, leakguard, nongo, gc or reserve)", Short(unknown)))
 		case bad != "":
 			errs = append(errs, fmt.Errorf("FITGO: %q: %s", Short(field), bad))
 		}

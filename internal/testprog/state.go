@@ -16,6 +16,10 @@ type State struct {
 	MemLimitReason    string `json:"memlimit_reason,omitempty"`
 	MemLimitEvents    bool   `json:"memlimit_events"`  // its Status has memory events
 	NonGo             int64  `json:"non_go,omitempty"` // its Status's memory outside Go
+	GOGC              int    `json:"gogc"`             // the runtime's, read without setting it
+	HeapGoal          uint64 `json:"heap_goal"`        // the runtime's, at the last GC or GOGC change
+	GCCeiling         int64  `json:"gc_ceiling"`       // memlimit's GC policy: Status().GC
+	GCReason          string `json:"gc_reason,omitempty"`
 
 	Acks   int    `json:"acks"`             // commands handled so far
 	Report bool   `json:"report,omitempty"` // the line a "report" command asked for

@@ -8,6 +8,7 @@ package local
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -38,6 +39,7 @@ const (
 	ScenarioSweep   = "sweep"    // CPU quotas × load levels, with the static oracles
 	ScenarioShared  = "shared"   // a memory limit shared with a sidecar process
 	ScenarioLeak    = "leak"     // a live heap that grows until the limit kills it
+	ScenarioGC      = "gc"       // a CPU quota with a roomy memory limit: GC policies
 	ScenarioInPlace = "in-place" // -in-place: the current cgroup's limits
 )
 
@@ -103,6 +105,15 @@ const (
 	LeakStartFraction   = 0.5
 	DefaultLeakGrowMiB  = 4
 	DefaultLeakDuration = 100 * time.Second
+
+	// The gc scenario: CPU quotas with a memory limit of ten times the
+	// default live heap, the room a GC policy may spend, and twice the
+	// default allocation rate: a heap goal near 0.9 × 1 GiB then runs a GC
+	// cycle every 8 s, several in a 30 s window.
+	DefaultGCCPUs     = "0.5,1"
+	DefaultGCMemory   = "1Gi"
+	DefaultGCAllocMiB = 100
+	DefaultGCDuration = 30 * time.Second
 )
 
 // Options configure a local benchmark.
@@ -126,9 +137,9 @@ type Options struct {
 	SidecarCache int64
 	// GrowMiB is the leak scenario's heap growth in MiB/s (0: the default).
 	GrowMiB float64
-	// DurationSet is true when Duration was given explicitly: the leak
-	// scenario has a longer default.
-	DurationSet bool
+	// DurationSet and AllocSet are true when Duration and AllocMiB were
+	// given explicitly: the leak and gc scenarios have defaults of their own.
+	DurationSet, AllocSet bool
 	// Loads are request work levels as fractions of the CPU quota (e.g. 0.7:
 	// requests take 0.7 × quota CPU-seconds per second); empty means the fixed
 	// Work per request. The sweep defaults to DefaultSweepLoads.
@@ -172,6 +183,7 @@ type setting struct {
 	layout   string  // the shared scenario's layout
 	sidecar  int64   // the memory the sidecar holds
 	growMiB  float64 // the leak's heap growth, MiB/s
+	allocMiB float64 // the allocation rate, MiB/s; 0: Options.AllocMiB
 	duration time.Duration
 }
 
@@ -206,10 +218,10 @@ func parseFlags(args []string, stderr io.Writer) (Options, error) {
 		scenario, cpus, memory, variantsFlag string
 		loads                                string
 	)
-	fs.StringVar(&scenario, "scenario", ScenarioCPU, "scenarios, comma-separated: cpu (quotas), nested (quota on a parent cgroup only), memory (memory limit below the untuned heap peak), sweep (quotas × loads, with static GOMAXPROCS oracles), shared (a memory limit shared with a sidecar process), leak (a live heap that grows until the limit), or all (cpu, nested, memory)")
-	fs.StringVar(&cpus, "cpus", "", "CPU quotas of the cpu, nested and sweep scenarios in cores or millicores (e.g. 0.5 or 500m), comma-separated; none for no quota (default "+DefaultCPUs+" for cpu, "+DefaultNestedCPUs+" for nested, "+DefaultSweepCPUs+" for sweep)")
+	fs.StringVar(&scenario, "scenario", ScenarioCPU, "scenarios, comma-separated: cpu (quotas), nested (quota on a parent cgroup only), memory (memory limit below the untuned heap peak), sweep (quotas × loads, with static GOMAXPROCS oracles), shared (a memory limit shared with a sidecar process), leak (a live heap that grows until the limit), gc (CPU quotas with a roomy memory limit, for GC policies), or all (cpu, nested, memory)")
+	fs.StringVar(&cpus, "cpus", "", "CPU quotas of the cpu, nested, sweep and gc scenarios in cores or millicores (e.g. 0.5 or 500m), comma-separated; none for no quota (default "+DefaultCPUs+" for cpu, "+DefaultNestedCPUs+" for nested, "+DefaultSweepCPUs+" for sweep, "+DefaultGCCPUs+" for gc)")
 	fs.StringVar(&loads, "load", "", "request work as fractions of the CPU quota, comma-separated (0.7: requests take 0.7 × quota CPU-seconds per second; the host's CPUs without a quota); default: the fixed -work per request, or "+DefaultSweepLoads+" for sweep")
-	fs.StringVar(&memory, "memory", "", "memory limits of the memory, shared and leak scenarios, comma-separated (default "+DefaultMemory+" for memory, "+DefaultSharedMemory+" for shared and leak)")
+	fs.StringVar(&memory, "memory", "", "memory limits of the memory, shared, leak and gc scenarios, comma-separated (default "+DefaultMemory+" for memory, "+DefaultSharedMemory+" for shared and leak, "+DefaultGCMemory+" for gc)")
 	var sidecar, sidecarCache, layouts string
 	fs.StringVar(&sidecar, "sidecar", DefaultSidecar, "memory the shared scenario's sidecar holds resident")
 	fs.StringVar(&layouts, "layout", DefaultLayouts, "where the shared scenario's sidecar runs, comma-separated: sibling (in a sibling cgroup under the limited parent) or coprocess (in the workload's own limited cgroup), or the workload itself holding that memory outside the Go runtime: inprocess-cgo (C's malloc) or inprocess-mmap (anonymous mmap)")
@@ -249,14 +261,17 @@ Flags:
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	fs.Visit(func(f *flag.Flag) { o.DurationSet = o.DurationSet || f.Name == "duration" })
+	fs.Visit(func(f *flag.Flag) {
+		o.DurationSet = o.DurationSet || f.Name == "duration"
+		o.AllocSet = o.AllocSet || f.Name == "alloc-mib"
+	})
 	o.Command = "go run -C bench . local"
 	if len(args) > 0 {
 		o.Command += " " + strings.Join(args, " ")
 	}
 	scenarios := []string{ScenarioCPU, ScenarioNested, ScenarioMemory}
 	var err error
-	if o.Scenarios, err = settings.ParseScenarios(scenario, append(scenarios, ScenarioSweep, ScenarioShared, ScenarioLeak), scenarios, "cpu, nested, memory, sweep, shared, leak or all"); err != nil {
+	if o.Scenarios, err = settings.ParseScenarios(scenario, append(scenarios, ScenarioSweep, ScenarioShared, ScenarioLeak, ScenarioGC), scenarios, "cpu, nested, memory, sweep, shared, leak, gc or all"); err != nil {
 		return o, err
 	}
 	sizes, err := settings.ParseSizes(sidecar)
@@ -336,6 +351,27 @@ func (o Options) settings() ([]setting, error) {
 					out = append(out, setting{scenario: sc, cpus: c, heapMiB: heap, load: l})
 				}
 			}
+		case ScenarioGC:
+			cpus, ms := o.CPUs, o.Memory
+			if len(cpus) == 0 {
+				cpus, _ = settings.ParseCPUs(DefaultGCCPUs, true)
+			}
+			if len(ms) == 0 {
+				ms, _ = settings.ParseSizes(DefaultGCMemory)
+			}
+			st := setting{scenario: sc, heapMiB: cmp.Or(o.HeapMiB, workload.DefaultHeapMiB)}
+			if !o.AllocSet {
+				st.allocMiB = DefaultGCAllocMiB
+			}
+			if !o.DurationSet {
+				st.duration = DefaultGCDuration
+			}
+			for _, m := range ms {
+				for _, c := range cpus {
+					st.cpus, st.memory = c, m
+					out = append(out, st)
+				}
+			}
 		case ScenarioMemory:
 			ms := o.Memory
 			if len(ms) == 0 {
@@ -404,8 +440,8 @@ func (o Options) settings() ([]setting, error) {
 	return out, nil
 }
 
-// memoryVariants returns the default variants when every scenario is shared
-// or leak: the union of their lists, in order; nil otherwise.
+// memoryVariants returns the default variants when every scenario is shared,
+// leak or gc: the union of their lists, in order; nil otherwise.
 func memoryVariants(scenarios []string) []variant.Variant {
 	var out []variant.Variant
 	for _, sc := range scenarios {
@@ -415,6 +451,8 @@ func memoryVariants(scenarios []string) []variant.Variant {
 			vs = variant.Shared
 		case ScenarioLeak:
 			vs = variant.Leak
+		case ScenarioGC:
+			vs = variant.GC
 		default:
 			return nil
 		}
@@ -643,8 +681,17 @@ func (r *runner) run(ctx context.Context) ([]results.Run, error) {
 	if slices.ContainsFunc(sets, func(s setting) bool { return s.load > 0 }) {
 		work += "; with a load L, each request's work is L × the quota / the rate (the host's CPUs without a quota), scaled from the calibration"
 	}
-	r.meta.Workload = fmt.Sprintf("live heap %s of 32-byte two-pointer nodes, %g MiB/s allocation, %g requests/s (open loop, generator woken by %s) %s, %v measured per run, CFS period %v",
-		heapDesc(sets), o.AllocMiB, o.Rate, o.Ticker, work, o.Duration, o.Period)
+	alloc, window := fmt.Sprintf("%g MiB/s", o.AllocMiB), o.Duration.String()
+	for _, st := range sets {
+		if st.allocMiB > 0 {
+			alloc = fmt.Sprintf("%g MiB/s", st.allocMiB) // the gc scenario's default
+		}
+		if st.duration > 0 {
+			window = st.duration.String() // the leak and gc scenarios' defaults
+		}
+	}
+	r.meta.Workload = fmt.Sprintf("live heap %s of 32-byte two-pointer nodes, %s allocation, %g requests/s (open loop, generator woken by %s) %s, %s measured per run, CFS period %v",
+		heapDesc(sets), alloc, o.Rate, o.Ticker, work, window, o.Period)
 	r.meta.Notes = append(r.meta.Notes, variantNotes(o.Variants))
 
 	load0 := loadAvg()

@@ -71,6 +71,24 @@ func TestSharedAndLeakSettings(t *testing.T) {
 	require.Len(t, sets, 3)
 	assert.Equal(t, setting{scenario: "leak", memory: 1 << 30, heapMiB: 512, growMiB: 8}, sets[0], "-duration applies")
 
+	o, err = parseFlags([]string{"-scenario", "gc"}, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"fitgo", "fitgo-gc", "gogc-off", "gctuner", "automaxprocs+automemlimit", "runtime"}, names(o.Variants))
+	sets, err = o.settings()
+	require.NoError(t, err)
+	assert.Equal(t, []setting{
+		{scenario: "gc", cpus: 0.5, memory: 1 << 30, heapMiB: 100, allocMiB: DefaultGCAllocMiB, duration: DefaultGCDuration},
+		{scenario: "gc", cpus: 1, memory: 1 << 30, heapMiB: 100, allocMiB: DefaultGCAllocMiB, duration: DefaultGCDuration},
+	}, sets)
+	o, err = parseFlags([]string{"-scenario", "gc", "-cpus", "2", "-memory", "2Gi", "-heap-mib", "200", "-alloc-mib", "40", "-duration", "20s",
+		"-variants", "fitgo,gogc-off"}, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"GOGC=off"}, o.Variants[1].Env)
+	assert.True(t, o.Variants[1].HeadroomOracle, "GOMEMLIMIT = 0.9 × the limit from the runner")
+	sets, err = o.settings()
+	require.NoError(t, err)
+	assert.Equal(t, []setting{{scenario: "gc", cpus: 2, memory: 2 << 30, heapMiB: 200}}, sets, "the flags apply")
+
 	o, err = parseFlags([]string{"-scenario", "shared,cpu"}, io.Discard)
 	require.NoError(t, err)
 	assert.Equal(t, names(variant.All), names(o.Variants), "with other scenarios, the common default")

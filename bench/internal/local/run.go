@@ -2,6 +2,7 @@ package local
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -37,7 +38,7 @@ func (r *runner) runOne(ctx context.Context, st setting, v variant.Variant, roun
 	args := []string{
 		"-duration", duration.String(),
 		"-heap-mib", strconv.FormatFloat(st.heapMiB, 'f', -1, 64),
-		"-alloc-mib", strconv.FormatFloat(o.AllocMiB, 'f', -1, 64),
+		"-alloc-mib", strconv.FormatFloat(cmp.Or(st.allocMiB, o.AllocMiB), 'f', -1, 64),
 		"-rate", strconv.FormatFloat(o.Rate, 'f', -1, 64),
 		"-work", work.String(),
 		"-work-iters", strconv.Itoa(iters),

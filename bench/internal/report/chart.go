@@ -45,6 +45,9 @@ func WriteChart(path string, sums []results.Summary) error {
 			return err
 		}
 		side, err := sidePlot(st, group)
+		if st.Scenario == "gc" {
+			side, err = gcPlot(group)
+		}
 		if err != nil {
 			return err
 		}

@@ -360,8 +360,11 @@ func Events(ev map[string]uint64) string {
 // columnsOf returns the columns of setting st's table: the leak scenario's
 // own, or the common ones with the memory events where runs read them.
 func columnsOf(sums []results.Summary, st results.Setting) []column {
-	if st.Scenario == "leak" {
+	switch st.Scenario {
+	case "leak":
 		return leakColumns
+	case "gc":
+		return gcColumns
 	}
 	cols := columns
 	for _, s := range sums {
@@ -374,12 +377,16 @@ func columnsOf(sums []results.Summary, st results.Setting) []column {
 }
 
 // rows returns the table rows of one setting; base is the runtime variant's
-// summary, if present, for the ratio column.
+// summary (fitgo's in the gc scenario), if present, for the ratio columns.
 func rows(sums []results.Summary, st results.Setting) (out [][]string) {
 	cols := columnsOf(sums, st)
 	var base *results.Summary
+	name := "runtime"
+	if st.Scenario == "gc" {
+		name = gcBase
+	}
 	for i := range sums {
-		if sums[i].Setting() == st && sums[i].Variant == "runtime" {
+		if sums[i].Setting() == st && sums[i].Variant == name {
 			base = &sums[i]
 		}
 	}
@@ -496,6 +503,7 @@ Throttled periods are nr_throttled / nr_periods of the quota cgroup's cpu.stat o
 A load is the request work as a fraction of the CPU quota (0.7: requests take 0.7 × quota CPU-seconds per second); without one, each request does the fixed work of the workload line.
 CPU s is the process's user+system CPU time, setup included.
 Memory events are the counters of the cgroup that carries the memory limit, summed over the runs (v1: memory.failcnt and memory.memsw.failcnt, and oom_kill and under_oom of memory.oom_control, where oom_kill counts only kills in that very cgroup; v2: memory.events).
+In the gc scenario, the ratios are to fitgo's default; GC cycles and GC CPU cover the measured window; GC CPU s is ` + "`/cpu/classes/gc/total`" + `, "w/o idle mark" less ` + "`/cpu/classes/gc/mark/idle`" + ` (idle marking burns the quota too); the GC share of CPU is over the CPU the process used (` + "`/cpu/classes/total`" + ` less ` + "`/cpu/classes/idle`" + `); peak memory is the limited cgroup's (v1 memory.max_usage_in_bytes, v2 memory.peak); the chart plots p99 against GC CPU s.
 In the leak scenario, "GOMEMLIMIT bound at" is the process's age when GOMEMLIMIT first set the heap goal (below GOGC's), "GOMEMLIMIT raised at" when it first rose above its value at the start (fitgo's leak guard), "then lasted" the time from there to the kill or the end of the run; GC CPU, p99 and requests "in the window" cover that time up to the last progress line (at most 1 s before the end); "brown-out" is the time in it with the GC above half of the CPU.
 CPU and memory pressure, where the kernel has pressure stall information for the cgroup (cgroup v2), are the share of the window in which some task waited for the CPU or for memory (the some totals of ` + "`cpu.pressure`" + ` and ` + "`memory.pressure`" + `).`
 

@@ -95,6 +95,12 @@ type Workload struct {
 	// completed in the window; NaN (null) when none completed.
 	GCCPUFraction Float   `json:"gc_cpu_fraction"`
 	GCCPUSeconds  float64 `json:"gc_cpu_seconds"`
+	// GCIdleCPUSeconds is the part of GCCPUSeconds spent marking on idle Ps
+	// (/cpu/classes/gc/mark/idle), which burns a CPU quota too;
+	// UsedCPUSeconds is /cpu/classes/total less /cpu/classes/idle: the CPU
+	// the process used in the window, by the runtime's estimate.
+	GCIdleCPUSeconds float64 `json:"gc_idle_cpu_seconds"`
+	UsedCPUSeconds   float64 `json:"used_cpu_seconds"`
 
 	// PeakRSSBytes is VmHWM of the process.
 	PeakRSSBytes int64 `json:"peak_rss_bytes"`

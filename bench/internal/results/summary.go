@@ -36,11 +36,22 @@ type Summary struct {
 	LatencyP999MS Float `json:"latency_p999_ms"`
 	LatencyMaxMS  Float `json:"latency_max_ms"`
 
-	GCCycles          Float `json:"gc_cycles"`
-	GCPauseP50MS      Float `json:"gc_pause_p50_ms"`
-	GCPauseP99MS      Float `json:"gc_pause_p99_ms"`
-	GCPauseMaxMS      Float `json:"gc_pause_max_ms"`
-	GCCPUFraction     Float `json:"gc_cpu_fraction"`
+	GCCycles      Float `json:"gc_cycles"`
+	GCPauseP50MS  Float `json:"gc_pause_p50_ms"`
+	GCPauseP99MS  Float `json:"gc_pause_p99_ms"`
+	GCPauseMaxMS  Float `json:"gc_pause_max_ms"`
+	GCCPUFraction Float `json:"gc_cpu_fraction"`
+	// GCCPUSeconds is the GC's CPU in the window, GCCPUNoIdleSeconds the
+	// same without idle marking; GCShare and GCShareNoIdle are those over
+	// the CPU the process used (Workload.UsedCPUSeconds).
+	GCCPUSeconds       Float `json:"gc_cpu_seconds"`
+	GCCPUNoIdleSeconds Float `json:"gc_cpu_noidle_seconds"`
+	GCShare            Float `json:"gc_share"`
+	GCShareNoIdle      Float `json:"gc_share_noidle"`
+	// ThrottledPeriods is the count of throttled CFS periods in the window.
+	ThrottledPeriods Float `json:"throttled_periods"`
+	// MemoryPeakBytes is the limited cgroup's peak usage (Run.MemoryPeakBytes).
+	MemoryPeakBytes   Float `json:"memory_peak_bytes"`
 	SchedLatencyP99MS Float `json:"sched_latency_p99_ms"`
 
 	// ThrottledPeriodsRatio is throttled periods / periods (0 to 1).
@@ -214,6 +225,24 @@ var metrics = []metric{
 	{"gc_pause_p99_ms", fromWorkload(func(w *Workload) float64 { return float64(w.GCPause.P99) }), func(s *Summary, v Float) { s.GCPauseP99MS = v }},
 	{"gc_pause_max_ms", fromWorkload(func(w *Workload) float64 { return float64(w.GCPause.Max) }), func(s *Summary, v Float) { s.GCPauseMaxMS = v }},
 	{"gc_cpu_fraction", fromWorkload(func(w *Workload) float64 { return float64(w.GCCPUFraction) }), func(s *Summary, v Float) { s.GCCPUFraction = v }},
+	{"gc_cpu_seconds", fromWorkload(func(w *Workload) float64 { return w.GCCPUSeconds }), func(s *Summary, v Float) { s.GCCPUSeconds = v }},
+	{"gc_cpu_noidle_seconds", fromWorkload(func(w *Workload) float64 { return w.GCCPUSeconds - w.GCIdleCPUSeconds }),
+		func(s *Summary, v Float) { s.GCCPUNoIdleSeconds = v }},
+	{"gc_share", fromWorkload(func(w *Workload) float64 { return ratio(w.GCCPUSeconds, w.UsedCPUSeconds) }), func(s *Summary, v Float) { s.GCShare = v }},
+	{"gc_share_noidle", fromWorkload(func(w *Workload) float64 { return ratio(w.GCCPUSeconds-w.GCIdleCPUSeconds, w.UsedCPUSeconds) }),
+		func(s *Summary, v Float) { s.GCShareNoIdle = v }},
+	{"throttled_periods", func(r Run) float64 {
+		if t := r.Throttling(); t != nil {
+			return float64(t.ThrottledPeriods)
+		}
+		return math.NaN()
+	}, func(s *Summary, v Float) { s.ThrottledPeriods = v }},
+	{"memory_peak_bytes", func(r Run) float64 {
+		if r.MemoryPeakBytes <= 0 {
+			return math.NaN()
+		}
+		return float64(r.MemoryPeakBytes)
+	}, func(s *Summary, v Float) { s.MemoryPeakBytes = v }},
 	{"sched_latency_p99_ms", fromWorkload(func(w *Workload) float64 { return float64(w.SchedLatency.P99) }), func(s *Summary, v Float) { s.SchedLatencyP99MS = v }},
 	{"throttled_periods_ratio", func(r Run) float64 { return r.Throttling().ThrottledRatio() }, func(s *Summary, v Float) { s.ThrottledPeriodsRatio = v }},
 	{"throttled_ms", func(r Run) float64 {
@@ -256,6 +285,14 @@ var metrics = []metric{
 		}
 		return r.CPUSeconds
 	}, func(s *Summary, v Float) { s.CPUSeconds = v }},
+}
+
+// ratio is a / b, NaN when b is not positive.
+func ratio(a, b float64) float64 {
+	if b <= 0 {
+		return math.NaN()
+	}
+	return a / b
 }
 
 // gomemlimit returns the GOMEMLIMIT a run reported: in its result, or for a

@@ -24,9 +24,10 @@ type Variant struct {
 	DownwardAPI bool
 	// Env is added to the workload's environment, e.g. FITGO=rounding=ceil.
 	Env []string
-	// HeadroomOracle is true for the variant that is given GOMEMLIMIT =
+	// HeadroomOracle is true for the variants that are given GOMEMLIMIT =
 	// 0.9 × (the memory limit − what the shared scenario's sidecar holds):
-	// the value a limit that accounts for the others would set.
+	// the value a limit that accounts for the others would set (without a
+	// sidecar, 0.9 × the limit).
 	HeadroomOracle bool
 }
 
@@ -66,6 +67,23 @@ var Shared = append(slices.Clone(Memory), Oracle)
 // scenario's fitgo without the guard.
 var NoGuard = Variant{Name: "fitgo-noguard", Cmd: "cmd/fitgo", Env: []string{"FITGO=leakguard=off"},
 	Doc: "fitgo blank-imported with FITGO=leakguard=off: GOMEMLIMIT stays at the policy's value while the GC is pinned at it"}
+
+// The gc scenario's variants beside fitgo's, automemlimit and the runtime's.
+var (
+	GCPolicy = Variant{Name: "fitgo-gc", Cmd: "cmd/fitgo", Env: []string{"FITGO=gc=auto"},
+		Doc: "fitgo blank-imported with FITGO=gc=auto: GOGC raised so that the heap may use up to 70 % of the memory available"}
+	GCOff = Variant{Name: "gogc-off", Cmd: "cmd/fitgo", Env: []string{"GOGC=off"}, HeadroomOracle: true,
+		Doc: "GOGC=off and GOMEMLIMIT = 0.9 × the memory limit in the environment, set by the runner (the Go GC guide's recipe for a program alone in its container), in fitgo's binary so that GOMAXPROCS is fitgo's"}
+	GCTuner = Variant{Name: "gctuner", Cmd: "cmd/gctuner",
+		Doc: "ByteDance's gctuner (github.com/bytedance/gopkg/util/gctuner v0.1.4) with its documented threshold, 70 % of the memory limit: GOGC between 50 and 500 after each GC; no GOMEMLIMIT; with automaxprocs, so that GOMAXPROCS is fitgo's"}
+)
+
+// GC is the gc scenario's default variants, in report order: fitgo first,
+// the base of its ratios.
+var GC = []Variant{All[4], GCPolicy, GCOff, GCTuner, All[3], All[1]}
+
+// extra are the variants outside All and Rules that flags can name.
+func extra() []Variant { return []Variant{Oracle, NoGuard, GCPolicy, GCOff, GCTuner} }
 
 // Leak is the leak scenario's default variants: Memory, and fitgo without
 // its leak guard.
@@ -121,7 +139,7 @@ func Sweep(ncpu int) []Variant {
 // Names returns the names of All and of the other rules.
 func Names() []string {
 	var out []string
-	for _, v := range append(append(slices.Clone(All), Rules...), Oracle, NoGuard) {
+	for _, v := range append(append(slices.Clone(All), Rules...), extra()...) {
 		if !slices.Contains(out, v.Name) {
 			out = append(out, v.Name)
 		}
@@ -132,7 +150,7 @@ func Names() []string {
 // Lookup returns the variant called name: one of All or Rules, or
 // GOMAXPROCS=n for n ≥ 1.
 func Lookup(name string) (Variant, bool) {
-	for _, v := range append(append(slices.Clone(All), Rules...), Oracle, NoGuard) {
+	for _, v := range append(append(slices.Clone(All), Rules...), extra()...) {
 		if v.Name == name {
 			return v, true
 		}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"strconv"
 	"strings"
 	"time"
@@ -22,6 +23,7 @@ import (
 // 10ms), a State as a JSON line on stdout. It reads commands from stdin, one
 // per line: "pin" calls runtime.GOMAXPROCS with the current value (as a
 // program that sets it itself would); "setmem N" calls debug.SetMemoryLimit(N);
+// "setgogc N" calls debug.SetGCPercent(N); "gc" runs a GC cycle;
 // "report N" asks for a State with Report set N ms after it; "read PATH"
 // reads the file PATH to the end (into the page cache); "map PATH" maps the
 // file PATH shared and reads every page, which stays mapped (shared memory
@@ -35,8 +37,10 @@ func Run() {
 	rep := fitgo.Startup()
 	start, acks := time.Now(), 0
 	enc := json.NewEncoder(os.Stdout)
+	gogc := []metrics.Sample{{Name: "/gc/gogc:percent"}, {Name: "/gc/heap/goal:bytes"}}
 	cur := func() testprog.State {
 		mp, ml := rep.MaxProcs.Status(), rep.MemLimit.Status()
+		metrics.Read(gogc)
 		return testprog.State{
 			Millis:            time.Since(start).Milliseconds(),
 			GOMAXPROCS:        runtime.GOMAXPROCS(0),
@@ -47,6 +51,10 @@ func Run() {
 			MemLimitReason:    ml.Reason,
 			MemLimitEvents:    ml.HasEvents,
 			NonGo:             ml.NonGo,
+			GOGC:              int(int64(gogc[0].Value.Uint64())),
+			HeapGoal:          gogc[1].Value.Uint64(),
+			GCCeiling:         ml.GC.Ceiling,
+			GCReason:          ml.GC.Reason,
 			Acks:              acks,
 		}
 	}
@@ -93,6 +101,12 @@ func Run() {
 				if err := json.Unmarshal([]byte(f[1]), &n); err == nil {
 					debug.SetMemoryLimit(n)
 				}
+			case len(f) == 2 && f[0] == "setgogc":
+				if n, err := strconv.Atoi(f[1]); err == nil {
+					debug.SetGCPercent(n)
+				}
+			case len(f) == 1 && f[0] == "gc":
+				runtime.GC()
 			case len(f) == 2 && f[0] == "report":
 				var n int64
 				if err := json.Unmarshal([]byte(f[1]), &n); err == nil {

@@ -1,0 +1,251 @@
+package memlimit
+
+import (
+	"context"
+	"log/slog"
+	"runtime/debug"
+	"runtime/metrics"
+	"strconv"
+	"sync"
+)
+
+// The GC policy (Options.GC, FITGO=gc=auto). GOGC=100 runs a GC cycle each
+// time the heap doubles, however much of the memory limit is unused. At each
+// refresh reading the policy raises GOGC so that the heap goal, with the
+// runtime's memory outside the heap, reaches gcShare of the memory available
+// (Result.Limit: the limit less what the others hold and Unseen), and never
+// GOMEMLIMIT: fewer cycles, less GC CPU, more memory in use. It never sets
+// GOGC below the program's value (the base), so a heap too big for the share
+// runs GOGC's cycles again and the leak guard sees what it sees without the
+// policy; while the guard has steps in force, GOGC is the base. It acts only
+// while fitgo's GOMEMLIMIT is in force, which bounds the heap whatever GOGC
+// says, and stops, giving the base back, when fitgo stops following the
+// limit or someone else sets GOGC. docs/gc.md has the measurements.
+const (
+	// gcShare is the share of the available memory the heap goal may reach:
+	// the ceiling of Uber's and ByteDance's tuners, which leaves GOMEMLIMIT's
+	// 0.9 above it for a live heap that grows between two readings.
+	gcShare = 0.7
+	// heapMinimum is the runtime's least heap goal at GOGC=100; it scales
+	// with GOGC, and bounds the value for a tiny live heap.
+	heapMinimum = 4 << 20
+)
+
+// The reasons of Result.GC.
+const (
+	gcWaiting   = "waiting for the first reading"
+	gcRaised    = "raised so that the heap goal reaches 70 % of the available memory"
+	gcFull      = "the heap needs 70 % of the available memory at the program's GOGC"
+	gcNoLimit   = "no GOMEMLIMIT from fitgo: GOGC is the program's"
+	gcNoCycle   = "no GC cycle yet"
+	gcGuard     = "the leak guard is raising GOMEMLIMIT: GOGC is the program's, so that a leak still fails fast"
+	gcStopped   = "fitgo no longer follows the memory limit: GOGC given back"
+	gcHandOver  = "GOGC was changed outside fitgo; no longer managed"
+	gcNoRefresh = "the policy acts at the refresh's readings: no refresh"
+	gcUndone    = "undone: GOGC given back"
+)
+
+// gogcKnob is GOGC as fitgo manages it: whose value is in force, and the
+// value from before fitgo.
+type gogcKnob struct {
+	mu         sync.Mutex
+	set        func(int) int // debug.SetGCPercent
+	owner      *Fit          // whose value is in force; nil: not fitgo's
+	mine, orig int
+}
+
+var processGOGC = &gogcKnob{set: debug.SetGCPercent}
+
+// giveBack puts the value from before fitgo back when f's is in force,
+// unless someone else changed it; g.mu is held.
+func (g *gogcKnob) giveBack(f *Fit) {
+	if g.owner != f {
+		return
+	}
+	g.owner = nil
+	if prev := g.set(g.orig); prev != g.mine {
+		g.set(prev)
+	}
+}
+
+// gcPolicy is a Fit's state of the policy, Result.GC. on does not change
+// after Apply; the rest is guarded by the gogcKnob's mu.
+type gcPolicy struct {
+	on, done    bool
+	base, value int
+	ceiling     int64
+	why         string
+	logged      bool // the first raise was logged
+}
+
+// gogcNow is GOGC now, read without setting it.
+func (f *Fit) gogcNow() int {
+	if f.env.gc != nil {
+		return int(f.env.gc().gogc)
+	}
+	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+	metrics.Read(s)
+	return int(int64(u64(s[0])))
+}
+
+// startGC starts the policy of an Apply, before its refresh starts. An
+// earlier Apply's value in force is given back first: this one decides.
+func (f *Fit) startGC(o *Options) {
+	g := f.env.gogc
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if prev := g.owner; prev != nil {
+		g.giveBack(prev)
+		prev.gc.done, prev.gc.why, prev.gc.value, prev.gc.ceiling = true, "superseded by a later Apply", g.orig, 0
+	}
+	if !o.GC {
+		return
+	}
+	cur := f.gogcNow()
+	p := &f.gc
+	p.on, p.base, p.value, p.why = true, cur, cur, gcWaiting
+	switch env := f.env.Getenv("GOGC"); {
+	case env != "":
+		p.done, p.why = true, "GOGC="+env+" is set in the environment: left alone"
+	case cur != 100:
+		p.done, p.why = true, "GOGC is "+strconv.Itoa(cur)+": set by the program, and left alone"
+	case o.Refresh <= 0:
+		p.done, p.why = true, gcNoRefresh
+	case o.Context != nil:
+		context.AfterFunc(o.Context, func() { f.stopGC(gcStopped) })
+	}
+}
+
+// stopGC ends the policy, giving the value from before fitgo back.
+func (f *Fit) stopGC(why string) {
+	if !f.gc.on {
+		return
+	}
+	g := f.env.gogc
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !f.gc.done {
+		f.gc.done, f.gc.why, f.gc.ceiling = true, why, 0
+		if g.owner == f {
+			f.gc.value = g.orig
+		}
+		g.giveBack(f)
+	}
+}
+
+// tuneGC sets GOGC for a reading rd that the knob took (following: fitgo
+// still follows the memory limit). It allocates nothing but for log lines.
+func (f *Fit) tuneGC(following bool, want int64, has bool, l memLimit) {
+	p := &f.gc
+	if !p.on {
+		return
+	}
+	g := f.env.gogc
+	g.mu.Lock()
+	if p.done {
+		g.mu.Unlock()
+		return
+	}
+	r, cur := f.read, int(f.read.gogc)
+	mine := p.base
+	if g.owner == f {
+		mine = g.mine
+	}
+	var msg string
+	switch {
+	case cur != mine:
+		msg = f.handOverGC(g, cur)
+	case !following:
+		g.giveBack(f)
+		p.done, p.why, p.value, p.ceiling = true, gcStopped, p.base, 0
+	default:
+		var v int
+		v, p.ceiling, p.why = p.target(want, has, l, r)
+		if v > cur && cur > p.base && v-cur < cur/raiseStep {
+			v = cur // hysteresis: raise only by a step worth taking
+		}
+		if v == cur {
+			break
+		}
+		if prev := g.set(v); prev != cur {
+			g.set(prev)
+			msg = f.handOverGC(g, prev)
+			break
+		}
+		if g.owner == nil {
+			g.orig = cur
+		}
+		g.owner, g.mine, p.value = f, v, v
+		if v == p.base {
+			g.owner = nil
+		} else if !p.logged {
+			p.logged, msg = true, "fitgo: GOGC raised by the GC policy"
+		}
+	}
+	v, ceiling := p.value, p.ceiling
+	g.mu.Unlock()
+	if msg != "" && f.log != nil {
+		f.log.Info(msg, "GOGC", v, "heap_ceiling", ceiling, "available", l.bytes)
+	}
+}
+
+// handOverGC stops the policy: someone else set GOGC to cur. g.mu is held.
+func (f *Fit) handOverGC(g *gogcKnob, cur int) string {
+	if g.owner == f {
+		g.owner = nil
+	}
+	f.gc.done, f.gc.why, f.gc.value, f.gc.ceiling = true, gcHandOver, cur, 0
+	return "fitgo: GOGC changed by someone else; the GC policy stops"
+}
+
+// target is the policy's GOGC for GOMEMLIMIT want (has: fitgo's value is in
+// force) and the available memory l at reading r, with the heap ceiling it
+// aims at and why.
+func (p *gcPolicy) target(want int64, has bool, l memLimit, r gcReading) (int, int64, string) {
+	switch {
+	case !has || want <= 0:
+		return p.base, 0, gcNoLimit
+	case l.guard.Steps > 0:
+		return p.base, 0, gcGuard
+	case r.live == 0:
+		return p.base, 0, gcNoCycle
+	}
+	ceiling := min(int64(gcShare*float64(l.bytes)), want)
+	// The runtime's heap goal: live + (live + stacks + globals) × GOGC/100,
+	// and at least heapMinimum × GOGC/100.
+	room := float64(ceiling) - float64(r.other)
+	pct := min((room-float64(r.live))/float64(r.live+r.stacks+r.globals), room/heapMinimum) * 100
+	if pct <= float64(p.base) {
+		return p.base, ceiling, gcFull
+	}
+	return int(pct), ceiling, gcRaised
+}
+
+// gcResult fills in r.GC from the live state.
+func (f *Fit) gcResult(r *Result) {
+	if !f.gc.on {
+		return
+	}
+	g := f.env.gogc
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	r.GC.On, r.GC.GOGC, r.GC.Base, r.GC.Ceiling, r.GC.Reason = true, f.gc.value, f.gc.base, f.gc.ceiling, f.gc.why
+}
+
+// gcText is r.GC for String, "" when the policy is off.
+func (r Result) gcText() string {
+	if !r.GC.On {
+		return ""
+	}
+	s := "; GC policy: GOGC " + strconv.Itoa(r.GC.GOGC)
+	if r.GC.Ceiling > 0 {
+		s += " (heap ceiling " + formatBytes(r.GC.Ceiling) + ")"
+	}
+	return s + ": " + r.GC.Reason
+}
+
+// gcValue is r.GC as a log group.
+func (r Result) gcValue() slog.Attr {
+	return slog.Group("gc", slog.Int("gogc", r.GC.GOGC), slog.Int("base", r.GC.Base), slog.Int64("heap_ceiling", r.GC.Ceiling),
+		slog.String("reason", r.GC.Reason))
+}

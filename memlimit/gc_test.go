@@ -1,0 +1,281 @@
+package memlimit
+
+import (
+	"bytes"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// gcEnv is a test env whose runtime has a live heap of live bytes and other
+// bytes outside the heap; its GOGC is te.gogc.
+func gcEnv(live, other *uint64) *testEnv {
+	te := newTestEnv(&fakeKnob{value: noLimit}, nil)
+	te.gc = func() gcReading {
+		v, _ := te.gogc.get()
+		return gcReading{live: *live, other: *other, gogc: int64(v), goal: *live * 2}
+	}
+	return te
+}
+
+// TestGCPolicy: readings sent to the tick. GOGC rises so that the heap
+// goal plus the memory outside the heap is 70 % of the available memory,
+// comes down at the very reading that finds less of it (a resize, or the
+// others growing), never below the program's 100, and goes back to 100
+// when the limit goes away.
+func TestGCPolicy(t *testing.T) {
+	live, other := uint64(100*MiB), uint64(10*MiB)
+	te := gcEnv(&live, &other)
+	te.src.set(memLimits(1024*MiB, 0))
+	res, s := applyFollowing(t, te, Options{GC: true})
+	st := res.Status()
+	assert.Equal(t, 100, st.GC.GOGC)
+	assert.Equal(t, gcWaiting, st.GC.Reason)
+	now := time.Now()
+	for i, step := range []struct {
+		lim     int64 // memory.max, MiB
+		others  int64 // MiB, under a 512 MiB limit
+		gogc    int
+		ceiling int64
+		why     string
+	}{
+		{lim: 1024, gogc: 606, ceiling: 751619276, why: gcRaised},
+		{lim: 1024, gogc: 606, ceiling: 751619276, why: gcRaised},
+		{lim: 512, gogc: 248, ceiling: 375809638, why: gcRaised}, // resized: down at once
+		{lim: 200, gogc: 100, ceiling: 146800640, why: gcFull},   // the share holds less than 2 × live
+		{lim: 1024, gogc: 606, ceiling: 751619276, why: gcRaised},
+		{others: 100, gogc: 178, ceiling: 302409318, why: gcRaised}, // 412 MiB available
+		{others: 200, gogc: 108, ceiling: 229008998, why: gcRaised}, // the co-process grew: down at once
+		{lim: -1, gogc: 100, why: gcNoLimit},
+	} {
+		lim := memLimits(step.lim*MiB, 0)
+		if step.others > 0 {
+			lim = headroomLimits(step.others)
+		}
+		if step.lim < 0 {
+			lim = memLimits(0, 0)
+		}
+		require.True(t, s.tick(s.f, now, lim, nil))
+		v, _ := te.gogc.get()
+		assert.Equal(t, step.gogc, v, "reading %d", i)
+		st := res.Status().GC
+		assert.Equal(t, step.gogc, st.GOGC, "reading %d", i)
+		assert.Equal(t, step.ceiling, st.Ceiling, "reading %d", i)
+		assert.Equal(t, step.why, st.Reason, "reading %d", i)
+		assert.Equal(t, 100, st.Base)
+	}
+	_, sets := te.gogc.get()
+	assert.Equal(t, 7, sets, "one write per change, none when the value holds")
+
+	// The heap grows: GOGC comes down with it, never below the base.
+	require.True(t, s.tick(s.f, now, memLimits(1024*MiB, 0), nil))
+	live = uint64(300 * MiB)
+	require.True(t, s.tick(s.f, now, memLimits(1024*MiB, 0), nil))
+	v, _ := te.gogc.get()
+	assert.Equal(t, 135, v) // (751619276 − 10 MiB − 300 MiB) / 300 MiB × 100
+	live = uint64(400 * MiB)
+	require.True(t, s.tick(s.f, now, memLimits(1024*MiB, 0), nil))
+	v, _ = te.gogc.get()
+	assert.Equal(t, 100, v)
+	assert.Contains(t, res.Status().String(), "; GC policy: GOGC 100 (heap ceiling 716.8 MiB): "+gcFull)
+
+	// A tiny heap: the runtime's least goal, 4 MiB × GOGC/100, bounds it.
+	live = uint64(MiB)
+	require.True(t, s.tick(s.f, now, memLimits(1024*MiB, 0), nil))
+	v, _ = te.gogc.get()
+	assert.Equal(t, 17669, v) // (751619276 − 10 MiB) / 4 MiB × 100, rounded down
+}
+
+// TestGCPolicyHysteresis: a raise smaller than 5 % waits; a fall does not.
+func TestGCPolicyHysteresis(t *testing.T) {
+	live, other := uint64(100*MiB), uint64(10*MiB)
+	te := gcEnv(&live, &other)
+	te.src.set(memLimits(1024*MiB, 0))
+	_, s := applyFollowing(t, te, Options{GC: true})
+	now := time.Now()
+	require.True(t, s.tick(s.f, now, memLimits(1024*MiB, 0), nil))
+	live = uint64(98 * MiB) // 621: less than 5 % up
+	require.True(t, s.tick(s.f, now, memLimits(1024*MiB, 0), nil))
+	v, _ := te.gogc.get()
+	assert.Equal(t, 606, v)
+	live = uint64(101 * MiB) // 599
+	require.True(t, s.tick(s.f, now, memLimits(1024*MiB, 0), nil))
+	v, _ = te.gogc.get()
+	assert.Equal(t, 599, v)
+}
+
+// TestGCPolicyHandOver: GOGC set by the program, after fitgo raised it,
+// before Apply, racing a reading, or in the environment, is the program's:
+// fitgo stops touching it, and says why.
+func TestGCPolicyHandOver(t *testing.T) {
+	live, other := uint64(100*MiB), uint64(10*MiB)
+	t.Run("after a raise", func(t *testing.T) {
+		te := gcEnv(&live, &other)
+		te.src.set(memLimits(1024*MiB, 0))
+		var logs bytes.Buffer
+		res, s := applyFollowing(t, te, Options{GC: true, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		require.True(t, s.tick(s.f, time.Now(), memLimits(1024*MiB, 0), nil))
+		te.gogc.appSet(50)
+		_, sets := te.gogc.get()
+		require.True(t, s.tick(s.f, time.Now(), memLimits(512*MiB, 0), nil))
+		require.True(t, s.tick(s.f, time.Now(), memLimits(1024*MiB, 0), nil))
+		v, sets2 := te.gogc.get()
+		assert.Equal(t, 50, v)
+		assert.Equal(t, sets, sets2, "no write after the hand-over")
+		st := res.Status()
+		assert.Equal(t, 50, st.GC.GOGC)
+		assert.Equal(t, gcHandOver, st.GC.Reason)
+		assert.True(t, st.Following, "GOMEMLIMIT is still followed")
+		res.Undo()
+		v, _ = te.gogc.get()
+		assert.Equal(t, 50, v, "Undo leaves the program's value")
+		assert.Contains(t, logs.String(), "fitgo: GOGC raised by the GC policy")
+		assert.Contains(t, logs.String(), "fitgo: GOGC changed by someone else; the GC policy stops")
+	})
+	t.Run("racing a reading", func(t *testing.T) {
+		te := gcEnv(&live, &other)
+		te.gc = func() gcReading { return gcReading{live: live, other: other, gogc: 100} } // read before the program's write
+		te.src.set(memLimits(1024*MiB, 0))
+		res, s := applyFollowing(t, te, Options{GC: true})
+		te.gogc.appSet(50)
+		require.True(t, s.tick(s.f, time.Now(), memLimits(1024*MiB, 0), nil))
+		v, _ := te.gogc.get()
+		assert.Equal(t, 50, v, "the program's value is put back")
+		assert.Equal(t, gcHandOver, res.Status().GC.Reason)
+	})
+	for _, tc := range []struct {
+		name, env string
+		before    int
+		why       string
+	}{
+		{"set before Apply", "", 300, "GOGC is 300: set by the program, and left alone"},
+		{"off before Apply", "", -1, "GOGC is -1: set by the program, and left alone"},
+		{"in the environment", "200", 200, "GOGC=200 is set in the environment: left alone"},
+		{"in the environment, as the default", "100", 100, "GOGC=100 is set in the environment: left alone"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			te := gcEnv(&live, &other)
+			te.gogc.appSet(tc.before)
+			te.Getenv = func(k string) string {
+				if k == "GOGC" {
+					return tc.env
+				}
+				return ""
+			}
+			te.src.set(memLimits(1024*MiB, 0))
+			res, s := applyFollowing(t, te, Options{GC: true})
+			require.True(t, s.tick(s.f, time.Now(), memLimits(1024*MiB, 0), nil))
+			v, sets := te.gogc.get()
+			assert.Equal(t, tc.before, v)
+			assert.Zero(t, sets)
+			assert.Equal(t, tc.why, res.Status().GC.Reason)
+		})
+	}
+}
+
+// TestGCPolicyGivesBack: the value from before fitgo comes back when fitgo
+// stops fitting GOMEMLIMIT (someone else set it: the heap is no longer
+// bounded by fitgo's value), on Undo, and when a later Apply without the
+// policy takes over.
+func TestGCPolicyGivesBack(t *testing.T) {
+	live, other := uint64(100*MiB), uint64(10*MiB)
+	for _, how := range []string{"GOMEMLIMIT handed over", "Undo", "a later Apply"} {
+		t.Run(how, func(t *testing.T) {
+			te := gcEnv(&live, &other)
+			te.src.set(memLimits(1024*MiB, 0))
+			res, s := applyFollowing(t, te, Options{GC: true})
+			require.True(t, s.tick(s.f, time.Now(), memLimits(1024*MiB, 0), nil))
+			v, _ := te.gogc.get()
+			require.Equal(t, 606, v)
+			want := gcStopped
+			switch how {
+			case "GOMEMLIMIT handed over":
+				te.fk.appSet(300 * MiB)
+				assert.False(t, s.tick(s.f, time.Now(), memLimits(1024*MiB, 0), nil))
+			case "Undo":
+				res.Undo()
+				want = gcUndone
+			default:
+				applyFollowing(t, te, Options{})
+				want = "superseded by a later Apply"
+			}
+			v, _ = te.gogc.get()
+			assert.Equal(t, 100, v)
+			assert.Equal(t, want, res.Status().GC.Reason)
+			assert.Equal(t, 100, res.Status().GC.GOGC)
+		})
+	}
+}
+
+// TestGCPolicyLeak: a heap that leaks from 100 MiB toward a 512 MiB limit.
+// GOGC comes down as the heap grows and is 100 again before the heap
+// reaches GOMEMLIMIT, so that the leak guard takes the same steps at the
+// same readings as without the policy; while it has steps in force, GOGC
+// is 100.
+func TestGCPolicyLeak(t *testing.T) {
+	run := func(gc bool) (limits []int64, gogcs []int) {
+		live, other := uint64(100*MiB), uint64(10*MiB)
+		te := gcEnv(&live, &other)
+		var r gcReading
+		te.gc = func() gcReading {
+			v, _ := te.gogc.get()
+			r.cpu += 2
+			r.live, r.other, r.gogc = live, other, int64(v)
+			r.goal = min(r.live*uint64(100+v)/100, 440*uint64(MiB))
+			if r.bound() {
+				r.gcCPU += 2 * 0.45
+			} else {
+				r.gcCPU += 2 * 0.10
+			}
+			return r
+		}
+		te.src.set(memLimits(512*MiB, 0))
+		res, s := applyFollowing(t, te, Options{GC: gc})
+		for range 500 {
+			require.True(t, s.tick(s.f, time.Now(), memLimits(512*MiB, 0), nil))
+			v, _ := te.fk.get()
+			g, _ := te.gogc.get()
+			limits, gogcs = append(limits, v), append(gogcs, g)
+			if gc && res.Status().LeakGuard.Steps > 0 {
+				assert.Equal(t, 100, g, "GOGC while the guard steps")
+				assert.Equal(t, gcGuard, res.Status().GC.Reason)
+			}
+			live = min(live+uint64(MiB), uint64(496*MiB))
+		}
+		return limits, gogcs
+	}
+	off, _ := run(false)
+	on, gogcs := run(true)
+	assert.Equal(t, off, on, "GOMEMLIMIT at each reading, the guard's steps with it")
+	assert.Equal(t, 248, gogcs[0], "raised at first")
+	assert.Equal(t, 512*MiB, on[len(on)-1], "the guard reached the limit")
+}
+
+// TestGCPolicyNoRefresh: the policy acts at the refresh's readings.
+func TestGCPolicyNoRefresh(t *testing.T) {
+	live, other := uint64(100*MiB), uint64(10*MiB)
+	te := gcEnv(&live, &other)
+	te.src.set(memLimits(1024*MiB, 0))
+	res, err := Apply(te.opts(Options{GC: true}))
+	require.NoError(t, err)
+	st := res.Status()
+	assert.Equal(t, gcNoRefresh, st.GC.Reason)
+	assert.True(t, strings.HasSuffix(st.String(), "; GC policy: GOGC 100: "+gcNoRefresh), st.String())
+	res.Undo()
+}
+
+// TestGCPolicyTickAllocs: a tick that moves GOGC allocates nothing.
+func TestGCPolicyTickAllocs(t *testing.T) {
+	live, other := uint64(100*MiB), uint64(10*MiB)
+	te := gcEnv(&live, &other)
+	te.src.set(memLimits(1024*MiB, 0))
+	_, s := applyFollowing(t, te, Options{GC: true})
+	lim, now := memLimits(1024*MiB, 0), time.Now()
+	assert.Zero(t, testing.AllocsPerRun(1000, func() { live = 300*uint64(MiB) - live; s.tick(s.f, now, lim, nil) }))
+	_, sets := te.gogc.get()
+	assert.Greater(t, sets, 1000, "GOGC moved at each tick")
+}
