@@ -1025,7 +1025,7 @@ func sidecarFromLogs(logs []byte) *results.Sidecar {
 func (r *Runner) shareWith(w *Workload, v variant.Variant, st Setting) {
 	w.Sidecar = &Sidecar{Layout: st.Layout, Bytes: st.Sidecar}
 	if v.HeadroomOracle {
-		w.Env = append(slices.Clip(w.Env), variant.HeadroomEnv(st.Memory, st.Sidecar)...)
+		w.Env = append(slices.Clip(w.Env), v.HeadroomEnv(st.Memory, st.Sidecar)...)
 	}
 	w.MemoryLimitEnv = st.Layout == LayoutPodLevel && v.Binary() == "fitgo"
 }

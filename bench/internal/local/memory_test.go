@@ -305,7 +305,14 @@ func TestLeakTracker(t *testing.T) {
 }
 
 func TestHeadroomOracleEnv(t *testing.T) {
-	assert.Equal(t, []string{"GOMEMLIMIT=294440140"}, variant.HeadroomEnv(512<<20, 200<<20), "0.9 × 312 MiB")
-	assert.Nil(t, variant.HeadroomEnv(0, 0))
-	assert.Nil(t, variant.HeadroomEnv(1<<20, 1<<20))
+	assert.Equal(t, []string{"GOMEMLIMIT=294440140"}, variant.Oracle.HeadroomEnv(512<<20, 200<<20), "0.9 × 312 MiB")
+	assert.Nil(t, variant.Oracle.HeadroomEnv(0, 0))
+	assert.Nil(t, variant.Oracle.HeadroomEnv(1<<20, 1<<20))
+	v, ok := variant.Lookup("oracle-0.95")
+	require.True(t, ok)
+	assert.Equal(t, []string{"GOMEMLIMIT=310797926"}, v.HeadroomEnv(512<<20, 200<<20), "0.95 × 312 MiB")
+	for _, bad := range []string{"oracle-0", "oracle-1.5", "oracle-0.950", "oracle-x", "oracle--1"} {
+		_, ok := variant.Lookup(bad)
+		assert.False(t, ok, bad)
+	}
 }

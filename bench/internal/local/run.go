@@ -59,7 +59,7 @@ func (r *runner) runOne(ctx context.Context, st setting, v variant.Variant, roun
 		env = append(env, variant.DownwardEnv(st.cpus, st.memory, r.hostCPU, r.hostMem)...)
 	}
 	if v.HeadroomOracle {
-		env = append(env, variant.HeadroomEnv(st.memory, st.sidecar)...)
+		env = append(env, v.HeadroomEnv(st.memory, st.sidecar)...)
 	}
 	env = append(env, v.Env...)
 	bin := r.bins[v.Name]

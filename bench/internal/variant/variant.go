@@ -25,10 +25,24 @@ type Variant struct {
 	// Env is added to the workload's environment, e.g. FITGO=rounding=ceil.
 	Env []string
 	// HeadroomOracle is true for the variants that are given GOMEMLIMIT =
-	// 0.9 × (the memory limit − what the shared scenario's sidecar holds):
+	// Ratio × (the memory limit − what the shared scenario's sidecar holds):
 	// the value a limit that accounts for the others would set (without a
-	// sidecar, 0.9 × the limit).
+	// sidecar, Ratio × the limit).
 	HeadroomOracle bool
+	// Ratio is the oracle's share of that memory; 0 is 0.9, fitgo's default.
+	Ratio float64
+}
+
+// OraclePrefix starts the names of the oracles at another ratio than
+// 0.9: oracle-0.95 is GOMEMLIMIT = 0.95 × (limit − sidecar), a fixed value
+// of the sweep that measures how close to the limit GOMEMLIMIT may go.
+const OraclePrefix = "oracle-"
+
+// OracleAt returns the oracle at ratio r.
+func OracleAt(r float64) Variant {
+	s := strconv.FormatFloat(r, 'f', -1, 64)
+	return Variant{Name: OraclePrefix + s, Cmd: "cmd/runtime", HeadroomOracle: true, Ratio: r,
+		Doc: "the runtime variant with GOMEMLIMIT = " + s + " × (memory limit − what the sidecar holds), set by the runner"}
 }
 
 // Binary returns the file name of the variant's binary.
@@ -147,8 +161,8 @@ func Names() []string {
 	return out
 }
 
-// Lookup returns the variant called name: one of All or Rules, or
-// GOMAXPROCS=n for n ≥ 1.
+// Lookup returns the variant called name: one of All or Rules,
+// GOMAXPROCS=n for n ≥ 1, or oracle-r for a ratio 0 < r ≤ 1.2.
 func Lookup(name string) (Variant, bool) {
 	for _, v := range append(append(slices.Clone(All), Rules...), extra()...) {
 		if v.Name == name {
@@ -158,6 +172,11 @@ func Lookup(name string) (Variant, bool) {
 	if s, ok := strings.CutPrefix(name, StaticPrefix); ok {
 		if n, err := strconv.Atoi(s); err == nil && n >= 1 && strconv.Itoa(n) == s {
 			return Static(n), true
+		}
+	}
+	if s, ok := strings.CutPrefix(name, OraclePrefix); ok {
+		if r, err := strconv.ParseFloat(s, 64); err == nil && r > 0 && r <= 1.2 && OracleAt(r).Name == name {
+			return OracleAt(r), true
 		}
 	}
 	return Variant{}, false
@@ -192,7 +211,7 @@ func Parse(list string, ncpu int) ([]Variant, error) {
 		default:
 			v, ok := Lookup(n)
 			if !ok {
-				return nil, fmt.Errorf("unknown variant %q (known: %s, GOMAXPROCS=n, all, static, sweep)", n, strings.Join(Names(), ", "))
+				return nil, fmt.Errorf("unknown variant %q (known: %s, GOMAXPROCS=n, oracle-r, all, static, sweep)", n, strings.Join(Names(), ", "))
 			}
 			vs = []Variant{v}
 		}
@@ -205,14 +224,18 @@ func Parse(list string, ncpu int) ([]Variant, error) {
 	return out, nil
 }
 
-// HeadroomEnv returns the oracle's environment: GOMEMLIMIT = 0.9 × (memory −
-// others), in bytes; nothing without a memory limit or when the others hold
-// it all.
-func HeadroomEnv(memory, others int64) []string {
+// HeadroomEnv returns v's environment as an oracle: GOMEMLIMIT = v.Ratio (0:
+// 0.9) × (memory − others), in bytes; nothing without a memory limit or when
+// the others hold it all.
+func (v Variant) HeadroomEnv(memory, others int64) []string {
 	if memory <= 0 || others >= memory {
 		return nil
 	}
-	return []string{"GOMEMLIMIT=" + strconv.FormatInt(int64(0.9*float64(memory-others)), 10)}
+	r := v.Ratio
+	if r == 0 {
+		r = 0.9
+	}
+	return []string{"GOMEMLIMIT=" + strconv.FormatInt(int64(r*float64(memory-others)), 10)}
 }
 
 // DownwardEnv returns the environment Kubernetes' downward API gives the env
