@@ -167,8 +167,8 @@ func TestLeakGuardStatus(t *testing.T) {
 }
 
 // TestLeakGuardHeadroom: with the headroom, the hard limit is what the
-// others leave at the binding level; a floor at or above it leaves no room
-// to step into.
+// others leave at the binding level; a floor never reaches it (a floor above
+// it yields), so it does not undo the guard's steps.
 func TestLeakGuardHeadroom(t *testing.T) {
 	fk := &fakeKnob{value: noLimit}
 	te := newTestEnv(fk, nil)
@@ -187,8 +187,8 @@ func TestLeakGuardHeadroom(t *testing.T) {
 	floor = 320 * MiB
 	require.True(t, s.tick(s.f, time.Now(), headroomLimits(200), nil))
 	v, _ = fk.get()
-	assert.Equal(t, floor, v, "the floor, not a step")
-	assert.Zero(t, res.Status().LeakGuard.Steps)
+	assert.Equal(t, 312*MiB, v, "the guard's steps: a floor above what the others leave yields")
+	assert.Equal(t, guardSteps, res.Status().LeakGuard.Steps)
 }
 
 // TestLeakGuardKeepsHandOver: the guard's value is fitgo's: someone else's

@@ -38,8 +38,7 @@ const nFloor = 6
 // floorOf is the floor from samples of runtimeMetrics (the first nFloor):
 // 1.25 × the live heap marked by the last GC plus the runtime's memory
 // outside the heap, the lowest GOMEMLIMIT that does not pin the GC (the heap
-// may grow by a quarter before the next cycle, as with GOGC=25). It is no
-// higher because memory above what the others leave is taken from them.
+// may grow by a quarter before the next cycle, as with GOGC=25).
 func floorOf(s []metrics.Sample) int64 {
 	live, total := u64(s[0]), u64(s[1])
 	nonHeap := uint64(0)
@@ -66,9 +65,12 @@ func f64(s metrics.Sample) float64 {
 }
 
 // softLimit is GOMEMLIMIT for l by the policy. When the others bind l and
-// leave less than floor (or than the policy's Min), the value is the floor
-// instead, never above what the limit without them gives, and l.floor says
-// so.
+// the policy's value is below floor, the value is the floor instead, and
+// l.floor says so: it spends the policy's margin so that the GC is not
+// pinned, but at most half of it. A floor above the memory the others leave
+// yields (the policy's value stands): the heap does not fit there, and
+// raising its limit only adds to its peak. The value is never below the
+// policy's Min nor above the value without the others.
 func (f *Fit) softLimit(l *memLimit, floor int64) int64 {
 	p := f.res.Policy
 	l.floor = 0
@@ -76,8 +78,11 @@ func (f *Fit) softLimit(l *memLimit, floor int64) int64 {
 		return p.SoftLimit(l.bytes)
 	}
 	ceiling := p.SoftLimit(l.plain)
-	floor = max(floor, p.Min)
-	if v := p.raw(l.bytes); v >= floor || ceiling == 0 {
+	v := p.raw(l.bytes)
+	if floor > l.bytes {
+		floor = 0
+	}
+	if floor = max(min(floor, (l.bytes+v)/2), p.Min); v >= floor || ceiling == 0 {
 		return min(p.SoftLimit(l.bytes), max(ceiling, 0))
 	}
 	l.floor = min(floor, ceiling)

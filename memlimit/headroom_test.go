@@ -140,9 +140,11 @@ func TestHeadroomHysteresis(t *testing.T) {
 	assert.Equal(t, "/sys/fs/cgroup/app", st.Source)
 }
 
-// TestHeadroomFloor: when the others leave less than the floor, the value
-// is the floor, reported in the Result, with one Warn line for many
-// readings.
+// TestHeadroomFloor: when the policy's value for what the others leave is
+// below the floor, the value is the floor, reported in the Result, with one
+// Warn line for many readings; it spends at most half the policy's margin,
+// a floor above what the others leave yields, and the value never goes
+// below the policy's Min nor above the value without the others.
 func TestHeadroomFloor(t *testing.T) {
 	fk := &fakeKnob{value: noLimit}
 	te := newTestEnv(fk, nil)
@@ -153,22 +155,39 @@ func TestHeadroomFloor(t *testing.T) {
 	res, s := applyFollowing(t, te, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	require.Equal(t, soft(312), res.Status().After)
 	now := time.Now()
-	for _, others := range []int64{400, 480, 500, 600} {
-		assert.True(t, s.tick(s.f, now, headroomLimits(others), nil))
+	for _, tc := range []struct {
+		others, want int64 // MiB
+	}{
+		{300, 0},   // 0.9 × 212 MiB is above the floor: the policy's value
+		{350, 150}, // 0.9 × 162 MiB is below it, 0.95 × 162 MiB above: the floor
+		{356, 1},   // 0.95 × 156 MiB is below it: half the margin
+		{400, 0},   // the 112 MiB left is below it: the floor yields
+		{500, 16},  // but not below the policy's Min
+		{600, 16},  // usage above the limit leaves nothing
+	} {
+		assert.True(t, s.tick(s.f, now, headroomLimits(tc.others), nil))
 		v, _ := fk.get()
-		assert.Equal(t, floor, v, "others %d MiB", others)
+		want := tc.want * MiB
+		switch tc.want {
+		case 0:
+			want = soft(512 - tc.others)
+		case 1:
+			want = (156*MiB + soft(156)) / 2
+		}
+		assert.Equal(t, want, v, "others %d MiB", tc.others)
 	}
 	st := res.Status()
-	assert.Equal(t, floor, st.Floor)
+	assert.Equal(t, int64(16*MiB), st.Floor)
 	assert.Equal(t, int64(600*MiB), st.Others)
 	assert.Zero(t, st.Limit, "512 MiB − 600 MiB leaves nothing")
-	assert.Contains(t, st.String(), "held at the floor 150 MiB")
+	assert.Contains(t, st.String(), "held at the floor 16 MiB")
 	assert.Equal(t, 1, strings.Count(logs.String(), "level=WARN"), logs.String())
 	assert.Contains(t, logs.String(), "GOMEMLIMIT held at the floor")
 
-	// The floor never goes above the value without the others.
-	floor = 600 * MiB
-	assert.True(t, s.tick(s.f, now, headroomLimits(500), nil))
+	// The floor never goes above the value without the others: 470 MiB is
+	// below 0.95 × the 502 MiB left, above 0.9 × 512 MiB.
+	floor = 470 * MiB
+	assert.True(t, s.tick(s.f, now, headroomLimits(10), nil))
 	v, _ := fk.get()
 	assert.Equal(t, soft(512), v)
 	// The others leave: the floor is gone.
