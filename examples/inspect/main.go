@@ -488,6 +488,9 @@ func policies() []policy {
 		v = bytesString(r.After) + fmt.Sprintf(" from %s available at %s (%s %s − others %s)", bytesString(r.Limit), r.Source,
 			r.From, bytesString(r.LevelLimit), bytesString(r.Others))
 	}
+	if r.NonGo > 0 {
+		v += ", the others counting this process's own memory outside Go " + bytesString(r.NonGo)
+	}
 	if r.Floor > 0 {
 		v += ", held at the floor " + bytesString(r.Floor)
 	}
