@@ -65,20 +65,17 @@ func f64(s metrics.Sample) float64 {
 }
 
 // softLimit is GOMEMLIMIT for l by the policy. When the others bind l and
-// the policy's value is below floor, the value is the floor instead, and
-// l.floor says so: it spends the policy's margin so that the GC is not
-// pinned, but at most half of it. A floor above the memory the others leave
-// yields (the policy's value stands): the heap does not fit there, and
-// raising its limit only adds to its peak. The value is never below the
-// policy's Min nor above the value without the others.
+// the policy's value is below floor, the value is the floor, spending at
+// most half the policy's margin, and l.floor says so; a floor above all the
+// others leave yields to the policy (the heap does not fit). The value is
+// never below the policy's Min nor above the value without the others.
 func (f *Fit) softLimit(l *memLimit, floor int64) int64 {
 	p := f.res.Policy
 	l.floor = 0
 	if l.others == 0 {
 		return p.SoftLimit(l.bytes)
 	}
-	ceiling := p.SoftLimit(l.plain)
-	v := p.raw(l.bytes)
+	ceiling, v := p.SoftLimit(l.plain), p.raw(l.bytes)
 	if floor > l.bytes {
 		floor = 0
 	}
