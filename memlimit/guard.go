@@ -155,8 +155,8 @@ func (g *guard) step(want, hard int64, r gcReading, l *memLimit) (int64, guardEv
 	}
 	switch {
 	case want <= 0 || hard <= want:
-		// No soft limit, or no room above it (the floor, a tiny limit): the
-		// steps go; the knob's own line logs the change.
+		// No soft limit, or no room above it (the policy's Min over a tiny
+		// limit): the steps go; the knob's own line logs the change.
 		g.bound, g.steps = 0, 0
 	case g.steps > 0 && g.fell >= guardWindow/3:
 		// The heap fell back below where the growth began, for a third of
