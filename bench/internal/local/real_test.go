@@ -346,8 +346,15 @@ func TestRealShared(t *testing.T) {
 			assert.Contains(t, r.MemoryEvents, "max", name)
 		}
 		if r.MemoryPeakBytes > 0 {
+			// The kernel charges what it cannot refuse (an OOM victim's last
+			// pages, kernel memory) past the limit: a killed run's peak may
+			// pass it by a few pages (seen: one page).
+			over := int64(0)
+			if r.OOMKills > 0 || r.Signal == "killed" {
+				over = 1 << 20
+			}
 			assert.GreaterOrEqual(t, r.MemoryPeakBytes, int64(48<<20), name)
-			assert.LessOrEqual(t, r.MemoryPeakBytes, int64(128<<20), name)
+			assert.LessOrEqual(t, r.MemoryPeakBytes, int64(128<<20)+over, name)
 		}
 		switch r.Variant {
 		case "untuned":
