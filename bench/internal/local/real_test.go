@@ -350,7 +350,7 @@ func TestRealShared(t *testing.T) {
 			// pages, kernel memory) past the limit: a killed run's peak may
 			// pass it by a few pages (seen: one page).
 			over := int64(0)
-			if r.OOMKills > 0 || r.Signal == "killed" {
+			if r.Killed() || r.Signal == "killed" {
 				over = 1 << 20
 			}
 			assert.GreaterOrEqual(t, r.MemoryPeakBytes, int64(48<<20), name)

@@ -175,8 +175,10 @@ func Lookup(name string) (Variant, bool) {
 		}
 	}
 	if s, ok := strings.CutPrefix(name, OraclePrefix); ok {
-		if r, err := strconv.ParseFloat(s, 64); err == nil && r > 0 && r <= 1.2 && OracleAt(r).Name == name {
-			return OracleAt(r), true
+		if r, err := strconv.ParseFloat(s, 64); err == nil && r > 0 && r <= 1.2 {
+			if v := OracleAt(r); v.Name == name {
+				return v, true
+			}
 		}
 	}
 	return Variant{}, false
