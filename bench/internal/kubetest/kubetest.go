@@ -138,10 +138,19 @@ func (l *logFile) Write(p []byte) (int, error) {
 	return l.buf.Write(p)
 }
 
-func (l *logFile) tail(n int) string {
+func (l *logFile) tail(n int) string { return l.tailFrom("", n) }
+
+// tailFrom returns the last n lines that begin with prefix; with prefix "",
+// the last n lines.
+func (l *logFile) tailFrom(prefix string, n int) string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	lines := strings.Split(strings.TrimRight(l.buf.String(), "\n"), "\n")
+	var lines []string
+	for _, line := range strings.Split(strings.TrimRight(l.buf.String(), "\n"), "\n") {
+		if strings.HasPrefix(line, prefix) {
+			lines = append(lines, line)
+		}
+	}
 	if len(lines) > n {
 		lines = lines[len(lines)-n:]
 	}

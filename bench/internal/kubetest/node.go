@@ -176,6 +176,7 @@ func StartNode(t testing.TB, opts NodeOptions) *Node {
 	console := &logFile{exited: make(chan struct{})}
 	var runErr error
 	var w io.Writer = console
+	kept := "not kept (set FITGO_VMTEST_CONSOLE to a directory to keep it)"
 	if dir := os.Getenv("FITGO_VMTEST_CONSOLE"); dir != "" {
 		// Kept for reading while the test runs, and after it.
 		f, err := os.Create(filepath.Join(dir, "kubelet-"+strings.ReplaceAll(t.Name(), "/", "-")+".txt"))
@@ -184,6 +185,7 @@ func StartNode(t testing.TB, opts NodeOptions) *Node {
 		}
 		t.Cleanup(func() { f.Close() })
 		w = io.MultiWriter(console, f)
+		kept = f.Name()
 	}
 	go func() {
 		runErr = m.Run(ctx, w)
@@ -191,10 +193,18 @@ func StartNode(t testing.TB, opts NodeOptions) *Node {
 	}()
 	n := &Node{Server: s, console: console}
 	t.Cleanup(func() {
+		if t.Failed() {
+			// While the node still runs: the pods' own last words.
+			t.Logf("pods (last log lines):\n%s", n.podLogs(20))
+		}
 		cancel()
 		<-console.exited
 		if t.Failed() {
-			t.Logf("qemu: %v; guest console (last lines):\n%s", runErr, console.tail(60))
+			t.Logf("qemu: %v; guest console: %s", runErr, kept)
+			for _, from := range []string{"kubelet: ", "containerd: "} {
+				t.Logf("%s(last lines):\n%s", from, console.tailFrom(from, 25))
+			}
+			t.Logf("guest console, all of it (last lines):\n%s", console.tail(25))
 		}
 	})
 	booted := time.Now()
@@ -210,6 +220,35 @@ func StartNode(t testing.TB, opts NodeOptions) *Node {
 
 // Console returns the last n lines of the guest's console.
 func (n *Node) Console(lines int) string { return n.console.tail(lines) }
+
+// podLogs returns the last lines of every container of every pod on the
+// node, for a failing test's report.
+func (n *Node) podLogs(lines int) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	b, err := n.do(ctx, "GET", "/api/v1/pods", "", nil)
+	if err != nil {
+		return fmt.Sprintf("cannot list the pods: %v", err)
+	}
+	var pods corev1.PodList
+	if err := json.Unmarshal(b, &pods); err != nil {
+		return fmt.Sprintf("cannot list the pods: %v", err)
+	}
+	var out strings.Builder
+	for _, p := range pods.Items {
+		for _, c := range p.Spec.Containers {
+			fmt.Fprintf(&out, "--- %s/%s %s (%s):\n", p.Namespace, p.Name, c.Name, p.Status.Phase)
+			log, err := n.do(ctx, "GET", fmt.Sprintf("/api/v1/namespaces/%s/pods/%s/log?container=%s&tailLines=%d",
+				url.PathEscape(p.Namespace), url.PathEscape(p.Name), url.QueryEscape(c.Name), lines), "", nil)
+			if err != nil {
+				fmt.Fprintf(&out, "(no log: %v)\n", err)
+				continue
+			}
+			out.Write(log)
+		}
+	}
+	return out.String()
+}
 
 func (n *Node) nodeReady(ctx context.Context) error {
 	b, err := n.do(ctx, "GET", "/api/v1/nodes/"+NodeName, "", nil)
