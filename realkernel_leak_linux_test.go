@@ -82,7 +82,7 @@ func TestRealKernelV1LeakGuard(t *testing.T) {
 // refresh under a 256 MiB v1 limit (internal/testprog/blanksaw), counted in
 // its own ticks of 250 ms. A sawtooth, built to 210 MiB and then in 12 s
 // teeth that fall to 160 MiB and rise back, takes no step in the five
-// teeth after its first;
+// teeth after its first (a step the first took may be given back);
 // a burst to 200 MiB with GOGC=off that took steps gives them back within
 // 120 ticks of the heap's fall. The waits only cap a hung program.
 func TestRealKernelV1LeakGuardGivesBack(t *testing.T) {
@@ -105,10 +105,13 @@ func TestRealKernelV1LeakGuardGivesBack(t *testing.T) {
 		for ; s.Phase != "tooth 2"; s = next() {
 		}
 		// A build slower than the window (a loaded host) may take a step,
-		// which the teeth do not fall below; they add none.
+		// which the teeth may give back (seen in CI at a load of 7); they
+		// add none.
 		t.Logf("GOMEMLIMIT %d after the first tooth (policy %d)", s.GOMEMLIMIT, policy)
 		for at := s.GOMEMLIMIT; s.Phase != "tooth 7"; s = next() {
-			require.Equal(t, at, s.GOMEMLIMIT, "tick %d, %s", s.Tick, s.Phase)
+			require.LessOrEqual(t, s.GOMEMLIMIT, at, "tick %d, %s: a step", s.Tick, s.Phase)
+			require.GreaterOrEqual(t, s.GOMEMLIMIT, policy, "tick %d, %s", s.Tick, s.Phase)
+			at = s.GOMEMLIMIT
 		}
 	})
 	t.Run("burst, GOGC=off", func(t *testing.T) {
