@@ -48,8 +48,10 @@ func init() {
 		read:     cgroup.Read,
 		maxprocs: maxprocs.Apply,
 		memlimit: memlimit.Apply,
-		loop:     func(d time.Duration) *knob.Loop { return knob.NewLoop(d, openHinted(nil, d, slog.Default), nil) },
-		log:      slog.Default,
+		loop: func(d time.Duration, mp func() maxprocs.Result) *knob.Loop {
+			return knob.NewLoop(d, openHinted(nil, d, slog.Default, mp), nil)
+		},
+		log: slog.Default,
 	})
 }
 
@@ -62,8 +64,8 @@ type deps struct {
 	read     func() (cgroup.Limits, error)
 	maxprocs func(maxprocs.Options) (*maxprocs.Fit, error)
 	memlimit func(memlimit.Options) (*memlimit.Fit, error)
-	loop     func(time.Duration) *knob.Loop
-	log      func() *slog.Logger // the logger of the one start-up line
+	loop     func(time.Duration, func() maxprocs.Result) *knob.Loop // its hint speaks of GOMAXPROCS as maxprocs fits it
+	log      func() *slog.Logger                                    // the logger of the one start-up line
 }
 
 // start applies both knobs as the blank import does: it reads the limits
@@ -85,9 +87,10 @@ func start(d deps) (rep Report) {
 	var armed atomic.Bool
 	logger := slog.New(&laterHandler{armed: &armed})
 	ctx, every := context.Background(), time.Duration(0)
+	var mp atomic.Pointer[maxprocs.Fit] // the hint's, once Apply returned
 	if cfg.Refresh {
 		every = knob.Interval(cmp.Or(cfg.Interval, defaultRefresh))
-		ctx = knob.WithLoop(ctx, d.loop(every))
+		ctx = knob.WithLoop(ctx, d.loop(every, func() maxprocs.Result { return mp.Load().Status() }))
 	}
 	var shared *cgroup.Limits
 	if cfg.MaxProcs || cfg.MemLimit {
@@ -102,6 +105,7 @@ func start(d deps) (rep Report) {
 		o := maxprocs.Options{KeepExisting: !cfg.InsistMaxProcs, Insist: cfg.InsistMaxProcs, Logger: logger, Refresh: every, Context: ctx, Limits: shared}
 		o.Rounding = maxprocs.Rounding(slices.Index(envvar.Roundings[:], cfg.Rounding) + 1) // "": the default
 		rep.MaxProcs, _ = d.maxprocs(o)
+		mp.Store(rep.MaxProcs)
 	}
 	if cfg.MemLimit {
 		rep.MemLimit, _ = d.memlimit(memlimit.Options{KeepExisting: !cfg.InsistMemLimit, Insist: cfg.InsistMemLimit,

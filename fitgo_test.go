@@ -32,6 +32,7 @@ type fakeDeps struct {
 	mp      *maxprocs.Options
 	ml      *memlimit.Options
 	loops   []time.Duration
+	procs   func() maxprocs.Result // what the loop's hint is given
 	panicIn string
 	logger  *slog.Logger
 }
@@ -54,8 +55,8 @@ func (f *fakeDeps) deps() deps {
 			}
 			return nil, nil
 		},
-		loop: func(d time.Duration) *knob.Loop {
-			f.loops = append(f.loops, d)
+		loop: func(d time.Duration, procs func() maxprocs.Result) *knob.Loop {
+			f.loops, f.procs = append(f.loops, d), procs
 			return knob.NewLoop(d, nil, nil)
 		},
 		log: func() *slog.Logger { return f.logger },
@@ -131,6 +132,25 @@ func TestStartSetting(t *testing.T) {
 			assert.NoError(t, rep.Err)
 		})
 	}
+}
+
+// TestStartHintSeesMaxProcs: the refresh loop's throttling hint is given
+// the Status of the Fit that start applied, whose limit is the one
+// GOMAXPROCS is fitted to (FITGO_CPU_LIMIT included).
+func TestStartHintSeesMaxProcs(t *testing.T) {
+	f := &fakeDeps{}
+	d := f.deps()
+	d.maxprocs = func(o maxprocs.Options) (*maxprocs.Fit, error) {
+		// No limit and no refresh: GOMAXPROCS is left alone.
+		o.Limits, o.Refresh, o.Context = &cgroup.Limits{}, 0, nil
+		return maxprocs.Apply(o)
+	}
+	rep := start(d)
+	require.NotNil(t, rep.MaxProcs)
+	defer rep.MaxProcs.Undo()
+	require.NotNil(t, f.procs)
+	assert.Equal(t, rep.MaxProcs.Status().Reason, f.procs().Reason)
+	assert.NotEqual(t, "not applied", f.procs().Reason)
 }
 
 func TestStartRecoversPanics(t *testing.T) {

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"math"
-	"runtime"
 	"time"
 
 	"github.com/fitgo/fitgo/cgroup"
@@ -90,17 +88,19 @@ type hinted struct {
 	hint     throttleHint
 	interval time.Duration
 	log      func() *slog.Logger // nil logger: no hint
+	procs    func() maxprocs.Result
 }
 
 // openHinted returns the Source opener of a loop reading fsys (nil: the real
-// root, opened as Read opens it) every interval, warning through log.
-func openHinted(fsys fs.FS, interval time.Duration, log func() *slog.Logger) func() (knob.Source, error) {
+// root, opened as Read opens it) every interval, warning through log with
+// procs, maxprocs' Status.
+func openHinted(fsys fs.FS, interval time.Duration, log func() *slog.Logger, procs func() maxprocs.Result) func() (knob.Source, error) {
 	return func() (knob.Source, error) {
 		w, err := cgroup.NewWatcher(fsys)
 		if err != nil {
 			return nil, err
 		}
-		return &hinted{Watcher: w, hint: newThrottleHint(interval), interval: interval, log: log}, nil
+		return &hinted{Watcher: w, hint: newThrottleHint(interval), interval: interval, log: log, procs: procs}, nil
 	}
 }
 
@@ -114,27 +114,32 @@ func (s *hinted) Read() (cgroup.Limits, error) {
 	}
 	if st, serr := s.Watcher.Stats(); serr == nil {
 		if d, warn := s.hint.step(st); warn {
-			logHint(l, d, time.Duration(d.readings)*s.interval, lim, runtime.GOMAXPROCS(0))
+			logHint(l, d, time.Duration(d.readings)*s.interval, lim, s.procs())
 		}
 	}
 	return lim, err
 }
 
-// logHint writes the Warn line: how much, at which GOMAXPROCS and limit, and
-// what to consider.
-func logHint(l *slog.Logger, d throttling, over time.Duration, lim cgroup.Limits, procs int) {
-	cores, limited := lim.CPUQuota()
+// logHint writes the Warn line: how much, at which GOMAXPROCS and limit (of
+// maxprocs' Status r, FITGO_CPU_LIMIT and UpperLimit included, or else the
+// cgroup's), and what to consider: what maxprocs' policy, floored, fits.
+func logHint(l *slog.Logger, d throttling, over time.Duration, lim cgroup.Limits, r maxprocs.Result) {
+	if q, ok := lim.CPUQuota(); r.Source == "" && ok {
+		r.Limit, r.Source, r.NumCPU = q, lim.CPU.Source, max(r.NumCPU, r.After)
+	}
+	procs, floor := r.After, r.Policy
+	floor.Rounding = maxprocs.Floor
 	consider := "raise the CPU limit, or spread the work: bursts above the quota wait for the next period"
-	if fit := (maxprocs.Policy{Rounding: maxprocs.Floor}).Procs(cores, procs); limited && procs > fit {
+	if fit := floor.Procs(r.Limit, r.NumCPU); r.Source != "" && procs > fit {
 		how := ""
-		if cores > 1 && procs == int(math.Ceil(cores)) {
+		if r.Following { // fitgo's own value: its rounding makes the difference
 			how = " (FITGO=rounding=floor)"
 		}
-		consider = fmt.Sprintf("GOMAXPROCS %d is above the limit of %.3g cores: GOMAXPROCS %d%s fits it, or a limit of %d cores", procs, cores, fit, how, procs)
+		consider = fmt.Sprintf("GOMAXPROCS %d is above the limit of %.3g cores: GOMAXPROCS %d%s fits it, or a limit of %d cores", procs, r.Limit, fit, how, procs)
 	}
 	l.Warn("fitgo: the CPU limit throttles this process",
 		"throttled", fmt.Sprintf("%.0f%% of %d periods", 100*d.share(), d.periods),
 		"throttled_time", d.time.Round(time.Millisecond), "over", over,
-		"GOMAXPROCS", procs, "cpu_limit", cores, "cpu_source", lim.CPU.Source,
+		"GOMAXPROCS", procs, "cpu_limit", r.Limit, "cpu_source", r.Source,
 		"consider", consider)
 }

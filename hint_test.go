@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"fmt"
 	"log/slog"
+	"os"
+	"os/exec"
+	"runtime"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -13,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fitgo/fitgo/cgroup"
+	"github.com/fitgo/fitgo/maxprocs"
 )
 
 // cpuReading is a reading of dir's cpu.stat with these counters.
@@ -95,67 +99,151 @@ func throttledFS() fstest.MapFS {
 	}
 }
 
+// hintLines drives the blank import's Source over throttledFS (1.5 cores)
+// through three windows of throttled readings, with procs as maxprocs'
+// Status, and returns the lines it logged (log: whether it has a logger).
+func hintLines(t *testing.T, log bool, procs func() maxprocs.Result) []string {
+	t.Helper()
+	fsys := throttledFS()
+	var buf bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(&buf, nil))
+	getLog := func() *slog.Logger { return logger }
+	if !log {
+		getLog = func() *slog.Logger { return nil }
+	}
+	src, err := openHinted(fsys, time.Minute/4, getLog, procs)()
+	require.NoError(t, err)
+	for i := 1; i <= 12; i++ { // three windows of four readings
+		fsys["sys/fs/cgroup/app/cpu.stat"].Data = []byte(fmt.Sprintf("nr_periods %d\nnr_throttled %d\nthrottled_usec %d\n", 100*i, 60*i, 30000*i))
+		lim, err := src.Read()
+		require.NoError(t, err)
+		cores, _ := lim.CPUQuota()
+		require.Equal(t, 1.5, cores, "the limits are read as before")
+	}
+	require.NoError(t, src.Close())
+	if buf.Len() == 0 {
+		return nil
+	}
+	return strings.Split(strings.TrimSpace(buf.String()), "\n")
+}
+
 // TestHintedSource: the blank import's Source logs one Warn line through its
 // logger once a window of readings was throttled, and nothing without a
-// logger.
+// logger. Here maxprocs follows the cgroup's 1.5 cores with GOMAXPROCS 2.
 func TestHintedSource(t *testing.T) {
-	for _, withLogger := range []bool{true, false} {
-		fsys := throttledFS()
-		var buf bytes.Buffer
-		logger := slog.New(slog.NewTextHandler(&buf, nil))
-		log := func() *slog.Logger { return logger }
-		if !withLogger {
-			log = func() *slog.Logger { return nil }
-		}
-		src, err := openHinted(fsys, time.Minute/4, log)()
-		require.NoError(t, err)
-		for i := 1; i <= 12; i++ { // three windows of four readings
-			fsys["sys/fs/cgroup/app/cpu.stat"].Data = []byte(fmt.Sprintf("nr_periods %d\nnr_throttled %d\nthrottled_usec %d\n", 100*i, 60*i, 30000*i))
-			lim, err := src.Read()
-			require.NoError(t, err)
-			cores, _ := lim.CPUQuota()
-			require.Equal(t, 1.5, cores, "the limits are read as before")
-		}
-		require.NoError(t, src.Close())
-		if !withLogger {
-			assert.Empty(t, buf.String())
-			continue
-		}
-		lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
-		require.Len(t, lines, 1, "one line, then quiet: %s", buf.String())
-		t.Log(lines[0])
-		for _, want := range []string{"level=WARN", `msg="fitgo: the CPU limit throttles this process"`,
-			`throttled="60% of 400 periods"`, "throttled_time=120ms", "over=1m0s", "cpu_limit=1.5",
-			"cpu_source=/sys/fs/cgroup/app", "GOMAXPROCS="} {
-			assert.Contains(t, lines[0], want)
-		}
+	status := func() maxprocs.Result {
+		return maxprocs.Result{After: 2, Limit: 1.5, Source: "/sys/fs/cgroup/app", Policy: maxprocs.Policy{Rounding: maxprocs.Ceil, Min: 1},
+			NumCPU: 8, Following: true}
+	}
+	assert.Empty(t, hintLines(t, false, status))
+	lines := hintLines(t, true, status)
+	require.Len(t, lines, 1, "one line, then quiet: %s", lines)
+	t.Log(lines[0])
+	for _, want := range []string{"level=WARN", `msg="fitgo: the CPU limit throttles this process"`,
+		`throttled="60% of 400 periods"`, "throttled_time=120ms", "over=1m0s", "cpu_limit=1.5",
+		"cpu_source=/sys/fs/cgroup/app", "GOMAXPROCS=2",
+		`consider="GOMAXPROCS 2 is above the limit of 1.5 cores: GOMAXPROCS 1 (FITGO=rounding=floor) fits it, or a limit of 2 cores"`} {
+		assert.Contains(t, lines[0], want)
 	}
 }
 
+// TestHintUpperLimit: the hint speaks of the limit maxprocs fits GOMAXPROCS
+// to, here its UpperLimit (1 core) below the cgroup's 1.5.
+func TestHintUpperLimit(t *testing.T) {
+	lim, err := cgroup.ReadFS(throttledFS())
+	require.NoError(t, err)
+	r, err := maxprocs.Plan(maxprocs.Options{Limits: &lim, UpperLimit: 1})
+	require.NoError(t, err)
+	require.Equal(t, 1, r.After)
+	lines := hintLines(t, true, func() maxprocs.Result { return r })
+	require.Len(t, lines, 1)
+	for _, want := range []string{"cpu_limit=1 ", "cpu_source=Options.UpperLimit", "GOMAXPROCS=1 ", `consider="raise the CPU limit`} {
+		assert.Contains(t, lines[0], want)
+	}
+}
+
+// TestHintCPULimitEnv: the blank import's hint speaks of the limit it fits
+// GOMAXPROCS to, FITGO_CPU_LIMIT included. FITGO_CPU_LIMIT is read from the
+// start-up environment, so the test runs itself in a child that has it.
+func TestHintCPULimitEnv(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the CPU limit is fitted on Linux only")
+	}
+	if os.Getenv("FITGO_TEST_HINT_CHILD") == "" {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestHintCPULimitEnv$", "-test.count=1", "-test.v")
+		for _, kv := range os.Environ() {
+			if k, _, _ := strings.Cut(kv, "="); k != "GOMAXPROCS" && !strings.HasPrefix(k, "FITGO") {
+				cmd.Env = append(cmd.Env, kv)
+			}
+		}
+		cmd.Env = append(cmd.Env, "FITGO_TEST_HINT_CHILD=1", "FITGO_CPU_LIMIT=10m") // below any real quota
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		require.Contains(t, string(out), "--- PASS: TestHintCPULimitEnv", "%s", out)
+		return
+	}
+	r := Startup().MaxProcs.Status()
+	require.Equal(t, "$FITGO_CPU_LIMIT", r.Source, "maxprocs fits GOMAXPROCS to FITGO_CPU_LIMIT: %v", r)
+	lines := hintLines(t, true, Startup().MaxProcs.Status)
+	require.Len(t, lines, 1)
+	t.Log(lines[0])
+	for _, want := range []string{"cpu_limit=0.01 ", "cpu_source=$FITGO_CPU_LIMIT"} {
+		assert.Contains(t, lines[0], want)
+	}
+}
+
+// TestLogHintConsider: the advice, from maxprocs' Status and the cgroup's
+// limit (1.5 cores unless said).
 func TestLogHintConsider(t *testing.T) {
-	lim := cgroup.Limits{CPU: cgroup.CPU{Quota: 150 * time.Millisecond, Period: 100 * time.Millisecond, Source: "/sys/fs/cgroup/app"}}
-	var buf bytes.Buffer
-	l := slog.New(slog.NewTextHandler(&buf, nil))
-	logHint(l, throttling{periods: 600, throttled: 300, time: time.Second, readings: 60}, time.Minute, lim, 2)
-	assert.Contains(t, buf.String(), `consider="GOMAXPROCS 2 is above the limit of 1.5 cores: GOMAXPROCS 1 (FITGO=rounding=floor) fits it, or a limit of 2 cores"`)
-	buf.Reset()
-	logHint(l, throttling{periods: 600, throttled: 300}, time.Minute, lim, 1)
-	assert.Contains(t, buf.String(), `consider="raise the CPU limit`)
-	// Below one core, one P is the least: nothing to round down.
-	lim.CPU.Quota = 50 * time.Millisecond
-	buf.Reset()
-	logHint(l, throttling{periods: 600, throttled: 300}, time.Minute, lim, 1)
-	assert.Contains(t, buf.String(), `consider="raise the CPU limit`)
-	buf.Reset()
-	logHint(l, throttling{periods: 600, throttled: 300}, time.Minute, lim, 2)
-	assert.Contains(t, buf.String(), `consider="GOMAXPROCS 2 is above the limit of 0.5 cores: GOMAXPROCS 1 fits it, or a limit of 2 cores"`)
+	ceil := maxprocs.Policy{Rounding: maxprocs.Ceil, Min: 1}
+	app := "/sys/fs/cgroup/app"
+	for _, tc := range []struct {
+		name          string
+		quota         time.Duration // of a 100ms period; 0: no cgroup limit
+		r             maxprocs.Result
+		limit, source string
+		consider      string
+	}{
+		{"fitgo's ceil above the limit", 150, maxprocs.Result{After: 2, Limit: 1.5, Source: app, Policy: ceil, NumCPU: 8, Following: true},
+			"1.5", app, "GOMAXPROCS 2 is above the limit of 1.5 cores: GOMAXPROCS 1 (FITGO=rounding=floor) fits it, or a limit of 2 cores"},
+		{"at the limit", 150, maxprocs.Result{After: 1, Limit: 1.5, Source: app, Policy: ceil, NumCPU: 8, Following: true},
+			"1.5", app, "raise the CPU limit"},
+		// Below one core, one P is the least: nothing to round down.
+		{"one P below one core", 50, maxprocs.Result{After: 1, Limit: 0.5, Source: app, Policy: ceil, NumCPU: 8, Following: true},
+			"0.5", app, "raise the CPU limit"},
+		{"two Ps below one core, not fitgo's", 50, maxprocs.Result{After: 2, Limit: 0.5, Source: app, Policy: ceil, NumCPU: 8},
+			"0.5", app, "GOMAXPROCS 2 is above the limit of 0.5 cores: GOMAXPROCS 1 fits it, or a limit of 2 cores"},
+		// FITGO_CPU_LIMIT=2500m under a cgroup limit of 4 cores: fitgo's 3
+		// is above 2.5, which the cgroup's 4 would hide.
+		{"FITGO_CPU_LIMIT below the cgroup's", 400, maxprocs.Result{After: 3, Limit: 2.5, Source: "$FITGO_CPU_LIMIT", Policy: ceil, NumCPU: 8, Following: true},
+			"2.5", "$FITGO_CPU_LIMIT", "GOMAXPROCS 3 is above the limit of 2.5 cores: GOMAXPROCS 2 (FITGO=rounding=floor) fits it, or a limit of 3 cores"},
+		{"UpperLimit, no cgroup limit", 0, maxprocs.Result{After: 2, Limit: 1.5, Source: "Options.UpperLimit", Policy: ceil, NumCPU: 8, Following: true},
+			"1.5", "Options.UpperLimit", "GOMAXPROCS 2 is above the limit of 1.5 cores: GOMAXPROCS 1 (FITGO=rounding=floor) fits it, or a limit of 2 cores"},
+		// The policy's minimum holds for what fits, as when fitgo applies it.
+		{"the policy's minimum", 150, maxprocs.Result{After: 2, Limit: 1.5, Source: app, Policy: maxprocs.Policy{Rounding: maxprocs.Ceil, Min: 2}, NumCPU: 8, Following: true},
+			"1.5", app, "raise the CPU limit"},
+		{"maxprocs off: the cgroup's limit", 150, maxprocs.Result{After: 2, Reason: "not applied"},
+			"1.5", app, "GOMAXPROCS 2 is above the limit of 1.5 cores: GOMAXPROCS 1 fits it, or a limit of 2 cores"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var lim cgroup.Limits
+			if tc.quota > 0 {
+				lim.CPU = cgroup.CPU{Quota: tc.quota * time.Millisecond, Period: 100 * time.Millisecond, Source: app}
+			}
+			var buf bytes.Buffer
+			logHint(slog.New(slog.NewTextHandler(&buf, nil)), throttling{periods: 600, throttled: 300, time: time.Second, readings: 60}, time.Minute, lim, tc.r)
+			assert.Contains(t, buf.String(), " cpu_limit="+tc.limit+" ")
+			assert.Contains(t, buf.String(), " cpu_source="+tc.source+" ")
+			assert.Contains(t, buf.String(), ` consider="`+tc.consider)
+		})
+	}
 }
 
 // TestHintedReadAllocatesNothing: with no warning due, a reading of the
 // blank import's Source allocates nothing.
 func TestHintedReadAllocatesNothing(t *testing.T) {
 	logger := slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil))
-	src, err := openHinted(throttledFS(), time.Second, func() *slog.Logger { return logger })()
+	src, err := openHinted(throttledFS(), time.Second, func() *slog.Logger { return logger }, (*maxprocs.Fit)(nil).Status)()
 	require.NoError(t, err)
 	defer src.Close()
 	src.Read()

@@ -10,8 +10,8 @@ import (
 type mountQuery struct {
 	version     Version
 	ctrl, path  string
-	err         error // an unusable line for the controller
-	found       bool
+	err         error  // an unusable line for the controller
+	found, std  bool   // std: the mount is under /sys/fs/cgroup
 	point, root string // the mount point (cleaned) and root, unescaped
 }
 

@@ -101,8 +101,9 @@ func cgroupDir(point, root, cgPath string) string {
 // mount naming the controller (V1) or a "cgroup2" mount (V2), whose root is
 // the cgroup path or an ancestor and below which the path does not climb
 // out. A mount covered by its child on the same mount point is hidden. Of
-// the others the shortest root wins (the most ancestors shown), of equal
-// ones the first listed, as in the Go runtime. Malformed lines are skipped.
+// the others the shortest root wins (the most ancestors shown); of equal
+// ones, one under /sys/fs/cgroup (where runc and systemd mount; the JDK's
+// choice), then the first listed. Malformed lines are skipped.
 func findMounts(mountinfo []byte, qs []mountQuery) {
 	for i := range qs {
 		q := &qs[i]
@@ -117,10 +118,11 @@ func findMounts(mountinfo []byte, qs []mountQuery) {
 			if string(m.fstype) != fstype || q.version == V1 && !hasController(m.superOpts, q.ctrl) {
 				return
 			}
-			root := unescape(m.root)
+			root, point := unescape(m.root), path.Clean(unescape(m.point))
 			shown := isAncestorOrSelf(root, q.path) && !climbsOut(relPath(root, q.path))
-			if shown && (!q.found || len(root) < len(q.root)) && !covered(mountinfo, m) {
-				q.found, q.point, q.root = true, path.Clean(unescape(m.point)), root
+			std := strings.HasPrefix(point+"/", "/sys/fs/cgroup/")
+			if shown && (!q.found || len(root) < len(q.root) || len(root) == len(q.root) && std && !q.std) && !covered(mountinfo, m) {
+				q.found, q.std, q.point, q.root = true, std, point, root
 			}
 		})
 	}

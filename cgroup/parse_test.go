@@ -321,14 +321,32 @@ var findMountTests = []struct {
 	{"no final newline", "1 0 0:1 / /cg rw - cgroup2 cgroup2 rw", V2, "", "/a", "/cg", "/", true},
 	{"empty", "", V2, "", "/", "", "", false},
 	{"no version", v2Mounts, 0, "", "/", "", "", false},
-	// Ties of equal roots go to the first listed, as in the Go runtime, runc
-	// and the JDK; a shorter root (more ancestors shown) wins wherever it is.
+	// Of equal roots, the mount under /sys/fs/cgroup wins, as in the JDK,
+	// then the first listed; a shorter root (more ancestors shown) wins
+	// wherever it is.
 	{"bedrock strata: the first of equal roots", "30 26 0:27 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n" +
 		"130 126 0:27 / /bedrock/strata/kde/sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n" +
 		"230 226 0:27 / /bedrock/strata/arch/sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n",
 		V1, "memory", "/app", "/sys/fs/cgroup/memory", "/", true},
 	{"second cpu,cpuacct mount", v1Mounts + "40 1 0:28 / /cpu,cpuacct rw - cgroup cgroup rw,cpu,cpuacct\n",
 		V1, "cpu", "/app", "/sys/fs/cgroup/cpu,cpuacct", "/", true},
+	{"cpu,cpuacct: /sys/fs/cgroup over the first listed", "40 1 0:28 / /cpu,cpuacct rw - cgroup cgroup rw,cpu,cpuacct\n" + v1Mounts,
+		V1, "cpu", "/app", "/sys/fs/cgroup/cpu,cpuacct", "/", true},
+	{"memory: /sys/fs/cgroup over the first listed", "40 1 0:29 / /memory rw - cgroup cgroup rw,memory\n" + v1Mounts,
+		V1, "memory", "/app", "/sys/fs/cgroup/memory", "/", true},
+	{"v2: /sys/fs/cgroup over the first listed", "40 1 0:30 / /cgroup-in rw - cgroup2 cgroup2 rw\n" + v2Mounts,
+		V2, "", "/app", "/sys/fs/cgroup", "/", true},
+	{"hybrid v2: /sys/fs/cgroup/unified over the first listed", "40 1 0:31 / /unified rw - cgroup2 cgroup2 rw\n" +
+		"41 30 0:31 / /sys/fs/cgroup/unified rw - cgroup2 cgroup2 rw\n", V2, "", "/app", "/sys/fs/cgroup/unified", "/", true},
+	{"none under /sys/fs/cgroup: the first listed", "1 0 0:1 / /b ro - cgroup cgroup rw,memory\n" +
+		"2 0 0:1 / /a ro - cgroup cgroup rw,memory\n", V1, "memory", "/app", "/b", "/", true},
+	{"/sys/fs/cgroupfs is not under /sys/fs/cgroup", "1 0 0:1 / /b ro - cgroup cgroup rw,memory\n" +
+		"2 0 0:1 / /sys/fs/cgroupfs ro - cgroup cgroup rw,memory\n", V1, "memory", "/app", "/b", "/", true},
+	{"a shorter root wins over /sys/fs/cgroup", "1 0 0:1 /docker /sys/fs/cgroup/memory ro - cgroup cgroup rw,memory\n" +
+		"2 0 0:1 / /m ro - cgroup cgroup rw,memory\n", V1, "memory", "/docker/abc", "/m", "/", true},
+	{"a covered mount under /sys/fs/cgroup loses", "1 0 0:1 / /m ro - cgroup cgroup rw,memory\n" +
+		"2 0 0:1 / /sys/fs/cgroup/memory ro - cgroup cgroup rw,memory\n" + "3 2 0:1 /x /sys/fs/cgroup/memory ro - cgroup cgroup rw,memory\n",
+		V1, "memory", "/x/y", "/m", "/", true},
 	{"the most ancestors win over the first listed", "1 0 0:1 /docker /c ro - cgroup cgroup rw,memory\n" +
 		"2 0 0:1 / /d ro - cgroup cgroup rw,memory\n" + "3 0 0:1 / /e ro - cgroup cgroup rw,memory\n",
 		V1, "memory", "/docker/abc", "/d", "/", true},

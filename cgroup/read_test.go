@@ -172,6 +172,17 @@ var fixtureTests = []struct {
 			}),
 		},
 	},
+	// The same v1 hierarchy mounted twice with root "/", a second mount
+	// outside /sys/fs/cgroup listed first (OpenJDK's "Multiple controllers,
+	// but only one in /sys/fs/cgroup"): the one under /sys/fs/cgroup wins.
+	{
+		name: "v1-duplicate-cpu",
+		want: duplicateMountWant,
+	},
+	{
+		name: "v1-duplicate-memory",
+		want: duplicateMountWant,
+	},
 	{
 		// A process that entered a container's cgroup namespace (three levels
 		// deep) but kept the host's mounts: its path and the mount root both
@@ -202,6 +213,19 @@ var fixtureTests = []struct {
 		},
 	},
 }
+
+// duplicateMountWant is what testdata/v1-duplicate-{cpu,memory} give.
+var duplicateMountWant = func() Limits {
+	p := "/user.slice/app.service"
+	return Limits{
+		CPU: hierarchy{Version: V1, Path: p, Mount: "/sys/fs/cgroup/cpu,cpuacct", MountRoot: "/", Dir: "/sys/fs/cgroup/cpu,cpuacct" + p}.cpu(CPU{
+			Quota: 150 * time.Millisecond, Period: 100 * time.Millisecond, Source: "/sys/fs/cgroup/cpu,cpuacct" + p,
+		}),
+		Memory: hierarchy{Version: V1, Path: p, Mount: "/sys/fs/cgroup/memory", MountRoot: "/", Dir: "/sys/fs/cgroup/memory" + p}.memory(Memory{
+			Max: 512 * mib, MaxSource: "/sys/fs/cgroup/memory" + p,
+		}),
+	}
+}()
 
 func TestReadFSFixtures(t *testing.T) {
 	for _, tc := range fixtureTests {
