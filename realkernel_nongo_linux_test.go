@@ -140,3 +140,56 @@ func TestRealKernelV1NonGoReleasedHeap(t *testing.T) {
 		})
 	}
 }
+
+// lazilyFreedAndRegrown makes the program grow its heap by 250 MiB, return
+// it with MADV_FREE (it runs with GODEBUG=madvdontneed=0), back to the
+// whole limit as after any free, and grow it again by 200 MiB: the runtime
+// reuses the freed pages, which stay on the cgroup's inactive file list
+// and in RssAnon, now written.
+func lazilyFreedAndRegrown(t *testing.T, ch *cgv1.Child) {
+	t.Helper()
+	do(t, ch, "heap 250", "heap")
+	backToWhole(t, ch, "heapfree", whole)
+	do(t, ch, "heap 200", "heap")
+}
+
+// TestRealKernelV1NonGoLazyFree (issue 31, point 1): a blank-import program
+// with GODEBUG=madvdontneed=0, alone under a 512 MiB v1 limit, frees a
+// 250 MiB heap lazily and regrows it to 200 MiB. Then a 200 MiB co-process
+// arrives in its cgroup: GOMEMLIMIT goes to 0.9 × (512 − 200) MiB, as in
+// TestRealKernelV1Headroom, where it stayed at 0.9 × 512 MiB (the regrown
+// pages, off the usage but in RssAnon and the runtime's account, cancelled
+// the co-process). Or it holds 150 MiB through C's malloc: GOMEMLIMIT goes
+// to 0.9 × (512 − 150) MiB within 8 %, where they were not seen. The waits
+// only cap a hung program.
+func TestRealKernelV1NonGoLazyFree(t *testing.T) {
+	cgv1.Require(t)
+	t.Run("co-process", func(t *testing.T) {
+		c := nonGoCase{prog: cgv1.Build(t, "./internal/testprog/blank")}
+		side := cgv1.Build(t, "./internal/testprog/sidecar")
+		cg := cgv1.NewPair(t)
+		cgv1.SetMemory(t, cg.MemChild, 512*mib)
+		ch := cg.StartIn(t, c.prog, "FITGO=refresh=100ms", "GODEBUG=madvdontneed=0")
+		first, ok := ch.Next(t, 30*time.Second)
+		require.True(t, ok, "no output; stderr: %s", ch.Stderr)
+		require.Equal(t, whole, first.GOMEMLIMIT, "alone, the whole limit")
+		lazilyFreedAndRegrown(t, ch)
+
+		exact := int64(312 * mib * 9 / 10)
+		startSidecar(t, side, cg.MemChild, "200")
+		st, _ := ch.WaitFor(t, time.Now(), 20*time.Second, func(s testprog.State) bool { return s.GOMEMLIMIT <= exact })
+		t.Logf("with the co-process: GOMEMLIMIT %.1f MiB, outside Go %.1f MiB", float64(st.GOMEMLIMIT)/mib, float64(st.NonGo)/mib)
+		assert.LessOrEqual(t, st.GOMEMLIMIT, exact, "the co-process counts")
+		assert.Greater(t, st.GOMEMLIMIT, exact-16*mib*9/10)
+		assert.Zero(t, st.NonGo, "the co-process is not the program's memory outside Go")
+	})
+	t.Run("C memory", func(t *testing.T) {
+		if _, err := exec.LookPath("gcc"); err != nil {
+			t.Skip("no gcc to build the cgo test program")
+		}
+		c := nonGoCase{prog: cgv1.Build(t, "./internal/testprog/blankcgo"), hold: "cmalloc 150", free: "cfree"}
+		ch := c.start(t, "GODEBUG=madvdontneed=0")
+		lazilyFreedAndRegrown(t, ch)
+		c.heldAndFreed(t, ch)
+	})
+}

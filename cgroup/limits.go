@@ -61,14 +61,14 @@ type Memory struct {
 // hierarchy that leaves it the least: that level's limit minus what the
 // others (the rest of its cgroup and of every cgroup below the level) hold
 // there, Usage − Own. Usage is what the kernel cannot reclaim there:
-// memory.current (v1: memory.usage_in_bytes) minus the file pages of
-// memory.stat, active_file + inactive_file (v1: total_active_file +
-// total_inactive_file), so anonymous memory, shmem and kernel memory.
-// It is not the kubelet's working set, which keeps the active file
-// pages: the kernel reclaims those too before it OOM-kills anyone. Own
-// is RssAnon of /proc/self/status, what the heap and stacks are made of;
-// not RssShmem, which may be charged to another cgroup. Others up to
-// max(Limit/32, 8 MiB) are taken as the process's own kernel memory and
+// memory.current (v1: memory.usage_in_bytes) minus the page cache on the
+// file lists of memory.stat (active_file + inactive_file, v1 total_*):
+// anonymous memory (MADV_FREE pages on those lists too), shmem and kernel
+// memory, not the kubelet's working set. Own is RssAnon of
+// /proc/self/status, what the heap and stacks are made of, not RssShmem
+// (maybe charged elsewhere); the process's MADV_FREE pages not written
+// since (LazyFree of /proc/self/smaps_rollup) are left out of both. Others
+// up to max(Limit/32, 8 MiB) are taken as the process's own kernel memory and
 // shared memory: Avail is then Limit, so that a process alone sees no
 // change.
 //

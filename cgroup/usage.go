@@ -5,8 +5,6 @@ import (
 	"errors"
 )
 
-var errNoRssAnon = errors.New("no RssAnon line")
-
 // Avail is what a level with limit bytes leaves the process when the others
 // hold others bytes there: limit − others, or limit when others are within
 // max(limit/32, 8 MiB), taken as the process's own kernel memory and shared
@@ -24,6 +22,7 @@ type headroomEval struct {
 	own     int64
 	ownRead bool // own has been read (or failed, in h.Err)
 	ownOK   bool
+	lazy    int64 // LazyFree of /proc/self/smaps_rollup, read where a level has such pages
 }
 
 // level adds the level dir whose own limits are max and high (-1: none).
@@ -40,7 +39,7 @@ func (e *headroomEval) level(w files, v Version, dir string, lmax, high int64) {
 	}
 	if !e.ownRead {
 		e.ownRead = true
-		e.own, e.ownOK = e.read(w, "/proc/self", "status", parseProcStatusOwn)
+		e.own, e.ownOK = e.read(w, "/proc/self", "status", func(b []byte) (int64, error) { return parseProcKB(b, "RssAnon:") })
 	}
 	if !e.ownOK {
 		return
@@ -50,15 +49,20 @@ func (e *headroomEval) level(w files, v Version, dir string, lmax, high int64) {
 	if !ok {
 		return
 	}
-	file, ok := e.read(w, dir, "memory.stat", func(b []byte) (int64, error) { return parseFilePages(b, v) })
+	var lazy int64
+	file, ok := e.read(w, dir, "memory.stat", func(b []byte) (f int64, err error) { f, lazy, err = parseFilePages(b, v); return })
 	if !ok {
 		return
 	}
-	held := max(usage-file, 0)
-	others := max(held-e.own, 0)
+	if lazy > 0 && e.lazy == 0 { // the process's, not written since: the others are held
+		e.lazy, _ = e.read(w, "/proc/self", "smaps_rollup", func(b []byte) (int64, error) { return parseProcKB(b, "LazyFree:") })
+	}
+	lazy = min(lazy, e.lazy)
+	held, own := max(usage-file-lazy, 0), max(e.own-lazy, 0)
+	others := max(held-own, 0)
 	avail := Avail(limit, others)
 	if e.h.Source == "" || avail < e.h.Avail {
-		e.h = Headroom{Source: dir, From: from, Limit: limit, Usage: held, Own: e.own, Others: others, Avail: avail, Err: e.h.Err}
+		e.h = Headroom{Source: dir, From: from, Limit: limit, Usage: held, Own: own, Others: others, Avail: avail, Err: e.h.Err}
 	}
 }
 
@@ -91,57 +95,58 @@ func parseUsage(data []byte) (int64, error) {
 	return parseCount(data, "memory usage", unlimitedMemory-1)
 }
 
-// parseFilePages returns the file pages of a memory.stat, active and
-// inactive: what the kernel reclaims (writing back the dirty ones) before
-// it OOM-kills anyone. A level's usage less them is what it cannot reclaim:
-// anonymous memory and swap cache, shmem (tmpfs, shared memory) and the
-// kernel memory charged to the cgroup. Shmem is not among them: it is
-// swap-backed ("shmem pages are on anon memory management lists",
-// cgroup-v2.rst, memory.stat); v1 counts it in cache but not in
-// active_file/inactive_file, "file-backed memory and MADV_FREE anonymous
-// memory (LazyFree pages)" on the LRU lists (cgroup-v1/memory.rst, 5.2).
-// The kernel memory is charged to the usage on both (memory.current; on v1
+// parseFilePages returns the page cache on the file lists of memory.stat,
+// what the kernel reclaims (writing back the dirty pages) before it
+// OOM-kills anyone, and lazy, the rest of the lists: "MADV_FREE anonymous
+// memory (LazyFree pages)" (cgroup-v1/memory.rst, 5.2), charged as anon
+// (v1 rss), which reclaim drops only if not written since. Shmem is page
+// cache (v1 cache, v2 file) but on the anon lists (cgroup-v2.rst), so lazy
+// is the lists less the page cache but shmem (0 without the cache's key).
+// A level's usage less the page cache is what it cannot reclaim: anonymous
+// memory, shmem and the kernel memory, charged to the usage on both (on v1
 // memory.usage_in_bytes is rss + cache + memory.kmem.usage_in_bytes, as
-// measured on Linux 6.18), so the usage less the file pages counts it with
-// no file or key of its own; the reclaimable slab (dentries, inodes) counts
-// too, an error on the safe side. The v1 keys are total_*, the cgroup and
-// its descendants, as memory.usage_in_bytes is.
-func parseFilePages(data []byte, v Version) (int64, error) {
-	active, inactive := "active_file", "inactive_file"
+// measured on Linux 6.18) with no key of its own; the reclaimable slab
+// counts too, an error on the safe side. The v1 keys are total_*, the
+// cgroup and its descendants, as memory.usage_in_bytes is.
+func parseFilePages(data []byte, v Version) (file, lazy int64, err error) {
+	keys := [4]string{"active_file", "inactive_file", "file", "shmem"}
 	if v == V1 {
-		active, inactive = "total_active_file", "total_inactive_file"
+		keys = [4]string{"total_active_file", "total_inactive_file", "total_cache", "total_shmem"}
 	}
-	a, _, err := statValue(data, active, unlimitedMemory-1)
-	if err != nil {
-		return 0, err
+	found, n := false, [4]uint64{}
+	for i, k := range keys {
+		if n[i], found, err = statValue(data, k, unlimitedMemory-1); err != nil || i == 2 && !found {
+			return int64(n[0] + n[1]), 0, err
+		}
 	}
-	i, _, err := statValue(data, inactive, unlimitedMemory-1)
-	return int64(a + i), err
+	lazy = max(int64(n[0]+n[1])-int64(n[2]-min(n[3], n[2])), 0)
+	return int64(n[0]+n[1]) - lazy, lazy, nil
 }
 
-// parseProcStatusOwn returns RssAnon of /proc/self/status, a line such as
-// "RssAnon:\t    1234 kB", in bytes (Linux 4.5 and later): the heap, stacks
-// and the rest of the runtime's memory, which GOMEMLIMIT governs. RssShmem
+// parseProcKB returns key's line of /proc/self/status or smaps_rollup,
+// such as "RssAnon:\t    1234 kB", in bytes. RssAnon (Linux 4.5) is the
+// heap, stacks and the rest of the runtime's memory, which GOMEMLIMIT
+// governs; LazyFree (4.14) its MADV_FREE pages not written since. RssShmem
 // is left out: a mapping of shared memory may be charged to another cgroup
 // (the one that first touched its pages), and counted as the process's own
 // it would cancel a co-process's memory at the level. Capping it by the
 // level's shmem would still cancel a co-process's own shmem. Left to the
 // others, the process's shmem lowers GOMEMLIMIT, which is right: GOMEMLIMIT
 // does not bound it, so the heap can only have what it leaves.
-func parseProcStatusOwn(data []byte) (int64, error) {
+func parseProcKB(data []byte, key string) (int64, error) {
 	for n := 1; len(data) > 0; n++ {
 		var line []byte
 		line, data = nextLine(data)
 		k, v := nextField(line)
-		if string(k) != "RssAnon:" {
+		if string(k) != key {
 			continue
 		}
 		num, unit := nextField(v)
 		u, ok := parseUint(num)
 		if !ok || string(unit) != "kB" || u >= unlimitedMemory>>10 {
-			return 0, invalid(n, "RssAnon", line)
+			return 0, invalid(n, key[:len(key)-1], line)
 		}
 		return int64(u) << 10, nil
 	}
-	return 0, &parseError{Err: errNoRssAnon}
+	return 0, &parseError{Err: errors.New("no " + key[:len(key)-1] + " line")}
 }

@@ -22,6 +22,14 @@ func withShmem(fsys fstest.MapFS, own, shmem int64) fstest.MapFS {
 	return fsys
 }
 
+// withLazyFree is fsys with a /proc/self/smaps_rollup of lazy MiB of
+// LazyFree.
+func withLazyFree(fsys fstest.MapFS, lazy int64) fstest.MapFS {
+	fsys["proc/self/smaps_rollup"] = &fstest.MapFile{Data: []byte("Rss:\t99999 kB\nAnonymous:\t99999 kB\nLazyFree:\t" +
+		strconv.FormatInt(lazy*1024, 10) + " kB\nAnonHugePages:\t0 kB\n")}
+	return fsys
+}
+
 // stat is a memory.stat line "key n MiB".
 func stat(key string, n int64) string { return key + " " + strconv.FormatInt(n*mib, 10) + "\n" }
 
@@ -162,6 +170,31 @@ func TestHeadroom(t *testing.T) {
 		{"v2 bad file pages in memory.stat: error, limit kept", headroomV2(100, map[string]string{
 			"pod/memory.max": mibs(512), "pod/memory.current": mibs(300), "pod/memory.stat": "active_file x\ninactive_file 0\n",
 		}), Headroom{}, true},
+		// Issue 31, point 1 (readings measured with GODEBUG=madvdontneed=0 next
+		// to a 200 MiB co-process): a 250 MiB heap freed with MADV_FREE sits
+		// on total_inactive_file, charged as rss and not cache, and in
+		// RssAnon; regrown to 200 MiB, 200 of them are written again: not
+		// LazyFree any more, on the file list still, and not reclaimable.
+		{"v1 lazily freed heap next to a co-process", withLazyFree(headroomV1(252, map[string]string{
+			"pod/app/memory.limit_in_bytes": mibs(512), "pod/app/memory.usage_in_bytes": mibs(453),
+			"pod/app/memory.stat": stat("total_cache", 0) + stat("total_rss", 452) + stat("total_shmem", 0) + stat("total_inactive_file", 250),
+		}), 250), Headroom{Source: v1app, From: "memory.limit_in_bytes", Limit: 512 * mib, Usage: 203 * mib, Own: 2 * mib, Others: 201 * mib, Avail: 311 * mib}, false},
+		{"v1 lazily freed heap written again, next to a co-process", withLazyFree(headroomV1(252, map[string]string{
+			"pod/app/memory.limit_in_bytes": mibs(512), "pod/app/memory.usage_in_bytes": mibs(453),
+			"pod/app/memory.stat": stat("total_cache", 0) + stat("total_rss", 452) + stat("total_shmem", 0) + stat("total_inactive_file", 250),
+		}), 50), Headroom{Source: v1app, From: "memory.limit_in_bytes", Limit: 512 * mib, Usage: 403 * mib, Own: 202 * mib, Others: 201 * mib, Avail: 311 * mib}, false},
+		{"v1 lazily freed heap written again, and 150 MiB outside Go", withLazyFree(headroomV1(402, map[string]string{
+			"pod/app/memory.limit_in_bytes": mibs(512), "pod/app/memory.usage_in_bytes": mibs(403),
+			"pod/app/memory.stat": stat("total_cache", 0) + stat("total_rss", 402) + stat("total_shmem", 0) + stat("total_inactive_file", 250),
+		}), 50), Headroom{Source: v1app, From: "memory.limit_in_bytes", Limit: 512 * mib, Usage: 353 * mib, Own: 352 * mib, Others: 1 * mib, Avail: 512 * mib}, false},
+		{"v2 a co-process's lazily freed pages are the others'", withLazyFree(headroomV2(100, map[string]string{
+			"pod/app/memory.max": mibs(512), "pod/app/memory.current": mibs(410),
+			"pod/app/memory.stat": stat("anon", 400) + stat("file", 10) + stat("shmem", 0) + stat("inactive_file", 210),
+		}), 0), Headroom{Source: app, From: "memory.max", Limit: 512 * mib, Usage: 400 * mib, Own: 100 * mib, Others: 300 * mib, Avail: 212 * mib}, false},
+		{"v1 lazily freed pages, no smaps_rollup: all held", headroomV1(252, map[string]string{
+			"pod/app/memory.limit_in_bytes": mibs(512), "pod/app/memory.usage_in_bytes": mibs(453),
+			"pod/app/memory.stat": stat("total_cache", 0) + stat("total_rss", 452) + stat("total_shmem", 0) + stat("total_inactive_file", 250),
+		}), Headroom{Source: v1app, From: "memory.limit_in_bytes", Limit: 512 * mib, Usage: 453 * mib, Own: 252 * mib, Others: 201 * mib, Avail: 311 * mib}, false},
 		{"v1 no usage file", headroomV1(100, map[string]string{
 			"pod/app/memory.limit_in_bytes": mibs(512), "pod/app/memory.stat": "total_inactive_file 0\n",
 		}), Headroom{}, false},
@@ -227,7 +260,7 @@ var procStatusTests = []struct {
 
 func TestParseProcStatusOwn(t *testing.T) {
 	for _, tc := range procStatusTests {
-		got, err := parseProcStatusOwn([]byte(tc.in))
+		got, err := parseProcKB([]byte(tc.in), "RssAnon:")
 		if tc.err {
 			assert.Error(t, err, "%q", tc.in)
 			requireParseError(t, err)
@@ -243,7 +276,7 @@ func FuzzProcStatusOwn(f *testing.F) {
 		f.Add(tc.in)
 	}
 	f.Fuzz(func(t *testing.T, in string) {
-		v, err := parseProcStatusOwn([]byte(in))
+		v, err := parseProcKB([]byte(in), "RssAnon:")
 		requireParseError(t, err)
 		if err == nil && v < 0 {
 			t.Fatalf("negative share %d", v)
@@ -253,24 +286,33 @@ func FuzzProcStatusOwn(f *testing.F) {
 
 var filePagesTests = []struct {
 	in     string
-	v1, v2 int64
+	v1, v2 [2]int64 // the page cache on the file lists, and the rest of them
 	err    bool
 }{
-	{"active_file 3\ninactive_file 4\ntotal_active_file 30\ntotal_inactive_file 40\n", 70, 7, false},
-	{"cache 9\nfile 9\nshmem 5\ntotal_cache 90\ntotal_shmem 50\n", 0, 0, false},
-	{"inactive_file 4\ntotal_inactive_file 40\n", 40, 4, false},
-	{"", 0, 0, false},
-	{"active_file x\ntotal_active_file -1\n", 0, 0, true},
-	{"inactive_file 99999999999999999999\ntotal_inactive_file 4611686018427387904\n", 0, 0, true},
+	{"active_file 3\ninactive_file 4\ntotal_active_file 30\ntotal_inactive_file 40\n", [2]int64{70, 0}, [2]int64{7, 0}, false},
+	{"cache 9\nfile 9\nshmem 5\ntotal_cache 90\ntotal_shmem 50\n", [2]int64{0, 0}, [2]int64{0, 0}, false},
+	{"inactive_file 4\ntotal_inactive_file 40\n", [2]int64{40, 0}, [2]int64{4, 0}, false},
+	// the page cache, shmem aside, all on the lists: nothing else there
+	{"file 12\nshmem 5\nactive_file 3\ninactive_file 4\ntotal_cache 120\ntotal_shmem 50\ntotal_active_file 30\ntotal_inactive_file 40\n", [2]int64{70, 0}, [2]int64{7, 0}, false},
+	// MADV_FREE pages on the lists (v1 cache 0 with 250 on total_inactive_file, as measured)
+	{"file 2\nshmem 0\ninactive_file 6\ntotal_cache 0\ntotal_shmem 0\ntotal_inactive_file 250\n", [2]int64{0, 250}, [2]int64{2, 4}, false},
+	// page cache off the lists (unevictable, in a per-CPU batch): all the lists are page cache
+	{"file 20\nshmem 0\ninactive_file 6\ntotal_cache 20\ntotal_shmem 1\ntotal_inactive_file 6\n", [2]int64{6, 0}, [2]int64{6, 0}, false},
+	{"file 2\nshmem 9\ninactive_file 6\n", [2]int64{0, 0}, [2]int64{0, 6}, false},
+	{"", [2]int64{0, 0}, [2]int64{0, 0}, false},
+	{"active_file x\ntotal_active_file -1\n", [2]int64{}, [2]int64{}, true},
+	{"file x\ntotal_cache -1\n", [2]int64{}, [2]int64{}, true},
+	{"inactive_file 99999999999999999999\ntotal_inactive_file 4611686018427387904\n", [2]int64{}, [2]int64{}, true},
 }
 
 func TestParseFilePages(t *testing.T) {
 	for _, tc := range filePagesTests {
 		for _, c := range []struct {
 			v    Version
-			want int64
+			want [2]int64
 		}{{V1, tc.v1}, {V2, tc.v2}} {
-			got, err := parseFilePages([]byte(tc.in), c.v)
+			file, lazy, err := parseFilePages([]byte(tc.in), c.v)
+			got := [2]int64{file, lazy}
 			if tc.err {
 				assert.Error(t, err, "%q v%d", tc.in, c.v)
 				requireParseError(t, err)
@@ -294,10 +336,10 @@ func FuzzUsage(f *testing.F) {
 			t.Fatalf("usage %d out of range", u)
 		}
 		for _, v := range []Version{V1, V2} {
-			n, err := parseFilePages([]byte(stat), v)
+			n, lazy, err := parseFilePages([]byte(stat), v)
 			requireParseError(t, err)
-			if n < 0 {
-				t.Fatalf("file pages %d out of range", n)
+			if n < 0 || lazy < 0 {
+				t.Fatalf("file pages %d, lazy %d out of range", n, lazy)
 			}
 		}
 		for _, key := range []string{"inactive_file", "total_inactive_file"} {

@@ -273,8 +273,8 @@ func TestHeadroomNonGo(t *testing.T) {
 	assert.Equal(t, int64(160*MiB), st.Others)
 	assert.Contains(t, st.String(), "available 352 MiB = memory.max 512 MiB − others 160 MiB at /sys/fs/cgroup/app (own memory outside Go 160 MiB)")
 
-	// Heap pages freed lazily (GODEBUG=madvdontneed=0) stay in RssAnon but
-	// leave the usage for the inactive file list: not memory outside Go.
+	// Own above the usage (RssAnon charged to another cgroup, or not yet
+	// uncharged): no more memory outside Go than the others hold.
 	lazy := ownLimits(300)
 	lazy.Memory.Headroom.Usage, resident = 100*MiB, 100*MiB
 	assert.True(t, s.tick(s.f, now, lazy, nil))
@@ -313,4 +313,53 @@ func TestHeadroomResidentFromMetrics(t *testing.T) {
 	debug.FreeOSMemory()
 	f.readRuntime(true, false)
 	assert.Less(t, f.resident, held-32<<20, "the released heap is not resident")
+}
+
+// lazyV1 is v1FS (the process in app, 512 MiB there) with the readings
+// measured there with GODEBUG=madvdontneed=0 (MiB): usage, RssAnon, LazyFree
+// of smaps_rollup, and total_inactive_file, which holds the heap freed
+// with MADV_FREE (charged as rss, not cache).
+func lazyV1(usage, rss, lazy, inactive int64) fstest.MapFS {
+	fsys := v1FS("536870912", "536870912")
+	fsys["proc/self/status"] = &fstest.MapFile{Data: []byte("RssAnon:\t" + strconv.FormatInt(rss<<10, 10) + " kB\n")}
+	fsys["proc/self/smaps_rollup"] = &fstest.MapFile{Data: []byte("Anonymous:\t" + strconv.FormatInt(rss<<10, 10) +
+		" kB\nLazyFree:\t" + strconv.FormatInt(lazy<<10, 10) + " kB\n")}
+	fsys["sys/fs/cgroup/memory/app/memory.usage_in_bytes"] = &fstest.MapFile{Data: mibLine(usage)}
+	fsys["sys/fs/cgroup/memory/app/memory.stat"] = &fstest.MapFile{Data: []byte("hierarchical_memory_limit 536870912\ntotal_cache 0\ntotal_shmem 0\n" +
+		"total_rss " + strconv.FormatInt((usage-1)*MiB, 10) + "\ntotal_inactive_file " + strconv.FormatInt(inactive*MiB, 10) + "\n")}
+	return fsys
+}
+
+// TestHeadroomLazyFree (issue 31, point 1): sent readings, through the
+// cgroup reader. A 250 MiB heap freed with MADV_FREE (GODEBUG=
+// madvdontneed=0) and regrown to 200 MiB: the pages written again are
+// the runtime's, on the inactive file list still, but no longer LazyFree
+// (the kernel cannot drop them); they neither cancel a 200 MiB co-process
+// nor hide 150 MiB of C memory, and the freed heap is not memory outside Go.
+func TestHeadroomLazyFree(t *testing.T) {
+	for _, tc := range []struct {
+		name                       string
+		usage, rss, lazy, inactive int64 // MiB
+		resident                   int64 // MiB, the runtime's account
+		after, others, nonGo       int64
+	}{
+		{"freed, next to a 200 MiB co-process", 453, 252, 250, 250, 5, soft(311), 201 * MiB, 0},
+		{"regrown, next to a 200 MiB co-process", 453, 252, 50, 250, 205, soft(311), 201 * MiB, 0},
+		{"regrown, and 150 MiB of C memory", 403, 402, 50, 250, 205, soft(364), 148 * MiB, 147 * MiB},
+		{"regrown, no smaps_rollup: the lazily freed pages held", 403, 402, -1, 250, 205, soft(314), 198 * MiB, 197 * MiB},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fsys := lazyV1(tc.usage, tc.rss, tc.lazy, tc.inactive)
+			if tc.lazy < 0 {
+				delete(fsys, "proc/self/smaps_rollup")
+			}
+			te := newTestEnv(&fakeKnob{value: noLimit}, fsys)
+			te.resident = func() int64 { return tc.resident * MiB }
+			r, err := Plan(te.opts(Options{}))
+			require.NoError(t, err)
+			assert.Equal(t, tc.after, r.After, "%s", r)
+			assert.Equal(t, tc.others, r.Others, "%s", r)
+			assert.Equal(t, tc.nonGo, r.NonGo, "%s", r)
+		})
+	}
 }

@@ -73,8 +73,8 @@ type Options struct {
 	// NoNonGo leaves the process's own memory outside the Go runtime (C
 	// memory from cgo, anonymous mmap) to the policy's ratio. By default the
 	// headroom counts it with the others' (Result.NonGo): its resident
-	// anonymous memory (RssAnon) beyond what the runtime has mapped and not
-	// released to the OS (runtime/metrics /memory/classes). NoHeadroom turns
+	// anonymous memory (RssAnon, less LazyFree) beyond what the runtime has
+	// mapped and not released (runtime/metrics /memory/classes). NoHeadroom turns
 	// it off too. The blank import sets it for FITGO=nongo=off.
 	NoNonGo bool
 	// GC turns on the GC policy: at each refresh reading, GOGC is raised so
@@ -281,7 +281,7 @@ func (f *Fit) effective(lim cgroup.Limits) (l memLimit, has bool) {
 	h, nonGo := m.Headroom, int64(0)
 	if own := min(h.Own, f.resident); f.headroom && f.nonGo && h.Source != "" { // the process's non-Go memory is the others'
 		h.Others = max(h.Usage-own, 0)
-		nonGo = min(h.Own-own, h.Others) // not lazily freed pages (madvdontneed=0), reclaimable and out of Usage
+		nonGo = min(h.Own-own, h.Others) // not pages charged elsewhere, out of Usage
 		h.Avail = cgroup.Avail(h.Limit, h.Others)
 	}
 	if f.headroom && h.Source != "" && h.Others > 0 && h.Avail < h.Limit && (!has || h.Avail < l.bytes) {
