@@ -67,22 +67,17 @@ func f64(s metrics.Sample) float64 {
 // softLimit is GOMEMLIMIT for l by the policy. When the others bind l and
 // the policy's value is below floor, the value is the floor, spending at
 // most half the policy's margin, and l.floor says so; a floor above all the
-// others leave yields to the policy (the heap does not fit). The value is
-// never below the policy's Min nor above the value without the others.
+// others leave yields to the policy (the heap does not fit). The floor only
+// raises a value the policy sets (at least its Min), never above the value
+// without the others.
 func (f *Fit) softLimit(l *memLimit, floor int64) int64 {
 	p := f.res.Policy
-	l.floor = 0
-	if l.others == 0 {
-		return p.SoftLimit(l.bytes)
+	v := p.SoftLimit(l.bytes)
+	l.floor = min(floor, (l.bytes+v)/2, p.SoftLimit(l.plain))
+	if l.others == 0 || v == 0 || floor > l.bytes || l.floor <= v {
+		l.floor = 0
+		return v
 	}
-	ceiling, v := p.SoftLimit(l.plain), p.raw(l.bytes)
-	if floor > l.bytes {
-		floor = 0
-	}
-	if floor = max(min(floor, (l.bytes+v)/2), p.Min); v >= floor || ceiling == 0 {
-		return min(p.SoftLimit(l.bytes), max(ceiling, 0))
-	}
-	l.floor = min(floor, ceiling)
 	return l.floor
 }
 

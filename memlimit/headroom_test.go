@@ -3,6 +3,7 @@ package memlimit
 import (
 	"bytes"
 	"log/slog"
+	"math/rand/v2"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
@@ -143,8 +144,8 @@ func TestHeadroomHysteresis(t *testing.T) {
 // TestHeadroomFloor: when the policy's value for what the others leave is
 // below the floor, the value is the floor, reported in the Result, with one
 // Warn line for many readings; it spends at most half the policy's margin,
-// a floor above what the others leave yields, and the value never goes
-// below the policy's Min nor above the value without the others.
+// a floor above what the others leave yields, and it never raises a value
+// the policy leaves unset nor goes above the value without the others.
 func TestHeadroomFloor(t *testing.T) {
 	fk := &fakeKnob{value: noLimit}
 	te := newTestEnv(fk, nil)
@@ -162,8 +163,8 @@ func TestHeadroomFloor(t *testing.T) {
 		{350, 150}, // 0.9 × 162 MiB is below it, 0.95 × 162 MiB above: the floor
 		{356, 1},   // 0.95 × 156 MiB is below it: half the margin
 		{400, 0},   // the 112 MiB left is below it: the floor yields
-		{500, 16},  // but not below the policy's Min
-		{600, 16},  // usage above the limit leaves nothing
+		{500, -1},  // 0.9 × the 12 MiB left is below the policy's Min: unset
+		{600, -1},  // usage above the limit leaves nothing
 	} {
 		assert.True(t, s.tick(s.f, now, headroomLimits(tc.others), nil))
 		v, _ := fk.get()
@@ -173,14 +174,16 @@ func TestHeadroomFloor(t *testing.T) {
 			want = soft(512 - tc.others)
 		case 1:
 			want = (156*MiB + soft(156)) / 2
+		case -1:
+			want = noLimit
 		}
 		assert.Equal(t, want, v, "others %d MiB", tc.others)
 	}
 	st := res.Status()
-	assert.Equal(t, int64(16*MiB), st.Floor)
+	assert.Zero(t, st.Floor)
 	assert.Equal(t, int64(600*MiB), st.Others)
 	assert.Zero(t, st.Limit, "512 MiB − 600 MiB leaves nothing")
-	assert.Contains(t, st.String(), "held at the floor 16 MiB")
+	assert.NotContains(t, st.String(), "held at the floor")
 	assert.Equal(t, 1, strings.Count(logs.String(), "level=WARN"), logs.String())
 	assert.Contains(t, logs.String(), "GOMEMLIMIT held at the floor")
 
@@ -194,6 +197,71 @@ func TestHeadroomFloor(t *testing.T) {
 	floor = 150 * MiB
 	assert.True(t, s.tick(s.f, now, headroomLimits(0), nil))
 	assert.Zero(t, res.Status().Floor)
+}
+
+// TestHeadroomFloorNotAboveWhatIsLeft: where the others leave less than the
+// policy's Min can use (15.8 MiB of 512 MiB: 0.9 × that is 14.2 MiB), no
+// floor raises GOMEMLIMIT to the Min or beyond what is left: it is unset,
+// whether the floor yields, lies between the policy's value and what is
+// left, or is not read.
+func TestHeadroomFloorNotAboveWhatIsLeft(t *testing.T) {
+	for _, floor := range []int64{150 * MiB, 15 * MiB, 0} {
+		fk := &fakeKnob{value: noLimit}
+		te := newTestEnv(fk, nil)
+		te.floor = func() int64 { return floor }
+		lim := headroomLimits(200)
+		h := &lim.Memory.Headroom
+		h.Avail = 158 * MiB / 10
+		h.Others = h.Limit - h.Avail
+		h.Usage = h.Own + h.Others
+		te.src.set(lim)
+		r, err := Plan(te.opts(Options{}))
+		require.NoError(t, err)
+		assert.False(t, r.Changed, "floor %d MiB: GOMEMLIMIT %s, %s", floor/MiB, formatBytes(r.After), r)
+		assert.Zero(t, r.Floor, "floor %d MiB", floor/MiB)
+		assert.Contains(t, r.Reason, "below the minimum")
+	}
+}
+
+// TestHeadroomFloorInForce is a property test over sent readings: whatever
+// the others, the floor and the hysteresis do, the GOMEMLIMIT in force is
+// what Status reports (After; and the floor when it says it holds one), and
+// a floor between 0.9 and 0.95 × what is left is applied at the reading that
+// computes it. The readings step the others and the live heap by a few MiB,
+// as a jittering co-process and heap do.
+func TestHeadroomFloorInForce(t *testing.T) {
+	fk := &fakeKnob{value: noLimit}
+	te := newTestEnv(fk, nil)
+	var floor int64
+	te.floor = func() int64 { return floor }
+	te.src.set(headroomLimits(200))
+	res, s := applyFollowing(t, te, Options{NoLeakGuard: true})
+	now := time.Now()
+	rnd := rand.New(rand.NewPCG(31, 3))
+	others, held, applied := int64(200*MiB), 0, 0
+	for i := range 3000 {
+		others = min(max(others+rnd.Int64N(9*MiB)-4*MiB, 100*MiB), 400*MiB)
+		avail := 512*MiB - others
+		floor = avail*int64(80+rnd.IntN(25))/100 + rnd.Int64N(MiB) // 0.8 to 1.04 × what is left
+		lim := headroomLimits(0)
+		h := &lim.Memory.Headroom
+		h.Source, h.From, h.Limit = "/sys/fs/cgroup/app", "memory.max", 512*MiB
+		h.Usage, h.Own, h.Others, h.Avail = others+100*MiB, 100*MiB, others, avail
+		require.True(t, s.tick(s.f, now, lim, nil))
+		v, _ := fk.get()
+		st := res.Status()
+		require.Equal(t, v, st.After, "reading %d", i)
+		if st.Floor > 0 {
+			held++
+			require.Equal(t, st.Floor, v, "reading %d: %s", i, st)
+		}
+		if p := (Policy{}).SoftLimit(avail); floor > p && floor <= (avail+p)/2 { // 0.9 to 0.95 × what is left
+			applied++
+			require.Equal(t, floor, v, "reading %d: a floor of %.3f × what is left: %s", i, float64(floor)/float64(avail), st)
+		}
+	}
+	assert.Greater(t, held, 100)
+	assert.Greater(t, applied, 100)
 }
 
 // TestHeadroomFloorFromMetrics: the real floor is 1.25 × the live heap plus

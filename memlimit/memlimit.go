@@ -421,8 +421,8 @@ func (f *Fit) value(lim cgroup.Limits) (memLimit, bool, int64, guardEvent) {
 	f.read = gc
 	l, has := f.effective(lim)
 	want := f.softLimit(&l, floor)
-	if l.others > 0 && want > f.last && f.last > 0 && want-f.last < f.last/raiseStep {
-		want = f.last // hysteresis: raise only by a step worth taking
+	if l.others > 0 && l.floor == 0 && want > f.last && f.last > 0 && want-f.last < f.last/raiseStep {
+		want = f.last // hysteresis: raise only by a step worth taking; a floor is applied as it is reported
 	}
 	f.last = want
 	ev := guardNone
