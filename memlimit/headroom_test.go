@@ -42,6 +42,15 @@ func sharedV1(usage int64) fstest.MapFS {
 	return fsys
 }
 
+// sharedV1Limit is sharedV1 with limit (a memory.limit_in_bytes) in app.
+func sharedV1Limit(usage int64, limit string) fstest.MapFS {
+	fsys := sharedV1(usage)
+	fsys["sys/fs/cgroup/memory/app/memory.limit_in_bytes"] = &fstest.MapFile{Data: []byte(limit + "\n")}
+	fsys["sys/fs/cgroup/memory/app/memory.stat"] = &fstest.MapFile{Data: []byte("hierarchical_memory_limit " + limit +
+		"\ntotal_inactive_file " + strconv.FormatInt(20*MiB, 10) + "\n")}
+	return fsys
+}
+
 // soft is the policy's value for n MiB.
 func soft(n int64) int64 { return Policy{}.SoftLimit(n * MiB) }
 
@@ -51,21 +60,35 @@ func TestApplyHeadroom(t *testing.T) {
 		fsys   fstest.MapFS
 		opts   Options
 		env    string // FITGO_MEMORY_LIMIT
+		nonGo  int64  // memory outside Go, in RssAnon
 		after  int64
 		limit  int64
 		others int64
 		source string
 		from   string
 	}{
-		{"v2 sibling holds 200 MiB under the pod", sharedV2(300), Options{}, "", soft(312), 312 * MiB, 200 * MiB, "/sys/fs/cgroup/pod", "memory.max"},
-		{"v2 alone: the whole limit", sharedV2(104), Options{}, "", soft(512), 512 * MiB, 0, "/sys/fs/cgroup/pod", "memory.max"},
-		{"v2 headroom off", sharedV2(300), Options{NoHeadroom: true}, "", soft(512), 512 * MiB, 0, "/sys/fs/cgroup/pod", "memory.max"},
-		{"v1 co-process in the own cgroup", sharedV1(300), Options{}, "", soft(312), 312 * MiB, 200 * MiB, "/sys/fs/cgroup/memory/app", "memory.limit_in_bytes"},
-		{"v1 alone", sharedV1(100), Options{}, "", soft(512), 512 * MiB, 0, "/sys/fs/cgroup/memory/app", "memory.limit_in_bytes"},
-		{"explicit limit below what fitgo sees", sharedV2(104), Options{}, "268435456", soft(256), 256 * MiB, 0, "$FITGO_MEMORY_LIMIT", "FITGO_MEMORY_LIMIT"},
-		{"explicit limit above the headroom", sharedV2(300), Options{}, "1073741824", soft(312), 312 * MiB, 200 * MiB, "/sys/fs/cgroup/pod", "memory.max"},
-		{"UpperLimit wins over the variable", sharedV2(104), Options{UpperLimit: 128 * MiB}, "268435456", soft(128), 128 * MiB, 0, "Options.UpperLimit", "UpperLimit"},
-		{"explicit limit without a cgroup limit", v2FS("", "", ""), Options{}, "268435456", soft(256), 256 * MiB, 0, "$FITGO_MEMORY_LIMIT", "FITGO_MEMORY_LIMIT"},
+		{"v2 sibling holds 200 MiB under the pod", sharedV2(300), Options{}, "", 0, soft(312), 312 * MiB, 200 * MiB, "/sys/fs/cgroup/pod", "memory.max"},
+		{"v2 alone: the whole limit", sharedV2(104), Options{}, "", 0, soft(512), 512 * MiB, 0, "/sys/fs/cgroup/pod", "memory.max"},
+		{"v2 headroom off", sharedV2(300), Options{NoHeadroom: true}, "", 0, soft(512), 512 * MiB, 0, "/sys/fs/cgroup/pod", "memory.max"},
+		{"v1 co-process in the own cgroup", sharedV1(300), Options{}, "", 0, soft(312), 312 * MiB, 200 * MiB, "/sys/fs/cgroup/memory/app", "memory.limit_in_bytes"},
+		{"v1 alone", sharedV1(100), Options{}, "", 0, soft(512), 512 * MiB, 0, "/sys/fs/cgroup/memory/app", "memory.limit_in_bytes"},
+		{"explicit limit below what fitgo sees", sharedV2(104), Options{}, "268435456", 0, soft(256), 256 * MiB, 0, "$FITGO_MEMORY_LIMIT", "FITGO_MEMORY_LIMIT"},
+		{"explicit limit above the headroom", sharedV2(300), Options{}, "1073741824", 0, soft(312), 312 * MiB, 200 * MiB, "/sys/fs/cgroup/pod", "memory.max"},
+		{"UpperLimit wins over the variable", sharedV2(104), Options{UpperLimit: 128 * MiB}, "268435456", 0, soft(128), 128 * MiB, 0, "Options.UpperLimit", "UpperLimit"},
+		{"explicit limit without a cgroup limit", v2FS("", "", ""), Options{}, "268435456", 0, soft(256), 256 * MiB, 0, "$FITGO_MEMORY_LIMIT", "FITGO_MEMORY_LIMIT"},
+		// Issue 31, point 2: an upper bound is a limit like any other, and
+		// the others (or the process's own memory outside Go) count
+		// against it, with no cgroup limit or a looser one.
+		{"v1 co-process under FITGO_MEMORY_LIMIT, no cgroup limit", sharedV1Limit(300, "9223372036854771712"), Options{}, "512Mi", 0,
+			soft(312), 312 * MiB, 200 * MiB, "/sys/fs/cgroup/memory/app", "FITGO_MEMORY_LIMIT"},
+		{"v1 co-process under FITGO_MEMORY_LIMIT, a looser 1 GiB cgroup limit", sharedV1Limit(300, "1073741824"), Options{}, "536870912", 0,
+			soft(312), 312 * MiB, 200 * MiB, "/sys/fs/cgroup/memory/app", "FITGO_MEMORY_LIMIT"},
+		{"v1 co-process under UpperLimit", sharedV1Limit(300, "1073741824"), Options{UpperLimit: 512 * MiB}, "", 0,
+			soft(312), 312 * MiB, 200 * MiB, "/sys/fs/cgroup/memory/app", "UpperLimit"},
+		{"v1 C memory under FITGO_MEMORY_LIMIT, no cgroup limit", sharedV1Limit(100, "9223372036854771712"), Options{}, "512Mi", 60 * MiB,
+			soft(452), 452 * MiB, 60 * MiB, "/sys/fs/cgroup/memory/app", "FITGO_MEMORY_LIMIT"},
+		{"v1 no co-process under FITGO_MEMORY_LIMIT", sharedV1Limit(100, "9223372036854771712"), Options{}, "512Mi", 0,
+			soft(512), 512 * MiB, 0, "$FITGO_MEMORY_LIMIT", "FITGO_MEMORY_LIMIT"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			te := newTestEnv(&fakeKnob{value: noLimit}, tc.fsys)
@@ -75,6 +98,7 @@ func TestApplyHeadroom(t *testing.T) {
 				}
 				return ""
 			}
+			te.resident = func() int64 { return 100*MiB - tc.nonGo } // RssAnon is 100 MiB
 			r, err := Plan(te.opts(tc.opts))
 			require.NoError(t, err)
 			assert.Equal(t, tc.after, r.After)
@@ -86,7 +110,8 @@ func TestApplyHeadroom(t *testing.T) {
 			assert.Zero(t, r.Floor)
 			if tc.others > 0 {
 				assert.Equal(t, 512*MiB, r.LevelLimit)
-				assert.Contains(t, r.String(), "available 312 MiB = "+tc.from+" 512 MiB − others 200 MiB at "+tc.source)
+				assert.Contains(t, r.String(), "available "+formatBytes(tc.limit)+" = "+tc.from+" 512 MiB − others "+
+					formatBytes(tc.others)+" at "+tc.source)
 			}
 		})
 	}

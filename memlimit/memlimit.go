@@ -262,8 +262,9 @@ type Fit struct {
 }
 
 // effective picks the limit of a reading: the lowest of memory.max,
-// memory.high (a limit of 0 is a limit), the headroom and the upper limit,
-// where set; MemTotal (with SystemMemory) only when there is no other.
+// memory.high (a limit of 0 is a limit) and the upper limit, where set,
+// MemTotal (with SystemMemory) only when there is no other, and the
+// headroom, which counts the others against the upper limit too.
 func (f *Fit) effective(lim cgroup.Limits) (l memLimit, has bool) {
 	m := lim.Memory
 	if v, ok := lim.MemoryMax(); ok {
@@ -278,20 +279,24 @@ func (f *Fit) effective(lim cgroup.Limits) (l memLimit, has bool) {
 	if !has && f.memTotal > 0 {
 		l, has = memLimit{bytes: f.memTotal, source: "/proc/meminfo", from: "MemTotal"}, true
 	}
+	bound := f.upper.bytes > 0 && (!has || l.source == "/proc/meminfo" || f.upper.bytes < l.bytes)
+	if bound {
+		l, has = f.upper, true
+	}
 	h, nonGo := m.Headroom, int64(0)
 	if own := min(h.Own, f.resident); f.headroom && f.nonGo && h.Source != "" { // the process's non-Go memory is the others'
 		h.Others = max(h.Usage-own, 0)
 		nonGo = min(h.Own-own, h.Others) // not lazily freed pages (madvdontneed=0), reclaimable and out of Usage
 		h.Avail = cgroup.Avail(h.Limit, h.Others)
 	}
+	if bound { // a limit like any other, above the level where the headroom sees the others
+		h.From, h.Limit, h.Avail = l.from, l.bytes, cgroup.Avail(l.bytes, h.Others)
+	}
 	if f.headroom && h.Source != "" && h.Others > 0 && h.Avail < h.Limit && (!has || h.Avail < l.bytes) {
 		l = memLimit{bytes: max(h.Avail, 0), source: h.Source, from: h.From, others: h.Others, level: h.Limit, plain: l.bytes}
 		has = true
 	}
 	l.nonGo = nonGo
-	if u := f.upper; u.bytes > 0 && (!has || l.source == "/proc/meminfo" || u.bytes < l.bytes) {
-		l, has = u, true
-	}
 	l.unseen = min(f.unseen, l.bytes)
 	l.bytes, l.plain = l.bytes-l.unseen, max(l.plain-l.unseen, 0)
 	return l, has
