@@ -333,18 +333,23 @@ func TestRealKernelV1KeepsEarlierLimit(t *testing.T) {
 // TestRealKernelV1MemoryLimitEnv: FITGO_MEMORY_LIMIT as a Kubernetes
 // quantity bounds the parent's 512 MiB; a value that is not a positive one
 // is ignored, GOMEMLIMIT fitted to the cgroup's limit all the same, with the
-// start-up line at Warn on stderr (GOMAXPROCS is unchanged: no CPU limit).
+// start-up line at Warn on stderr (GOMAXPROCS is unchanged: no CPU limit);
+// so is one that leaves less than the policy's minimum (17Mi), and a plain
+// number of bytes below the cgroup's limit (33554432: 32Gi with divisor
+// 1Ki) is kept with the line at Warn (issue 31, point 5).
 func TestRealKernelV1MemoryLimitEnv(t *testing.T) {
 	cgv1.Require(t)
 	prog := cgv1.Build(t, "./internal/testprog/blank")
 	for _, tc := range []struct {
 		env  string
 		want int64
-		warn bool
+		warn string // the setting_err; "": the line at Info
 	}{
-		{"256Mi", 256 * mib * 9 / 10, false},
-		{"1e9", 512 * mib * 9 / 10, true},
-		{"0", 512 * mib * 9 / 10, true},
+		{"256Mi", 256 * mib * 9 / 10, ""},
+		{"1e9", 512 * mib * 9 / 10, `FITGO_MEMORY_LIMIT: \"1e9\": want bytes, at least 1Mi`},
+		{"0", 512 * mib * 9 / 10, `FITGO_MEMORY_LIMIT: \"0\": want bytes, at least 1Mi`},
+		{"17Mi", 512 * mib * 9 / 10, "FITGO_MEMORY_LIMIT 17 MiB leaves less than the policy's minimum GOMEMLIMIT (16 MiB); ignored"},
+		{"33554432", 32 * mib * 9 / 10, `FITGO_MEMORY_LIMIT=33554432 (32 MiB) is below the memory.limit_in_bytes limit 512 MiB`},
 	} {
 		t.Run(tc.env, func(t *testing.T) {
 			cg := cgv1.NewPair(t)
@@ -357,9 +362,9 @@ func TestRealKernelV1MemoryLimitEnv(t *testing.T) {
 			c.Cmd.Wait()
 			line := strings.TrimSpace(c.Stderr.String())
 			require.NotContains(t, line, "\n")
-			if tc.warn {
+			if tc.warn != "" {
 				assert.Contains(t, line, "WARN fitgo: fitted the Go runtime to the container")
-				assert.Contains(t, line, `GOMEMLIMIT.setting_err="memlimit: FITGO_MEMORY_LIMIT: \"`+tc.env+`\": want bytes, at least 1Mi`)
+				assert.Contains(t, line, `GOMEMLIMIT.setting_err="memlimit: `+tc.warn)
 			} else {
 				assert.Contains(t, line, "INFO fitgo: fitted the Go runtime to the container")
 			}

@@ -1,9 +1,13 @@
 package memlimit
 
 import (
+	"errors"
 	"fmt"
 	"runtime/metrics"
+	"strconv"
+	"strings"
 
+	"github.com/fitgo/fitgo/cgroup"
 	"github.com/fitgo/fitgo/internal/envvar"
 )
 
@@ -96,5 +100,34 @@ func (f *Fit) setUpper(o *Options, env string) error {
 	case v > 0:
 		f.upper = memLimit{bytes: v, source: "$" + envvar.MemoryLimitVar, from: envvar.MemoryLimitVar}
 	}
+	if p := f.res.Policy; f.upper.bytes > 0 && p.SoftLimit(f.upper.bytes) == 0 {
+		f.res.SettingErr = fmt.Errorf("memlimit: %s %s leaves less than the policy's minimum GOMEMLIMIT (%s); ignored",
+			f.upper.from, formatBytes(f.upper.bytes), formatBytes(p.Min))
+		f.upper = memLimit{}
+	}
 	return nil
+}
+
+// checkSettings checks the settings against the limit read at Apply: a
+// reserve that leaves less than the policy's minimum of it is dropped, and a
+// FITGO_MEMORY_LIMIT in bytes below it is kept with a warning, as the
+// downward API's limits.memory with divisor 1 never is.
+func (f *Fit) checkSettings(lim cgroup.Limits, env string) {
+	p, bound := f.res.Policy, f.upper
+	l, has := f.limit(lim)
+	_, plain := strconv.ParseUint(strings.TrimSpace(env), 10, 63)
+	if has && bound.from == envvar.MemoryLimitVar && plain == nil && l.source != "/proc/meminfo" && bound.bytes < l.bytes {
+		f.res.SettingErr = fmt.Errorf("memlimit: %s=%s (%s) is below the %s limit %s, as limits.memory never is: a downward-API "+
+			"divisor other than \"1\"? (in KiB it would be %s); kept", bound.from, env, formatBytes(bound.bytes), l.from,
+			formatBytes(l.bytes), formatBytes(min(bound.bytes, 1<<52)<<10))
+	}
+	if bound.bytes > 0 && (!has || l.source == "/proc/meminfo" || bound.bytes < l.bytes) {
+		l, has = bound, true
+	}
+	if u := f.unseen; has && u > 0 && p.SoftLimit(l.bytes-u) == 0 && p.SoftLimit(l.bytes) > 0 {
+		f.unseen = 0
+		f.res.SettingErr = errors.Join(f.res.SettingErr, fmt.Errorf("memlimit: the reserve (FITGO=reserve, Unseen) of %s leaves "+
+			"less than the policy's minimum GOMEMLIMIT (%s) of the %s %s limit; ignored", formatBytes(u), formatBytes(p.Min),
+			l.from, formatBytes(l.bytes)))
+	}
 }

@@ -261,29 +261,16 @@ type Fit struct {
 	gc       gcPolicy
 }
 
-// effective picks the limit of a reading: the lowest of memory.max,
-// memory.high (a limit of 0 is a limit) and the upper limit, where set,
-// MemTotal (with SystemMemory) only when there is no other, and the
-// headroom, which counts the others against the upper limit too.
+// effective picks the limit of a reading: the lowest of the limit read
+// and the upper limit, where set, and the headroom, which counts the
+// others against the upper limit too.
 func (f *Fit) effective(lim cgroup.Limits) (l memLimit, has bool) {
-	m := lim.Memory
-	if v, ok := lim.MemoryMax(); ok {
-		l, has = memLimit{bytes: v, source: m.MaxSource, from: "memory.max"}, true
-		if m.Version == cgroup.V1 {
-			l.from = "memory.limit_in_bytes"
-		}
-	}
-	if v, ok := lim.MemoryHigh(); ok && (!has || v < l.bytes) {
-		l, has = memLimit{bytes: v, source: m.HighSource, from: "memory.high"}, true
-	}
-	if !has && f.memTotal > 0 {
-		l, has = memLimit{bytes: f.memTotal, source: "/proc/meminfo", from: "MemTotal"}, true
-	}
+	l, has = f.limit(lim)
 	bound := f.upper.bytes > 0 && (!has || l.source == "/proc/meminfo" || f.upper.bytes < l.bytes)
 	if bound {
 		l, has = f.upper, true
 	}
-	h, nonGo := m.Headroom, int64(0)
+	h, nonGo := lim.Memory.Headroom, int64(0)
 	if own := min(h.Own, f.resident); f.headroom && f.nonGo && h.Source != "" { // the process's non-Go memory is the others'
 		h.Others = max(h.Usage-own, 0)
 		nonGo = min(h.Own-own, h.Others) // not lazily freed pages (madvdontneed=0), reclaimable and out of Usage
@@ -299,6 +286,25 @@ func (f *Fit) effective(lim cgroup.Limits) (l memLimit, has bool) {
 	l.nonGo = nonGo
 	l.unseen = min(f.unseen, l.bytes)
 	l.bytes, l.plain = l.bytes-l.unseen, max(l.plain-l.unseen, 0)
+	return l, has
+}
+
+// limit is the limit read: the lower of memory.max and memory.high (a limit
+// of 0 is a limit), or MemTotal (with SystemMemory) when there is neither.
+func (f *Fit) limit(lim cgroup.Limits) (l memLimit, has bool) {
+	m := lim.Memory
+	if v, ok := lim.MemoryMax(); ok {
+		l, has = memLimit{bytes: v, source: m.MaxSource, from: "memory.max"}, true
+		if m.Version == cgroup.V1 {
+			l.from = "memory.limit_in_bytes"
+		}
+	}
+	if v, ok := lim.MemoryHigh(); ok && (!has || v < l.bytes) {
+		l, has = memLimit{bytes: v, source: m.HighSource, from: "memory.high"}, true
+	}
+	if !has && f.memTotal > 0 {
+		l, has = memLimit{bytes: f.memTotal, source: "/proc/meminfo", from: "MemTotal"}, true
+	}
 	return l, has
 }
 
@@ -368,6 +374,7 @@ func prepare(o *Options) (*Fit, *knob.Decision[int64, memLimit]) {
 	f.ratio = automemlimitRatio(e.Getenv("AUTOMEMLIMIT"))
 	lim, err := e.Limits(o.Limits)
 	r.Memory = lim.Memory
+	f.checkSettings(lim, e.Getenv(envvar.MemoryLimitVar))
 	l, has, want, _ := f.value(lim)
 	f.guard.on = !o.NoLeakGuard // from the first tick on
 	r.setLimit(l)
