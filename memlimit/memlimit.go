@@ -58,13 +58,16 @@ type Options struct {
 	// from outside, such as the pod's limit in a private cgroup namespace. 0:
 	// the FITGO_MEMORY_LIMIT environment variable at start-up, if set: bytes
 	// as the downward API's limits.memory writes them, or a Kubernetes
-	// quantity such as 512Mi or 1G; any other value is ignored (SettingErr).
+	// quantity such as 512Mi or 1G; any other value, or one that leaves less
+	// than the policy's Min, is ignored (SettingErr). The others count
+	// against it as against any limit (NoHeadroom).
 	UpperLimit int64
 	// Unseen is memory, in bytes, held under the limit where fitgo cannot
 	// see it, such as by a sidecar in another container of a pod with a
 	// pod-level limit: it is taken off the limit before the policy, as the
-	// headroom takes off what it sees the other processes hold. 0: none. The
-	// blank import sets it for FITGO=reserve=<quantity>.
+	// headroom takes off what it sees the other processes hold. 0: none; one
+	// that leaves less than the policy's Min of the limit read at Apply is
+	// ignored (SettingErr). The blank import sets it for FITGO=reserve=.
 	Unseen int64
 	// NoLeakGuard turns off the refresh's leak guard, which steps GOMEMLIMIT
 	// up toward the memory limit while a growing heap pins the GC at it
@@ -152,8 +155,9 @@ type Result struct {
 	Limit        int64
 	Source, From string
 	// Others is what the other processes held at Source when the headroom
-	// bound the value, LevelLimit the limit there; Limit is then
-	// LevelLimit − Others. Both are 0 when the limit itself bound it.
+	// bound the value, LevelLimit the limit there (or the upper limit, From,
+	// when it is the tightest); Limit is then LevelLimit − Others. Both are 0
+	// when the limit itself bound it.
 	Others, LevelLimit int64
 	// Unseen is what Options.Unseen took off: Limit is what is left.
 	Unseen int64
@@ -196,8 +200,11 @@ type Result struct {
 		Ceiling    int64
 		Reason     string
 	}
-	// SettingErr is why FITGO_MEMORY_LIMIT was ignored: it is not a quantity
-	// of at least 1 MiB. The limit is fitted as if it were unset.
+	// SettingErr is why FITGO_MEMORY_LIMIT (or UpperLimit) or Unseen was
+	// ignored: not a quantity of at least 1 MiB, or one that leaves less than
+	// the policy's Min; the limit is fitted as if it were unset. It also
+	// warns of a FITGO_MEMORY_LIMIT in bytes below the limit read, which is
+	// kept: a downward-API divisor other than 1 gives one.
 	SettingErr error
 	// Reason says why the memory limit was left alone ("" when Changed) or,
 	// from Fit.Status, why it is not being fitted.
