@@ -373,15 +373,30 @@ func TestRealKernelV1MemoryLimitEnv(t *testing.T) {
 }
 
 // TestRealKernelV1Reserve: FITGO=reserve takes memory that fitgo cannot see
-// off the parent's 512 MiB before the ratio: 0.9 × 384 MiB with 128Mi.
+// off the parent's 512 MiB before the ratio: 0.9 × 384 MiB with 128Mi. One
+// that leaves less than the policy's minimum (496Mi, 512Mi, 600Mi, 7Ei) is
+// ignored, named in a Warn start-up line, and the whole limit fitted (issue
+// 31, point 5).
 func TestRealKernelV1Reserve(t *testing.T) {
 	cgv1.Require(t)
 	prog := cgv1.Build(t, "./internal/testprog/blank")
-	cg := cgv1.NewPair(t)
-	cg.SetParentMemory(t, 512*mib)
-	c := cg.StartIn(t, prog, "FITGO=reserve=128Mi")
-	first, ok := c.Next(t, 10*time.Second)
-	require.True(t, ok, "stderr: %s", c.Stderr)
-	assert.Equal(t, int64(384*mib*9/10), first.GOMEMLIMIT, first.MemLimit)
-	assert.Contains(t, first.MemLimit, "− unseen 128 MiB")
+	for _, reserve := range []string{"128Mi", "496Mi", "512Mi", "600Mi", "7Ei"} {
+		t.Run(reserve, func(t *testing.T) {
+			cg := cgv1.NewPair(t)
+			cg.SetParentMemory(t, 512*mib)
+			c := cg.StartIn(t, prog, "FITGO=reserve="+reserve)
+			first, ok := c.Next(t, 10*time.Second)
+			require.True(t, ok, "stderr: %s", c.Stderr)
+			c.Stdin.Close()
+			c.Cmd.Wait()
+			if reserve == "128Mi" {
+				assert.Equal(t, int64(384*mib*9/10), first.GOMEMLIMIT, first.MemLimit)
+				assert.Contains(t, first.MemLimit, "− unseen 128 MiB")
+				return
+			}
+			assert.Equal(t, whole, first.GOMEMLIMIT, first.MemLimit)
+			assert.Contains(t, c.Stderr.String(), "WARN fitgo: fitted the Go runtime to the container")
+			assert.Contains(t, c.Stderr.String(), "the reserve (FITGO=reserve, Unseen) of ")
+		})
+	}
 }
