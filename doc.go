@@ -44,8 +44,9 @@
 // A field that is not understood is skipped and reported in
 // Report.SettingErr; the rest still applies. A FITGO_MEMORY_LIMIT that is
 // not a quantity of at least 1 MiB (0, 1e9, or 512 from a divisor of 1Mi), or
-// a FITGO_CPU_LIMIT that is not a positive quantity, is ignored as if unset,
-// and reported in its knob's Status (SettingErr).
+// that leaves less than the policy's minimum GOMEMLIMIT, a reserve that does,
+// or a FITGO_CPU_LIMIT that is not a positive quantity, is ignored as if
+// unset, and reported in its knob's Status (SettingErr).
 //
 // It logs one Info line through slog.Default when it changes something at
 // start-up and a Debug line otherwise, a Warn line when a setting was not

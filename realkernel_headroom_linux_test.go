@@ -314,3 +314,114 @@ func procStatusOK(pid int, key string) (int64, bool) {
 	n, err := strconv.ParseInt(string(m[1]), 10, 64)
 	return n << 10, err == nil
 }
+
+// TestRealKernelV1HeadroomUpperBound (issue 31, point 2): an upper bound is
+// a limit like any other. A blank-import program with
+// FITGO_MEMORY_LIMIT=512Mi, in a v1 cgroup with no limit or a looser 1 GiB
+// one, shares it with a 200 MiB sidecar: it gets 0.9 × (512 − 200) MiB (less
+// up to 16 MiB × 0.9 for the sidecar's runtime and kernel memory), and
+// 0.9 × 512 MiB once the sidecar frees its memory; alone, it holds 150 MiB
+// outside Go (anonymous mmap): 0.9 × (512 − 150) MiB within 8 %. Before the
+// fix it got 0.9 × 512 MiB throughout. The waits only cap a hung program.
+func TestRealKernelV1HeadroomUpperBound(t *testing.T) {
+	cgv1.Require(t)
+	prog := cgv1.Build(t, "./internal/testprog/blank")
+	side := cgv1.Build(t, "./internal/testprog/sidecar")
+	exact := int64(312 * mib * 9 / 10)
+	for _, tc := range []struct {
+		name  string
+		limit int64 // of the program's cgroup; 0: none
+		anon  bool  // memory outside Go instead of a sidecar
+	}{
+		{"sidecar, no cgroup limit", 0, false},
+		{"sidecar, a looser 1 GiB cgroup limit", 1024 * mib, false},
+		{"memory outside Go, no cgroup limit", 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cg := cgv1.NewPair(t)
+			if tc.limit > 0 {
+				cgv1.SetMemory(t, cg.MemChild, tc.limit)
+			}
+			var s *sidecar
+			if !tc.anon {
+				s = startSidecar(t, side, cg.MemChild, "200")
+			}
+			c := cg.StartIn(t, prog, "FITGO=refresh=100ms", "FITGO_MEMORY_LIMIT=512Mi")
+			first, ok := c.Next(t, 30*time.Second)
+			require.True(t, ok, "no output; stderr: %s", c.Stderr)
+			t.Logf("init: %s", first.MemLimit)
+			require.Empty(t, first.Err)
+			assert.True(t, first.MemLimitFollowing)
+			if tc.anon {
+				require.Equal(t, whole, first.GOMEMLIMIT, "alone, the bound's value: %s", first.MemLimit)
+				do(t, c, "anon 150", "anon")
+				st, _ := c.WaitFor(t, time.Now(), 20*time.Second, func(s testprog.State) bool {
+					return float64(s.GOMEMLIMIT) <= float64(362*mib)*0.9*1.08
+				})
+				t.Logf("held: GOMEMLIMIT %.1f MiB, outside Go %.1f MiB", float64(st.GOMEMLIMIT)/mib, float64(st.NonGo)/mib)
+				assert.True(t, within150(st.GOMEMLIMIT), "GOMEMLIMIT %d not within 8 %% of 0.9 × 362 MiB", st.GOMEMLIMIT)
+				backToWhole(t, c, "unanon", st.GOMEMLIMIT)
+				return
+			}
+			assert.LessOrEqual(t, first.GOMEMLIMIT, exact, first.MemLimit)
+			assert.Greater(t, first.GOMEMLIMIT, exact-16*mib*9/10, first.MemLimit)
+			assert.Contains(t, first.MemLimit, "FITGO_MEMORY_LIMIT 512 MiB − others ")
+			assert.Contains(t, first.MemLimit, " at "+cg.MemChild)
+
+			s.stdin.Write([]byte("free\n"))
+			s.expect(t, "freed")
+			st, _ := c.WaitFor(t, time.Now(), 60*time.Second, func(s testprog.State) bool { return s.GOMEMLIMIT == whole })
+			assert.True(t, st.MemLimitFollowing, "raised to the bound's value: %+v", st)
+		})
+	}
+}
+
+// TestRealKernelV1HeadroomFloorInForce (issue 31, point 3): a blank-import
+// program shares 512 MiB with a 200 MiB sidecar and steps its live heap up
+// by 2 MiB at a time from 200 MiB, with a GC after each step, so that the
+// floor walks through 0.9 to 0.95 × what is left. At each step, two refresh
+// readings later, the GOMEMLIMIT in force must be the floor its Status
+// reports, when it reports one; and some step must report one in that band.
+// Before the fix the raise hysteresis held GOMEMLIMIT at the policy's value
+// below a reported floor. The waits only cap a hung program.
+func TestRealKernelV1HeadroomFloorInForce(t *testing.T) {
+	cgv1.Require(t)
+	prog := cgv1.Build(t, "./internal/testprog/blank")
+	side := cgv1.Build(t, "./internal/testprog/sidecar")
+	cg := cgv1.NewPair(t)
+	cgv1.SetMemory(t, cg.MemChild, 512*mib)
+	startSidecar(t, side, cg.MemChild, "200")
+	c := cg.StartIn(t, prog, "FITGO=refresh=100ms,leakguard=off")
+	first, ok := c.Next(t, 30*time.Second)
+	require.True(t, ok, "no output; stderr: %s", c.Stderr)
+	t.Logf("init: %s", first.MemLimit)
+	require.Empty(t, first.Err)
+	inBand := 0
+	for live := 200; live <= 240; live += 2 {
+		n := "2"
+		if live == 200 {
+			n = "200"
+		}
+		do(t, c, "heap "+n, "heap")
+		c.Send(t, "gc")
+		report := func(ms string) testprog.State {
+			c.Send(t, "report "+ms)
+			st, _ := c.WaitFor(t, time.Now(), 20*time.Second, func(s testprog.State) bool { return s.Report })
+			return st
+		}
+		st := report("350")
+		if st.Floor > 0 && st.Floor != st.GOMEMLIMIT {
+			st = report("150") // a State reads Status and GOMEMLIMIT apart: one may race a reading
+		}
+		share := float64(st.Floor) / float64(st.Avail)
+		t.Logf("live heap %d MiB: GOMEMLIMIT %.1f MiB, floor %.1f MiB (%.3f × the %.1f MiB left)", live,
+			float64(st.GOMEMLIMIT)/mib, float64(st.Floor)/mib, share, float64(st.Avail)/mib)
+		if st.Floor > 0 {
+			require.Equal(t, st.Floor, st.GOMEMLIMIT, "live heap %d MiB: the floor reported is in force", live)
+			if share > 0.9 && share < 0.945 {
+				inBand++
+			}
+		}
+	}
+	assert.Positive(t, inBand, "no step had a floor between 0.9 and 0.945 × what is left")
+}

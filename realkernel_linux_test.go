@@ -333,18 +333,23 @@ func TestRealKernelV1KeepsEarlierLimit(t *testing.T) {
 // TestRealKernelV1MemoryLimitEnv: FITGO_MEMORY_LIMIT as a Kubernetes
 // quantity bounds the parent's 512 MiB; a value that is not a positive one
 // is ignored, GOMEMLIMIT fitted to the cgroup's limit all the same, with the
-// start-up line at Warn on stderr (GOMAXPROCS is unchanged: no CPU limit).
+// start-up line at Warn on stderr (GOMAXPROCS is unchanged: no CPU limit);
+// so is one that leaves less than the policy's minimum (17Mi), and a plain
+// number of bytes below the cgroup's limit (33554432: 32Gi with divisor
+// 1Ki) is kept with the line at Warn (issue 31, point 5).
 func TestRealKernelV1MemoryLimitEnv(t *testing.T) {
 	cgv1.Require(t)
 	prog := cgv1.Build(t, "./internal/testprog/blank")
 	for _, tc := range []struct {
 		env  string
 		want int64
-		warn bool
+		warn string // the setting_err; "": the line at Info
 	}{
-		{"256Mi", 256 * mib * 9 / 10, false},
-		{"1e9", 512 * mib * 9 / 10, true},
-		{"0", 512 * mib * 9 / 10, true},
+		{"256Mi", 256 * mib * 9 / 10, ""},
+		{"1e9", 512 * mib * 9 / 10, `FITGO_MEMORY_LIMIT: \"1e9\": want bytes, at least 1Mi`},
+		{"0", 512 * mib * 9 / 10, `FITGO_MEMORY_LIMIT: \"0\": want bytes, at least 1Mi`},
+		{"17Mi", 512 * mib * 9 / 10, "FITGO_MEMORY_LIMIT 17 MiB leaves less than the policy's minimum GOMEMLIMIT (16 MiB); ignored"},
+		{"33554432", 32 * mib * 9 / 10, `FITGO_MEMORY_LIMIT=33554432 (32 MiB) is below the memory.limit_in_bytes limit 512 MiB`},
 	} {
 		t.Run(tc.env, func(t *testing.T) {
 			cg := cgv1.NewPair(t)
@@ -357,9 +362,9 @@ func TestRealKernelV1MemoryLimitEnv(t *testing.T) {
 			c.Cmd.Wait()
 			line := strings.TrimSpace(c.Stderr.String())
 			require.NotContains(t, line, "\n")
-			if tc.warn {
+			if tc.warn != "" {
 				assert.Contains(t, line, "WARN fitgo: fitted the Go runtime to the container")
-				assert.Contains(t, line, `GOMEMLIMIT.setting_err="memlimit: FITGO_MEMORY_LIMIT: \"`+tc.env+`\": want bytes, at least 1Mi`)
+				assert.Contains(t, line, `GOMEMLIMIT.setting_err="memlimit: `+tc.warn)
 			} else {
 				assert.Contains(t, line, "INFO fitgo: fitted the Go runtime to the container")
 			}
@@ -368,15 +373,30 @@ func TestRealKernelV1MemoryLimitEnv(t *testing.T) {
 }
 
 // TestRealKernelV1Reserve: FITGO=reserve takes memory that fitgo cannot see
-// off the parent's 512 MiB before the ratio: 0.9 × 384 MiB with 128Mi.
+// off the parent's 512 MiB before the ratio: 0.9 × 384 MiB with 128Mi. One
+// that leaves less than the policy's minimum (496Mi, 512Mi, 600Mi, 7Ei) is
+// ignored, named in a Warn start-up line, and the whole limit fitted (issue
+// 31, point 5).
 func TestRealKernelV1Reserve(t *testing.T) {
 	cgv1.Require(t)
 	prog := cgv1.Build(t, "./internal/testprog/blank")
-	cg := cgv1.NewPair(t)
-	cg.SetParentMemory(t, 512*mib)
-	c := cg.StartIn(t, prog, "FITGO=reserve=128Mi")
-	first, ok := c.Next(t, 10*time.Second)
-	require.True(t, ok, "stderr: %s", c.Stderr)
-	assert.Equal(t, int64(384*mib*9/10), first.GOMEMLIMIT, first.MemLimit)
-	assert.Contains(t, first.MemLimit, "− unseen 128 MiB")
+	for _, reserve := range []string{"128Mi", "496Mi", "512Mi", "600Mi", "7Ei"} {
+		t.Run(reserve, func(t *testing.T) {
+			cg := cgv1.NewPair(t)
+			cg.SetParentMemory(t, 512*mib)
+			c := cg.StartIn(t, prog, "FITGO=reserve="+reserve)
+			first, ok := c.Next(t, 10*time.Second)
+			require.True(t, ok, "stderr: %s", c.Stderr)
+			c.Stdin.Close()
+			c.Cmd.Wait()
+			if reserve == "128Mi" {
+				assert.Equal(t, int64(384*mib*9/10), first.GOMEMLIMIT, first.MemLimit)
+				assert.Contains(t, first.MemLimit, "− unseen 128 MiB")
+				return
+			}
+			assert.Equal(t, whole, first.GOMEMLIMIT, first.MemLimit)
+			assert.Contains(t, c.Stderr.String(), "WARN fitgo: fitted the Go runtime to the container")
+			assert.Contains(t, c.Stderr.String(), "the reserve (FITGO=reserve, Unseen) of ")
+		})
+	}
 }

@@ -73,9 +73,11 @@ type Memory struct {
 // change.
 //
 // Only levels with a limit of their own and a visible usage count, not a
-// v1 limit seen only through hierarchical_memory_limit; Source is "" when
-// none does. Err is why a level's usage or Own could not be read: that
-// level is left out, the limits are unaffected.
+// v1 limit seen only through hierarchical_memory_limit, and the process's
+// own cgroup without one, as Limit and Avail math.MaxInt64 (From ""): its
+// others count against a limit known from outside (memlimit's upper
+// bound). Source is "" when none does. Err is why a level's usage or Own
+// could not be read: that level is left out, the limits are unaffected.
 type Headroom struct {
 	Source string // the level's directory
 	From   string // its limit's file: memory.max, memory.high or memory.limit_in_bytes

@@ -56,7 +56,7 @@ func evalMemory(w files, m *Memory) {
 		if m.Err != nil {
 			return
 		}
-		hr.level(w, m.Version, dir, lmax, lhigh)
+		hr.level(w, m.Version, dir, lmax, lhigh, dir == m.Dir)
 	}
 	// hierarchical_memory_limit covers the ancestors above a mount root that
 	// is not "/"; a limit found only there is named after Dir.

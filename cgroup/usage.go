@@ -3,6 +3,7 @@ package cgroup
 import (
 	"cmp"
 	"errors"
+	"math"
 )
 
 // Avail is what a level with limit bytes leaves the process when the others
@@ -25,8 +26,9 @@ type headroomEval struct {
 	lazy    int64 // LazyFree of /proc/self/smaps_rollup, read where a level has such pages
 }
 
-// level adds the level dir whose own limits are max and high (-1: none).
-func (e *headroomEval) level(w files, v Version, dir string, lmax, high int64) {
+// level adds the level dir whose own limits are max and high (-1: none);
+// leaf, the process's own cgroup, counts without a limit too.
+func (e *headroomEval) level(w files, v Version, dir string, lmax, high int64, leaf bool) {
 	limit, from := lmax, "memory.max"
 	if v == V1 {
 		from = "memory.limit_in_bytes"
@@ -34,8 +36,10 @@ func (e *headroomEval) level(w files, v Version, dir string, lmax, high int64) {
 	if high >= 0 && (limit < 0 || high < limit) {
 		limit, from = high, "memory.high"
 	}
-	if limit < 0 {
+	if limit < 0 && !leaf {
 		return
+	} else if limit < 0 {
+		limit, from = math.MaxInt64, ""
 	}
 	if !e.ownRead {
 		e.ownRead = true

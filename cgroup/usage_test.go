@@ -1,6 +1,7 @@
 package cgroup
 
 import (
+	"math"
 	"strconv"
 	"testing"
 	"testing/fstest"
@@ -123,6 +124,13 @@ func TestHeadroom(t *testing.T) {
 			"pod/memory.max": "max\n", "pod/memory.current": mibs(300), "pod/memory.stat": "inactive_file 0\n",
 			"pod/app/memory.high": mibs(256),
 		}), Headroom{}, false},
+		{"v2 the own cgroup counts without a limit", headroomV2(100, map[string]string{
+			"pod/memory.max": mibs(512), "pod/app/memory.current": mibs(300), "pod/app/memory.stat": "inactive_file 0\n",
+		}), Headroom{Source: app, Limit: math.MaxInt64, Usage: 300 * mib, Own: 100 * mib, Others: 200 * mib, Avail: math.MaxInt64}, false},
+		{"v2 a limited level wins over the own cgroup without one", headroomV2(100, map[string]string{
+			"pod/memory.max": mibs(512), "pod/memory.current": mibs(400), "pod/memory.stat": "inactive_file 0\n",
+			"pod/app/memory.current": mibs(300), "pod/app/memory.stat": "inactive_file 0\n",
+		}), Headroom{Source: pod, From: "memory.max", Limit: 512 * mib, Usage: 400 * mib, Own: 100 * mib, Others: 300 * mib, Avail: 212 * mib}, false},
 		{"v1 sibling under the parent", headroomV1(100, map[string]string{
 			"pod/memory.limit_in_bytes": mibs(512), "pod/memory.usage_in_bytes": mibs(320),
 			"pod/memory.stat":               "inactive_file 0\ntotal_inactive_file " + strconv.Itoa(20*mib) + "\n",

@@ -1,9 +1,13 @@
 package memlimit
 
 import (
+	"errors"
 	"fmt"
 	"runtime/metrics"
+	"strconv"
+	"strings"
 
+	"github.com/fitgo/fitgo/cgroup"
 	"github.com/fitgo/fitgo/internal/envvar"
 )
 
@@ -67,22 +71,17 @@ func f64(s metrics.Sample) float64 {
 // softLimit is GOMEMLIMIT for l by the policy. When the others bind l and
 // the policy's value is below floor, the value is the floor, spending at
 // most half the policy's margin, and l.floor says so; a floor above all the
-// others leave yields to the policy (the heap does not fit). The value is
-// never below the policy's Min nor above the value without the others.
+// others leave yields to the policy (the heap does not fit). The floor only
+// raises a value the policy sets (at least its Min), never above the value
+// without the others.
 func (f *Fit) softLimit(l *memLimit, floor int64) int64 {
 	p := f.res.Policy
-	l.floor = 0
-	if l.others == 0 {
-		return p.SoftLimit(l.bytes)
+	v := p.SoftLimit(l.bytes)
+	l.floor = min(floor, (l.bytes+v)/2, p.SoftLimit(l.plain))
+	if l.others == 0 || v == 0 || floor > l.bytes || l.floor <= v {
+		l.floor = 0
+		return v
 	}
-	ceiling, v := p.SoftLimit(l.plain), p.raw(l.bytes)
-	if floor > l.bytes {
-		floor = 0
-	}
-	if floor = max(min(floor, (l.bytes+v)/2), p.Min); v >= floor || ceiling == 0 {
-		return min(p.SoftLimit(l.bytes), max(ceiling, 0))
-	}
-	l.floor = min(floor, ceiling)
 	return l.floor
 }
 
@@ -101,5 +100,34 @@ func (f *Fit) setUpper(o *Options, env string) error {
 	case v > 0:
 		f.upper = memLimit{bytes: v, source: "$" + envvar.MemoryLimitVar, from: envvar.MemoryLimitVar}
 	}
+	if p := f.res.Policy; f.upper.bytes > 0 && p.SoftLimit(f.upper.bytes) == 0 {
+		f.res.SettingErr = fmt.Errorf("memlimit: %s %s leaves less than the policy's minimum GOMEMLIMIT (%s); ignored",
+			f.upper.from, formatBytes(f.upper.bytes), formatBytes(p.Min))
+		f.upper = memLimit{}
+	}
 	return nil
+}
+
+// checkSettings checks the settings against the limit read at Apply: a
+// reserve that leaves less than the policy's minimum of it is dropped, and a
+// FITGO_MEMORY_LIMIT in bytes below it is kept with a warning, as the
+// downward API's limits.memory with divisor 1 never is.
+func (f *Fit) checkSettings(lim cgroup.Limits, env string) {
+	p, bound := f.res.Policy, f.upper
+	l, has := f.limit(lim)
+	_, plain := strconv.ParseUint(strings.TrimSpace(env), 10, 63)
+	if has && bound.from == envvar.MemoryLimitVar && plain == nil && l.source != "/proc/meminfo" && bound.bytes < l.bytes {
+		f.res.SettingErr = fmt.Errorf("memlimit: %s=%s (%s) is below the %s limit %s, as limits.memory never is: a downward-API "+
+			"divisor other than \"1\"? (in KiB it would be %s); kept", bound.from, env, formatBytes(bound.bytes), l.from,
+			formatBytes(l.bytes), formatBytes(min(bound.bytes, 1<<52)<<10))
+	}
+	if bound.bytes > 0 && (!has || l.source == "/proc/meminfo" || bound.bytes < l.bytes) {
+		l, has = bound, true
+	}
+	if u := f.unseen; has && u > 0 && p.SoftLimit(l.bytes-u) == 0 && p.SoftLimit(l.bytes) > 0 {
+		f.unseen = 0
+		f.res.SettingErr = errors.Join(f.res.SettingErr, fmt.Errorf("memlimit: the reserve (FITGO=reserve, Unseen) of %s leaves "+
+			"less than the policy's minimum GOMEMLIMIT (%s) of the %s %s limit; ignored", formatBytes(u), formatBytes(p.Min),
+			l.from, formatBytes(l.bytes)))
+	}
 }

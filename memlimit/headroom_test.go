@@ -3,6 +3,7 @@ package memlimit
 import (
 	"bytes"
 	"log/slog"
+	"math/rand/v2"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
@@ -41,6 +42,15 @@ func sharedV1(usage int64) fstest.MapFS {
 	return fsys
 }
 
+// sharedV1Limit is sharedV1 with limit (a memory.limit_in_bytes) in app.
+func sharedV1Limit(usage int64, limit string) fstest.MapFS {
+	fsys := sharedV1(usage)
+	fsys["sys/fs/cgroup/memory/app/memory.limit_in_bytes"] = &fstest.MapFile{Data: []byte(limit + "\n")}
+	fsys["sys/fs/cgroup/memory/app/memory.stat"] = &fstest.MapFile{Data: []byte("hierarchical_memory_limit " + limit +
+		"\ntotal_inactive_file " + strconv.FormatInt(20*MiB, 10) + "\n")}
+	return fsys
+}
+
 // soft is the policy's value for n MiB.
 func soft(n int64) int64 { return Policy{}.SoftLimit(n * MiB) }
 
@@ -50,21 +60,35 @@ func TestApplyHeadroom(t *testing.T) {
 		fsys   fstest.MapFS
 		opts   Options
 		env    string // FITGO_MEMORY_LIMIT
+		nonGo  int64  // memory outside Go, in RssAnon
 		after  int64
 		limit  int64
 		others int64
 		source string
 		from   string
 	}{
-		{"v2 sibling holds 200 MiB under the pod", sharedV2(300), Options{}, "", soft(312), 312 * MiB, 200 * MiB, "/sys/fs/cgroup/pod", "memory.max"},
-		{"v2 alone: the whole limit", sharedV2(104), Options{}, "", soft(512), 512 * MiB, 0, "/sys/fs/cgroup/pod", "memory.max"},
-		{"v2 headroom off", sharedV2(300), Options{NoHeadroom: true}, "", soft(512), 512 * MiB, 0, "/sys/fs/cgroup/pod", "memory.max"},
-		{"v1 co-process in the own cgroup", sharedV1(300), Options{}, "", soft(312), 312 * MiB, 200 * MiB, "/sys/fs/cgroup/memory/app", "memory.limit_in_bytes"},
-		{"v1 alone", sharedV1(100), Options{}, "", soft(512), 512 * MiB, 0, "/sys/fs/cgroup/memory/app", "memory.limit_in_bytes"},
-		{"explicit limit below what fitgo sees", sharedV2(104), Options{}, "268435456", soft(256), 256 * MiB, 0, "$FITGO_MEMORY_LIMIT", "FITGO_MEMORY_LIMIT"},
-		{"explicit limit above the headroom", sharedV2(300), Options{}, "1073741824", soft(312), 312 * MiB, 200 * MiB, "/sys/fs/cgroup/pod", "memory.max"},
-		{"UpperLimit wins over the variable", sharedV2(104), Options{UpperLimit: 128 * MiB}, "268435456", soft(128), 128 * MiB, 0, "Options.UpperLimit", "UpperLimit"},
-		{"explicit limit without a cgroup limit", v2FS("", "", ""), Options{}, "268435456", soft(256), 256 * MiB, 0, "$FITGO_MEMORY_LIMIT", "FITGO_MEMORY_LIMIT"},
+		{"v2 sibling holds 200 MiB under the pod", sharedV2(300), Options{}, "", 0, soft(312), 312 * MiB, 200 * MiB, "/sys/fs/cgroup/pod", "memory.max"},
+		{"v2 alone: the whole limit", sharedV2(104), Options{}, "", 0, soft(512), 512 * MiB, 0, "/sys/fs/cgroup/pod", "memory.max"},
+		{"v2 headroom off", sharedV2(300), Options{NoHeadroom: true}, "", 0, soft(512), 512 * MiB, 0, "/sys/fs/cgroup/pod", "memory.max"},
+		{"v1 co-process in the own cgroup", sharedV1(300), Options{}, "", 0, soft(312), 312 * MiB, 200 * MiB, "/sys/fs/cgroup/memory/app", "memory.limit_in_bytes"},
+		{"v1 alone", sharedV1(100), Options{}, "", 0, soft(512), 512 * MiB, 0, "/sys/fs/cgroup/memory/app", "memory.limit_in_bytes"},
+		{"explicit limit below what fitgo sees", sharedV2(104), Options{}, "268435456", 0, soft(256), 256 * MiB, 0, "$FITGO_MEMORY_LIMIT", "FITGO_MEMORY_LIMIT"},
+		{"explicit limit above the headroom", sharedV2(300), Options{}, "1073741824", 0, soft(312), 312 * MiB, 200 * MiB, "/sys/fs/cgroup/pod", "memory.max"},
+		{"UpperLimit wins over the variable", sharedV2(104), Options{UpperLimit: 128 * MiB}, "268435456", 0, soft(128), 128 * MiB, 0, "Options.UpperLimit", "UpperLimit"},
+		{"explicit limit without a cgroup limit", v2FS("", "", ""), Options{}, "268435456", 0, soft(256), 256 * MiB, 0, "$FITGO_MEMORY_LIMIT", "FITGO_MEMORY_LIMIT"},
+		// Issue 31, point 2: an upper bound is a limit like any other, and
+		// the others (or the process's own memory outside Go) count
+		// against it, with no cgroup limit or a looser one.
+		{"v1 co-process under FITGO_MEMORY_LIMIT, no cgroup limit", sharedV1Limit(300, "9223372036854771712"), Options{}, "512Mi", 0,
+			soft(312), 312 * MiB, 200 * MiB, "/sys/fs/cgroup/memory/app", "FITGO_MEMORY_LIMIT"},
+		{"v1 co-process under FITGO_MEMORY_LIMIT, a looser 1 GiB cgroup limit", sharedV1Limit(300, "1073741824"), Options{}, "536870912", 0,
+			soft(312), 312 * MiB, 200 * MiB, "/sys/fs/cgroup/memory/app", "FITGO_MEMORY_LIMIT"},
+		{"v1 co-process under UpperLimit", sharedV1Limit(300, "1073741824"), Options{UpperLimit: 512 * MiB}, "", 0,
+			soft(312), 312 * MiB, 200 * MiB, "/sys/fs/cgroup/memory/app", "UpperLimit"},
+		{"v1 C memory under FITGO_MEMORY_LIMIT, no cgroup limit", sharedV1Limit(100, "9223372036854771712"), Options{}, "512Mi", 60 * MiB,
+			soft(452), 452 * MiB, 60 * MiB, "/sys/fs/cgroup/memory/app", "FITGO_MEMORY_LIMIT"},
+		{"v1 no co-process under FITGO_MEMORY_LIMIT", sharedV1Limit(100, "9223372036854771712"), Options{}, "512Mi", 0,
+			soft(512), 512 * MiB, 0, "$FITGO_MEMORY_LIMIT", "FITGO_MEMORY_LIMIT"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			te := newTestEnv(&fakeKnob{value: noLimit}, tc.fsys)
@@ -74,6 +98,7 @@ func TestApplyHeadroom(t *testing.T) {
 				}
 				return ""
 			}
+			te.resident = func() int64 { return 100*MiB - tc.nonGo } // RssAnon is 100 MiB
 			r, err := Plan(te.opts(tc.opts))
 			require.NoError(t, err)
 			assert.Equal(t, tc.after, r.After)
@@ -85,7 +110,8 @@ func TestApplyHeadroom(t *testing.T) {
 			assert.Zero(t, r.Floor)
 			if tc.others > 0 {
 				assert.Equal(t, 512*MiB, r.LevelLimit)
-				assert.Contains(t, r.String(), "available 312 MiB = "+tc.from+" 512 MiB − others 200 MiB at "+tc.source)
+				assert.Contains(t, r.String(), "available "+formatBytes(tc.limit)+" = "+tc.from+" 512 MiB − others "+
+					formatBytes(tc.others)+" at "+tc.source)
 			}
 		})
 	}
@@ -143,8 +169,8 @@ func TestHeadroomHysteresis(t *testing.T) {
 // TestHeadroomFloor: when the policy's value for what the others leave is
 // below the floor, the value is the floor, reported in the Result, with one
 // Warn line for many readings; it spends at most half the policy's margin,
-// a floor above what the others leave yields, and the value never goes
-// below the policy's Min nor above the value without the others.
+// a floor above what the others leave yields, and it never raises a value
+// the policy leaves unset nor goes above the value without the others.
 func TestHeadroomFloor(t *testing.T) {
 	fk := &fakeKnob{value: noLimit}
 	te := newTestEnv(fk, nil)
@@ -162,8 +188,8 @@ func TestHeadroomFloor(t *testing.T) {
 		{350, 150}, // 0.9 × 162 MiB is below it, 0.95 × 162 MiB above: the floor
 		{356, 1},   // 0.95 × 156 MiB is below it: half the margin
 		{400, 0},   // the 112 MiB left is below it: the floor yields
-		{500, 16},  // but not below the policy's Min
-		{600, 16},  // usage above the limit leaves nothing
+		{500, -1},  // 0.9 × the 12 MiB left is below the policy's Min: unset
+		{600, -1},  // usage above the limit leaves nothing
 	} {
 		assert.True(t, s.tick(s.f, now, headroomLimits(tc.others), nil))
 		v, _ := fk.get()
@@ -173,14 +199,16 @@ func TestHeadroomFloor(t *testing.T) {
 			want = soft(512 - tc.others)
 		case 1:
 			want = (156*MiB + soft(156)) / 2
+		case -1:
+			want = noLimit
 		}
 		assert.Equal(t, want, v, "others %d MiB", tc.others)
 	}
 	st := res.Status()
-	assert.Equal(t, int64(16*MiB), st.Floor)
+	assert.Zero(t, st.Floor)
 	assert.Equal(t, int64(600*MiB), st.Others)
 	assert.Zero(t, st.Limit, "512 MiB − 600 MiB leaves nothing")
-	assert.Contains(t, st.String(), "held at the floor 16 MiB")
+	assert.NotContains(t, st.String(), "held at the floor")
 	assert.Equal(t, 1, strings.Count(logs.String(), "level=WARN"), logs.String())
 	assert.Contains(t, logs.String(), "GOMEMLIMIT held at the floor")
 
@@ -194,6 +222,71 @@ func TestHeadroomFloor(t *testing.T) {
 	floor = 150 * MiB
 	assert.True(t, s.tick(s.f, now, headroomLimits(0), nil))
 	assert.Zero(t, res.Status().Floor)
+}
+
+// TestHeadroomFloorNotAboveWhatIsLeft: where the others leave less than the
+// policy's Min can use (15.8 MiB of 512 MiB: 0.9 × that is 14.2 MiB), no
+// floor raises GOMEMLIMIT to the Min or beyond what is left: it is unset,
+// whether the floor yields, lies between the policy's value and what is
+// left, or is not read.
+func TestHeadroomFloorNotAboveWhatIsLeft(t *testing.T) {
+	for _, floor := range []int64{150 * MiB, 15 * MiB, 0} {
+		fk := &fakeKnob{value: noLimit}
+		te := newTestEnv(fk, nil)
+		te.floor = func() int64 { return floor }
+		lim := headroomLimits(200)
+		h := &lim.Memory.Headroom
+		h.Avail = 158 * MiB / 10
+		h.Others = h.Limit - h.Avail
+		h.Usage = h.Own + h.Others
+		te.src.set(lim)
+		r, err := Plan(te.opts(Options{}))
+		require.NoError(t, err)
+		assert.False(t, r.Changed, "floor %d MiB: GOMEMLIMIT %s, %s", floor/MiB, formatBytes(r.After), r)
+		assert.Zero(t, r.Floor, "floor %d MiB", floor/MiB)
+		assert.Contains(t, r.Reason, "below the minimum")
+	}
+}
+
+// TestHeadroomFloorInForce is a property test over sent readings: whatever
+// the others, the floor and the hysteresis do, the GOMEMLIMIT in force is
+// what Status reports (After; and the floor when it says it holds one), and
+// a floor between 0.9 and 0.95 × what is left is applied at the reading that
+// computes it. The readings step the others and the live heap by a few MiB,
+// as a jittering co-process and heap do.
+func TestHeadroomFloorInForce(t *testing.T) {
+	fk := &fakeKnob{value: noLimit}
+	te := newTestEnv(fk, nil)
+	var floor int64
+	te.floor = func() int64 { return floor }
+	te.src.set(headroomLimits(200))
+	res, s := applyFollowing(t, te, Options{NoLeakGuard: true})
+	now := time.Now()
+	rnd := rand.New(rand.NewPCG(31, 3))
+	others, held, applied := int64(200*MiB), 0, 0
+	for i := range 3000 {
+		others = min(max(others+rnd.Int64N(9*MiB)-4*MiB, 100*MiB), 400*MiB)
+		avail := 512*MiB - others
+		floor = avail*int64(80+rnd.IntN(25))/100 + rnd.Int64N(MiB) // 0.8 to 1.04 × what is left
+		lim := headroomLimits(0)
+		h := &lim.Memory.Headroom
+		h.Source, h.From, h.Limit = "/sys/fs/cgroup/app", "memory.max", 512*MiB
+		h.Usage, h.Own, h.Others, h.Avail = others+100*MiB, 100*MiB, others, avail
+		require.True(t, s.tick(s.f, now, lim, nil))
+		v, _ := fk.get()
+		st := res.Status()
+		require.Equal(t, v, st.After, "reading %d", i)
+		if st.Floor > 0 {
+			held++
+			require.Equal(t, st.Floor, v, "reading %d: %s", i, st)
+		}
+		if p := (Policy{}).SoftLimit(avail); floor > p && floor <= (avail+p)/2 { // 0.9 to 0.95 × what is left
+			applied++
+			require.Equal(t, floor, v, "reading %d: a floor of %.3f × what is left: %s", i, float64(floor)/float64(avail), st)
+		}
+	}
+	assert.Greater(t, held, 100)
+	assert.Greater(t, applied, 100)
 }
 
 // TestHeadroomFloorFromMetrics: the real floor is 1.25 × the live heap plus

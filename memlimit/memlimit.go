@@ -58,13 +58,16 @@ type Options struct {
 	// from outside, such as the pod's limit in a private cgroup namespace. 0:
 	// the FITGO_MEMORY_LIMIT environment variable at start-up, if set: bytes
 	// as the downward API's limits.memory writes them, or a Kubernetes
-	// quantity such as 512Mi or 1G; any other value is ignored (SettingErr).
+	// quantity such as 512Mi or 1G; any other value, or one that leaves less
+	// than the policy's Min, is ignored (SettingErr). The others count
+	// against it as against any limit (NoHeadroom).
 	UpperLimit int64
 	// Unseen is memory, in bytes, held under the limit where fitgo cannot
 	// see it, such as by a sidecar in another container of a pod with a
 	// pod-level limit: it is taken off the limit before the policy, as the
-	// headroom takes off what it sees the other processes hold. 0: none. The
-	// blank import sets it for FITGO=reserve=<quantity>.
+	// headroom takes off what it sees the other processes hold. 0: none; one
+	// that leaves less than the policy's Min of the limit read at Apply is
+	// ignored (SettingErr). The blank import sets it for FITGO=reserve=.
 	Unseen int64
 	// NoLeakGuard turns off the refresh's leak guard, which steps GOMEMLIMIT
 	// up toward the memory limit while a growing heap pins the GC at it
@@ -152,8 +155,9 @@ type Result struct {
 	Limit        int64
 	Source, From string
 	// Others is what the other processes held at Source when the headroom
-	// bound the value, LevelLimit the limit there; Limit is then
-	// LevelLimit − Others. Both are 0 when the limit itself bound it.
+	// bound the value, LevelLimit the limit there (or the upper limit, From,
+	// when it is the tightest); Limit is then LevelLimit − Others. Both are 0
+	// when the limit itself bound it.
 	Others, LevelLimit int64
 	// Unseen is what Options.Unseen took off: Limit is what is left.
 	Unseen int64
@@ -196,8 +200,11 @@ type Result struct {
 		Ceiling    int64
 		Reason     string
 	}
-	// SettingErr is why FITGO_MEMORY_LIMIT was ignored: it is not a quantity
-	// of at least 1 MiB. The limit is fitted as if it were unset.
+	// SettingErr is why FITGO_MEMORY_LIMIT (or UpperLimit) or Unseen was
+	// ignored: not a quantity of at least 1 MiB, or one that leaves less than
+	// the policy's Min; the limit is fitted as if it were unset. It also
+	// warns of a FITGO_MEMORY_LIMIT in bytes below the limit read, which is
+	// kept: a downward-API divisor other than 1 gives one.
 	SettingErr error
 	// Reason says why the memory limit was left alone ("" when Changed) or,
 	// from Fit.Status, why it is not being fitted.
@@ -261,10 +268,37 @@ type Fit struct {
 	gc       gcPolicy
 }
 
-// effective picks the limit of a reading: the lowest of memory.max,
-// memory.high (a limit of 0 is a limit), the headroom and the upper limit,
-// where set; MemTotal (with SystemMemory) only when there is no other.
+// effective picks the limit of a reading: the lowest of the limit read
+// and the upper limit, where set, and the headroom, which counts the
+// others against the upper limit too.
 func (f *Fit) effective(lim cgroup.Limits) (l memLimit, has bool) {
+	l, has = f.limit(lim)
+	bound := f.upper.bytes > 0 && (!has || l.source == "/proc/meminfo" || f.upper.bytes < l.bytes)
+	if bound {
+		l, has = f.upper, true
+	}
+	h, nonGo := lim.Memory.Headroom, int64(0)
+	if own := min(h.Own, f.resident); f.headroom && f.nonGo && h.Source != "" { // the process's non-Go memory is the others'
+		h.Others = max(h.Usage-own, 0)
+		nonGo = min(h.Own-own, h.Others) // not pages charged elsewhere, out of Usage
+		h.Avail = cgroup.Avail(h.Limit, h.Others)
+	}
+	if bound { // a limit like any other, above the level where the headroom sees the others
+		h.From, h.Limit, h.Avail = l.from, l.bytes, cgroup.Avail(l.bytes, h.Others)
+	}
+	if f.headroom && h.Source != "" && h.Others > 0 && h.Avail < h.Limit && (!has || h.Avail < l.bytes) {
+		l = memLimit{bytes: max(h.Avail, 0), source: h.Source, from: h.From, others: h.Others, level: h.Limit, plain: l.bytes}
+		has = true
+	}
+	l.nonGo = nonGo
+	l.unseen = min(f.unseen, l.bytes)
+	l.bytes, l.plain = l.bytes-l.unseen, max(l.plain-l.unseen, 0)
+	return l, has
+}
+
+// limit is the limit read: the lower of memory.max and memory.high (a limit
+// of 0 is a limit), or MemTotal (with SystemMemory) when there is neither.
+func (f *Fit) limit(lim cgroup.Limits) (l memLimit, has bool) {
 	m := lim.Memory
 	if v, ok := lim.MemoryMax(); ok {
 		l, has = memLimit{bytes: v, source: m.MaxSource, from: "memory.max"}, true
@@ -278,22 +312,6 @@ func (f *Fit) effective(lim cgroup.Limits) (l memLimit, has bool) {
 	if !has && f.memTotal > 0 {
 		l, has = memLimit{bytes: f.memTotal, source: "/proc/meminfo", from: "MemTotal"}, true
 	}
-	h, nonGo := m.Headroom, int64(0)
-	if own := min(h.Own, f.resident); f.headroom && f.nonGo && h.Source != "" { // the process's non-Go memory is the others'
-		h.Others = max(h.Usage-own, 0)
-		nonGo = min(h.Own-own, h.Others) // not pages charged elsewhere, out of Usage
-		h.Avail = cgroup.Avail(h.Limit, h.Others)
-	}
-	if f.headroom && h.Source != "" && h.Others > 0 && h.Avail < h.Limit && (!has || h.Avail < l.bytes) {
-		l = memLimit{bytes: max(h.Avail, 0), source: h.Source, from: h.From, others: h.Others, level: h.Limit, plain: l.bytes}
-		has = true
-	}
-	l.nonGo = nonGo
-	if u := f.upper; u.bytes > 0 && (!has || l.source == "/proc/meminfo" || u.bytes < l.bytes) {
-		l, has = u, true
-	}
-	l.unseen = min(f.unseen, l.bytes)
-	l.bytes, l.plain = l.bytes-l.unseen, max(l.plain-l.unseen, 0)
 	return l, has
 }
 
@@ -363,6 +381,7 @@ func prepare(o *Options) (*Fit, *knob.Decision[int64, memLimit]) {
 	f.ratio = automemlimitRatio(e.Getenv("AUTOMEMLIMIT"))
 	lim, err := e.Limits(o.Limits)
 	r.Memory = lim.Memory
+	f.checkSettings(lim, e.Getenv(envvar.MemoryLimitVar))
 	l, has, want, _ := f.value(lim)
 	f.guard.on = !o.NoLeakGuard // from the first tick on
 	r.setLimit(l)
@@ -421,8 +440,8 @@ func (f *Fit) value(lim cgroup.Limits) (memLimit, bool, int64, guardEvent) {
 	f.read = gc
 	l, has := f.effective(lim)
 	want := f.softLimit(&l, floor)
-	if l.others > 0 && want > f.last && f.last > 0 && want-f.last < f.last/raiseStep {
-		want = f.last // hysteresis: raise only by a step worth taking
+	if l.others > 0 && l.floor == 0 && want > f.last && f.last > 0 && want-f.last < f.last/raiseStep {
+		want = f.last // hysteresis: raise only by a step worth taking; a floor is applied as it is reported
 	}
 	f.last = want
 	ev := guardNone

@@ -2,6 +2,7 @@ package memlimit
 
 import (
 	"bytes"
+	"cmp"
 	"log/slog"
 	"testing"
 	"testing/fstest"
@@ -11,27 +12,36 @@ import (
 )
 
 // TestUpperLimitEnv: FITGO_MEMORY_LIMIT in the forms Kubernetes writes
-// bounds the limit; any other value is ignored as if unset, with the reason
-// in the Result and a Warn line, and GOMEMLIMIT is still fitted to the
-// cgroup's 512 MiB.
+// bounds the limit; any other value, or one that leaves less than the
+// policy's minimum, is ignored as if unset, with the reason in the Result and
+// a Warn line, and GOMEMLIMIT is still fitted to the cgroup's 512 MiB. A
+// plain number of bytes below the cgroup's limit, as the downward API writes
+// with a divisor other than 1 (33554432: 32Gi with divisor 1Ki), is kept
+// with a Warn line that says so (issue 31, point 5).
 func TestUpperLimitEnv(t *testing.T) {
 	for _, tc := range []struct {
 		env   string
-		limit int64 // 0: ignored
+		limit int64  // 0: ignored
+		warn  string // "": no Warn line
 	}{
-		{"268435456", 256 * MiB},
-		{"256Mi", 256 * MiB},
-		{"0.25Gi", 256 * MiB},
-		{"256M", 256e6},
-		{"1Gi", 512 * MiB},
-		{"1e9", 0},
-		{"0", 0},
-		{"512", 0}, // 512Mi with divisor 1Mi
-		{"0x10000000", 0},
-		{"+268435456", 0},
-		{"99999999999999999999", 0},
-		{"-5", 0},
-		{"512MB", 0},
+		{"268435456", 256 * MiB, "divisor"},
+		{"33554432", 32 * MiB, "divisor"},
+		{"256Mi", 256 * MiB, ""},
+		{"0.25Gi", 256 * MiB, ""},
+		{"256M", 256e6, ""},
+		{"1Gi", 512 * MiB, ""},
+		{"536870912", 512 * MiB, ""},
+		{"1e9", 0, "ignored"},
+		{"0", 0, "ignored"},
+		{"512", 0, "ignored"}, // 512Mi with divisor 1Mi
+		{"0x10000000", 0, "ignored"},
+		{"+268435456", 0, "ignored"},
+		{"99999999999999999999", 0, "ignored"},
+		{"-5", 0, "ignored"},
+		{"512MB", 0, "ignored"},
+		{"1048576", 0, "minimum"}, // 1Gi with divisor 1Ki
+		{"1Mi", 0, "minimum"},
+		{"17Mi", 0, "minimum"}, // 0.9 × 17 MiB is below 16 MiB
 	} {
 		t.Run(tc.env, func(t *testing.T) {
 			te := newTestEnv(&fakeKnob{value: noLimit}, v2FS("536870912", "", ""))
@@ -47,20 +57,57 @@ func TestUpperLimitEnv(t *testing.T) {
 			defer fit.Undo()
 			r := fit.Status()
 			assert.True(t, r.Changed)
-			if tc.limit == 0 {
-				assert.Equal(t, 512*MiB, r.Limit)
-				assert.Equal(t, soft(512), r.After)
-				require.Error(t, r.SettingErr)
-				assert.Contains(t, r.SettingErr.Error(), "FITGO_MEMORY_LIMIT")
-				assert.Contains(t, r.String(), "ignored")
-				assert.Contains(t, buf.String(), "level=WARN")
-				return
-			}
-			lim := min(tc.limit, 512*MiB)
+			lim := cmp.Or(min(tc.limit, 512*MiB), 512*MiB)
 			assert.Equal(t, lim, r.Limit)
 			assert.Equal(t, Policy{}.SoftLimit(lim), r.After)
-			assert.NoError(t, r.SettingErr)
-			assert.NotContains(t, buf.String(), "level=WARN")
+			if tc.warn == "" {
+				assert.NoError(t, r.SettingErr)
+				assert.NotContains(t, buf.String(), "level=WARN")
+				return
+			}
+			require.Error(t, r.SettingErr)
+			assert.Contains(t, r.SettingErr.Error(), "FITGO_MEMORY_LIMIT")
+			assert.Contains(t, r.SettingErr.Error(), tc.warn)
+			assert.Contains(t, r.String(), tc.warn)
+			assert.Contains(t, buf.String(), "level=WARN")
+			if tc.limit != 0 {
+				assert.Contains(t, r.SettingErr.Error(), formatBytes(tc.limit<<10), "the value in KiB")
+			}
+		})
+	}
+}
+
+// TestUpperLimitTiny: an UpperLimit that leaves less than the policy's
+// minimum is ignored the same way, and so is a reserve (FITGO=reserve,
+// Unseen) that leaves less than it of the limit read at Apply: warned, named
+// and the cgroup's limit kept (issue 31, point 5).
+func TestUpperLimitTiny(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts Options
+		want string
+	}{
+		{"UpperLimit", Options{UpperLimit: 17 * MiB}, "UpperLimit 17 MiB leaves less than the policy's minimum GOMEMLIMIT (16 MiB); ignored"},
+		{"reserve 496Mi", Options{Unseen: 496 * MiB}, "reserve (FITGO=reserve, Unseen) of 496 MiB leaves less than the policy's minimum"},
+		{"reserve 512Mi", Options{Unseen: 512 * MiB}, "of 512 MiB leaves less than"},
+		{"reserve 600Mi", Options{Unseen: 600 * MiB}, "of 600 MiB leaves less than"},
+		{"reserve 7Ei", Options{Unseen: 7 << 60}, "of 7 EiB leaves less than"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			te := newTestEnv(&fakeKnob{value: noLimit}, v2FS("536870912", "", ""))
+			var buf bytes.Buffer
+			fit, err := Apply(te.opts(Options{Logger: slog.New(slog.NewTextHandler(&buf, nil)), UpperLimit: tc.opts.UpperLimit,
+				Unseen: tc.opts.Unseen}))
+			require.NoError(t, err)
+			defer fit.Undo()
+			r := fit.Status()
+			assert.True(t, r.Changed, r.Reason)
+			assert.Equal(t, soft(512), r.After)
+			assert.Zero(t, r.Unseen)
+			require.Error(t, r.SettingErr)
+			assert.Contains(t, r.SettingErr.Error(), tc.want)
+			assert.Contains(t, buf.String(), "level=WARN")
+			assert.Contains(t, buf.String(), "level=INFO msg=\"fitgo: GOMEMLIMIT set\"")
 		})
 	}
 }
@@ -87,8 +134,8 @@ func TestUnseen(t *testing.T) {
 			"available 248 MiB = memory.max 512 MiB − others 200 MiB at /sys/fs/cgroup/pod − unseen 64 MiB"},
 		{"with the policy's reserve", v2FS("536870912", "", ""), Options{Unseen: 64 * MiB, Policy: Policy{Reserve: 64 * MiB}},
 			"", 384 * MiB, 448 * MiB, 64 * MiB, "− unseen 64 MiB"},
-		{"all of it", v2FS("536870912", "", ""), Options{Unseen: 512 * MiB}, "", 0, 0, 512 * MiB, "leaves nothing"},
-		{"more than all", v2FS("536870912", "", ""), Options{Unseen: 1 << 40}, "", 0, 0, 512 * MiB, "leaves nothing"},
+		{"all of it: ignored", v2FS("536870912", "", ""), Options{Unseen: 512 * MiB}, "", soft(512), 512 * MiB, 0, "; ignored"},
+		{"more than all: ignored", v2FS("536870912", "", ""), Options{Unseen: 1 << 40}, "", soft(512), 512 * MiB, 0, "; ignored"},
 		{"no limit", v2FS("", "", ""), Options{Unseen: 64 * MiB}, "", 0, 0, 0, "no memory limit"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

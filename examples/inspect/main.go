@@ -20,6 +20,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"runtime"
@@ -208,7 +209,7 @@ func inspect() report {
 		c.MemoryHighBytes = &b
 		c.MemoryHighSrc = lim.Memory.HighSource
 	}
-	if h := lim.Memory.Headroom; h.Source != "" || h.Err != nil {
+	if h := lim.Memory.Headroom; h.Source != "" && h.Limit != math.MaxInt64 || h.Err != nil { // not the own cgroup without a limit
 		c.Headroom = &headroom{Source: h.Source, From: h.From, LimitBytes: h.Limit, UsageBytes: h.Usage,
 			OwnBytes: h.Own, OthersBytes: h.Others, AvailBytes: h.Avail}
 		if h.Err != nil {

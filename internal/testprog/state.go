@@ -16,6 +16,8 @@ type State struct {
 	MemLimitReason    string `json:"memlimit_reason,omitempty"`
 	MemLimitEvents    bool   `json:"memlimit_events"`  // its Status has memory events
 	NonGo             int64  `json:"non_go,omitempty"` // its Status's memory outside Go
+	Floor             int64  `json:"floor,omitempty"`  // its Status's floor
+	Avail             int64  `json:"avail,omitempty"`  // its Status's Limit: the memory available
 	GOGC              int    `json:"gogc"`             // the runtime's, read without setting it
 	HeapGoal          uint64 `json:"heap_goal"`        // the runtime's, at the last GC or GOGC change
 	GCCeiling         int64  `json:"gc_ceiling"`       // memlimit's GC policy: Status().GC

@@ -51,6 +51,8 @@ func Run() {
 			MemLimitReason:    ml.Reason,
 			MemLimitEvents:    ml.HasEvents,
 			NonGo:             ml.NonGo,
+			Floor:             ml.Floor,
+			Avail:             ml.Limit,
 			GOGC:              int(int64(gogc[0].Value.Uint64())),
 			HeapGoal:          gogc[1].Value.Uint64(),
 			GCCeiling:         ml.GC.Ceiling,
