@@ -29,6 +29,10 @@ const (
 	// heapMinimum is the runtime's least heap goal at GOGC=100; it scales
 	// with GOGC, and bounds the value for a tiny live heap.
 	heapMinimum = 4 << 20
+	// maxGOGC bounds the value far below the runtime's int32, which wraps
+	// (often to off): a cycle per 1,000 × the live heap and 4 GiB at least
+	// costs next to nothing, and GOMEMLIMIT bounds the heap.
+	maxGOGC = 100000
 )
 
 // The reasons of Result.GC.
@@ -214,7 +218,7 @@ func (p *gcPolicy) target(want int64, has bool, l memLimit, r gcReading) (int, i
 	// The runtime's heap goal: live + (live + stacks + globals) × GOGC/100,
 	// and at least heapMinimum × GOGC/100.
 	room := float64(ceiling) - float64(r.other)
-	pct := min((room-float64(r.live))/float64(r.live+r.stacks+r.globals), room/heapMinimum) * 100
+	pct := min((room-float64(r.live))/float64(r.live+r.stacks+r.globals)*100, room/heapMinimum*100, maxGOGC)
 	if pct <= float64(p.base) {
 		return p.base, ceiling, gcFull
 	}

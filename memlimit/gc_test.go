@@ -279,3 +279,25 @@ func TestGCPolicyTickAllocs(t *testing.T) {
 	_, sets := te.gogc.get()
 	assert.Greater(t, sets, 1000, "GOGC moved at each tick")
 }
+
+// TestGCPolicyMaxGOGC: with about 123 TiB available and a live heap under
+// 4 MiB, the runtime's least heap goal would put GOGC past what
+// debug.SetGCPercent takes (an int32: 3,337,859,980 wraps to off). It is
+// held at maxGOGC, which the next reading sees as fitgo's own; Undo gives
+// the program's 100 back.
+func TestGCPolicyMaxGOGC(t *testing.T) {
+	live, other := uint64(MiB), uint64(10*MiB)
+	te := gcEnv(&live, &other)
+	res, s := applyFollowing(t, te, Options{GC: true, UpperLimit: 2e14})
+	for i := range 3 {
+		require.True(t, s.tick(s.f, time.Now(), memLimits(0, 0), nil))
+		v, _ := te.gogc.get()
+		assert.Equal(t, maxGOGC, v, "reading %d", i)
+		st := res.Status().GC
+		assert.Equal(t, maxGOGC, st.GOGC, "reading %d", i)
+		assert.Equal(t, gcRaised, st.Reason, "reading %d", i)
+	}
+	res.Undo()
+	v, _ := te.gogc.get()
+	assert.Equal(t, 100, v, "Undo gives the program's GOGC back")
+}
