@@ -20,7 +20,8 @@ import (
 // policy; while the guard has steps in force, GOGC is the base. It acts only
 // while fitgo's GOMEMLIMIT is in force, which bounds the heap whatever GOGC
 // says, and stops, giving the base back, when fitgo stops following the
-// limit or someone else sets GOGC. docs/gc.md has the measurements.
+// limit, a later Apply takes over, or someone else sets GOGC. docs/gc.md has
+// the measurements.
 const (
 	// gcShare is the share of the available memory the heap goal may reach:
 	// the ceiling of Uber's and ByteDance's tuners, which leaves GOMEMLIMIT's
@@ -49,13 +50,13 @@ const (
 	gcUndone    = "undone: GOGC given back"
 )
 
-// gogcKnob is GOGC as fitgo manages it: whose value is in force, and the
-// value from before fitgo.
+// gogcKnob is GOGC as fitgo manages it: the Apply in force (latest), whose
+// value is in force, and the value from before fitgo.
 type gogcKnob struct {
-	mu         sync.Mutex
-	set        func(int) int // debug.SetGCPercent
-	owner      *Fit          // whose value is in force; nil: not fitgo's
-	mine, orig int
+	mu            sync.Mutex
+	set           func(int) int // debug.SetGCPercent
+	latest, owner *Fit          // owner: nil when the value is not fitgo's
+	mine, orig    int
 }
 
 var processGOGC = &gogcKnob{set: debug.SetGCPercent}
@@ -93,14 +94,15 @@ func (f *Fit) gogcNow() int {
 }
 
 // startGC starts the policy of an Apply, before its refresh starts. An
-// earlier Apply's value in force is given back first: this one decides.
-func (f *Fit) startGC(o *Options) {
+// Apply that takes the memory limit over (later) stops the earlier one's
+// policy first, giving its value back: this one decides.
+func (f *Fit) startGC(o *Options, later bool) {
 	g := f.env.gogc
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if prev := g.owner; prev != nil {
-		g.giveBack(prev)
-		prev.gc.done, prev.gc.why, prev.gc.value, prev.gc.ceiling = true, "superseded by a later Apply", g.orig, 0
+	if later {
+		g.latest.stopGCLocked("superseded by a later Apply")
+		g.latest = f
 	}
 	if !o.GC {
 		return
@@ -122,18 +124,19 @@ func (f *Fit) startGC(o *Options) {
 
 // stopGC ends the policy, giving the value from before fitgo back.
 func (f *Fit) stopGC(why string) {
-	if !f.gc.on {
-		return
-	}
-	g := f.env.gogc
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if !f.gc.done {
+	f.env.gogc.mu.Lock()
+	defer f.env.gogc.mu.Unlock()
+	f.stopGCLocked(why)
+}
+
+// stopGCLocked is stopGC (f may be nil) with the gogcKnob's mu held.
+func (f *Fit) stopGCLocked(why string) {
+	if f != nil && f.gc.on && !f.gc.done {
 		f.gc.done, f.gc.why, f.gc.ceiling = true, why, 0
-		if g.owner == f {
+		if g := f.env.gogc; g.owner == f {
 			f.gc.value = g.orig
 		}
-		g.giveBack(f)
+		f.env.gogc.giveBack(f)
 	}
 }
 
@@ -160,8 +163,7 @@ func (f *Fit) tuneGC(following bool, want int64, has bool, l memLimit) {
 	case cur != mine:
 		msg = f.handOverGC(g, cur)
 	case !following:
-		g.giveBack(f)
-		p.done, p.why, p.value, p.ceiling = true, gcStopped, p.base, 0
+		f.stopGCLocked(gcStopped)
 	default:
 		var v int
 		v, p.ceiling, p.why = p.target(want, has, l, r)

@@ -2,6 +2,7 @@ package memlimit
 
 import (
 	"bytes"
+	"context"
 	"log/slog"
 	"strings"
 	"testing"
@@ -300,4 +301,68 @@ func TestGCPolicyMaxGOGC(t *testing.T) {
 	res.Undo()
 	v, _ := te.gogc.get()
 	assert.Equal(t, 100, v, "Undo gives the program's GOGC back")
+}
+
+// blockingHandler is a log handler whose Handle blocks, for a message that
+// contains block, until release is closed, as a blocked stderr pipe does;
+// entered says it is blocked.
+type blockingHandler struct {
+	slog.Handler
+	block            string
+	entered, release chan struct{}
+}
+
+func (h blockingHandler) Handle(ctx context.Context, r slog.Record) error {
+	if strings.Contains(r.Message, h.block) {
+		h.entered <- struct{}{}
+		<-h.release
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+// TestGCPolicySupersededMidTick: Apply B, without the policy, lands while
+// Apply A's tick is blocked in its logger, after A's GOMEMLIMIT step and
+// before its GC step. A's tick must then leave GOGC alone: B is in force,
+// and after B.Undo GOGC is the program's.
+func TestGCPolicySupersededMidTick(t *testing.T) {
+	live, other := uint64(100*MiB), uint64(10*MiB)
+	te := gcEnv(&live, &other)
+	te.src.set(memLimits(1024*MiB, 0))
+	var logs bytes.Buffer
+	h := blockingHandler{Handler: slog.NewTextHandler(&logs, nil), block: "GOMEMLIMIT updated",
+		entered: make(chan struct{}), release: make(chan struct{})}
+	a, s := applyFollowing(t, te, Options{GC: true, Logger: slog.New(h)})
+	done := make(chan bool)
+	go func() { done <- s.tick(s.f, time.Now(), memLimits(512*MiB, 0), nil) }()
+	<-h.entered // A's tick: GOMEMLIMIT stepped, its line blocked
+	b, _ := applyFollowing(t, te, Options{})
+	close(h.release)
+	<-done
+	v, _ := te.gogc.get()
+	assert.Equal(t, 100, v, "A's tick raised GOGC with B in force")
+	b.Undo()
+	v, _ = te.gogc.get()
+	assert.Equal(t, 100, v, "after B.Undo")
+	assert.Equal(t, "superseded by a later Apply", a.Status().GC.Reason)
+	assert.NotContains(t, logs.String(), "fitgo: GOGC raised by the GC policy")
+}
+
+// TestGCPolicyFailedApply: an Apply that fails on invalid options changes
+// nothing: the earlier Apply's policy goes on, with its GOGC.
+func TestGCPolicyFailedApply(t *testing.T) {
+	live, other := uint64(100*MiB), uint64(10*MiB)
+	te := gcEnv(&live, &other)
+	te.src.set(memLimits(1024*MiB, 0))
+	a, s := applyFollowing(t, te, Options{GC: true})
+	require.True(t, s.tick(s.f, time.Now(), memLimits(1024*MiB, 0), nil))
+	for _, o := range []Options{{Policy: Policy{Ratio: 2}}, {GC: true, Policy: Policy{Ratio: 2}, Refresh: time.Hour}} {
+		_, err := Apply(te.opts(o))
+		require.ErrorContains(t, err, "invalid policy")
+		v, _ := te.gogc.get()
+		assert.Equal(t, 606, v)
+		assert.Equal(t, gcRaised, a.Status().GC.Reason)
+	}
+	require.True(t, s.tick(s.f, time.Now(), memLimits(512*MiB, 0), nil))
+	v, _ := te.gogc.get()
+	assert.Equal(t, 248, v, "the earlier Apply's policy still acts")
 }

@@ -308,7 +308,7 @@ func (f *Fit) effective(lim cgroup.Limits) (l memLimit, has bool) {
 // from an earlier one.
 func Apply(o Options) (*Fit, error) {
 	f, d := prepare(&o)
-	f.startGC(&o)
+	f.startGC(&o, d != nil)
 	var out knob.Outcome[int64]
 	f.f, f.loop, out = d.Settle(&f.env.Env, f.res.outcome(), f.tick)
 	f.res.set(out)
