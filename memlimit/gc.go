@@ -20,8 +20,8 @@ import (
 // policy; while the guard has steps in force, GOGC is the base. It acts only
 // while fitgo's GOMEMLIMIT is in force, which bounds the heap whatever GOGC
 // says, and stops, giving the base back, when fitgo stops following the
-// limit, a later Apply takes over, or someone else sets GOGC. docs/gc.md has
-// the measurements.
+// limit, a later Apply takes over, or two readings in a row find a GOGC it
+// did not set (one may see a read's -1). docs/gc.md has the measurements.
 const (
 	// gcShare is the share of the available memory the heap goal may reach:
 	// the ceiling of Uber's and ByteDance's tuners, which leaves GOMEMLIMIT's
@@ -76,11 +76,12 @@ func (g *gogcKnob) giveBack(f *Fit) {
 // gcPolicy is a Fit's state of the policy, Result.GC. on does not change
 // after Apply; the rest is guarded by the gogcKnob's mu.
 type gcPolicy struct {
-	on, done    bool
-	base, value int
-	ceiling     int64
-	why         string
-	logged      bool // the first raise was logged
+	on, done bool
+	base     int
+	ceiling  int64
+	why      string
+	logged   bool // the first raise was logged
+	odd      bool // the last reading found a GOGC the policy did not set
 }
 
 // gogcNow is GOGC now, read without setting it.
@@ -109,7 +110,7 @@ func (f *Fit) startGC(o *Options, later bool) {
 	}
 	cur := f.gogcNow()
 	p := &f.gc
-	p.on, p.base, p.value, p.why = true, cur, cur, gcWaiting
+	p.on, p.base, p.why = true, cur, gcWaiting
 	switch env := f.env.Getenv("GOGC"); {
 	case env != "":
 		p.done, p.why = true, "GOGC="+env+" is set in the environment: left alone"
@@ -133,9 +134,6 @@ func (f *Fit) stopGC(why string) {
 func (f *Fit) stopGCLocked(why string) {
 	if f != nil && f.gc.on && !f.gc.done {
 		f.gc.done, f.gc.why, f.gc.ceiling = true, why, 0
-		if g := f.env.gogc; g.owner == f {
-			f.gc.value = g.orig
-		}
 		f.env.gogc.giveBack(f)
 	}
 }
@@ -159,7 +157,8 @@ func (f *Fit) tuneGC(following bool, want int64, has bool, l memLimit) {
 		mine = g.mine
 	}
 	var msg string
-	switch {
+	switch p.odd = cur != mine && following && !p.odd; {
+	case p.odd: // someone else's value, or a passing read: the next reading tells
 	case cur != mine:
 		msg = f.handOverGC(g, cur)
 	case !following:
@@ -174,24 +173,24 @@ func (f *Fit) tuneGC(following bool, want int64, has bool, l memLimit) {
 			break
 		}
 		if prev := g.set(v); prev != cur {
-			g.set(prev)
-			msg = f.handOverGC(g, prev)
+			g.set(prev) // someone wrote in between: the next reading tells
+			p.odd = true
 			break
 		}
 		if g.owner == nil {
 			g.orig = cur
 		}
-		g.owner, g.mine, p.value = f, v, v
+		g.owner, g.mine, cur = f, v, v
 		if v == p.base {
 			g.owner = nil
 		} else if !p.logged {
 			p.logged, msg = true, "fitgo: GOGC raised by the GC policy"
 		}
 	}
-	v, ceiling := p.value, p.ceiling
+	ceiling := p.ceiling
 	g.mu.Unlock()
 	if msg != "" && f.log != nil {
-		f.log.Info(msg, "GOGC", v, "heap_ceiling", ceiling, "available", l.bytes)
+		f.log.Info(msg, "GOGC", cur, "heap_ceiling", ceiling, "available", l.bytes)
 	}
 }
 
@@ -200,7 +199,7 @@ func (f *Fit) handOverGC(g *gogcKnob, cur int) string {
 	if g.owner == f {
 		g.owner = nil
 	}
-	f.gc.done, f.gc.why, f.gc.value, f.gc.ceiling = true, gcHandOver, cur, 0
+	f.gc.done, f.gc.why, f.gc.ceiling = true, gcHandOver, 0
 	return "fitgo: GOGC changed by someone else; the GC policy stops"
 }
 
@@ -227,7 +226,7 @@ func (p *gcPolicy) target(want int64, has bool, l memLimit, r gcReading) (int, i
 	return int(pct), ceiling, gcRaised
 }
 
-// gcResult fills in r.GC from the live state.
+// gcResult fills in r.GC from the live state and GOGC now.
 func (f *Fit) gcResult(r *Result) {
 	if !f.gc.on {
 		return
@@ -235,7 +234,7 @@ func (f *Fit) gcResult(r *Result) {
 	g := f.env.gogc
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	r.GC.On, r.GC.GOGC, r.GC.Base, r.GC.Ceiling, r.GC.Reason = true, f.gc.value, f.gc.base, f.gc.ceiling, f.gc.why
+	r.GC.On, r.GC.GOGC, r.GC.Base, r.GC.Ceiling, r.GC.Reason = true, f.gogcNow(), f.gc.base, f.gc.ceiling, f.gc.why
 }
 
 // gcText is r.GC for String, "" when the policy is off.

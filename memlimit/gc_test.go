@@ -139,14 +139,26 @@ func TestGCPolicyHandOver(t *testing.T) {
 	})
 	t.Run("racing a reading", func(t *testing.T) {
 		te := gcEnv(&live, &other)
-		te.gc = func() gcReading { return gcReading{live: live, other: other, gogc: 100} } // read before the program's write
+		read, stale := te.gc, false
+		te.gc = func() gcReading {
+			r := read()
+			if stale {
+				stale, r.gogc = false, 100
+			}
+			return r
+		}
 		te.src.set(memLimits(1024*MiB, 0))
 		res, s := applyFollowing(t, te, Options{GC: true})
 		te.gogc.appSet(50)
-		require.True(t, s.tick(s.f, time.Now(), memLimits(1024*MiB, 0), nil))
-		v, _ := te.gogc.get()
-		assert.Equal(t, 50, v, "the program's value is put back")
-		assert.Equal(t, gcHandOver, res.Status().GC.Reason)
+		// The reading is taken before the program's write, and the next
+		// one confirms it.
+		stale = true
+		for _, why := range []string{gcRaised, gcHandOver} {
+			require.True(t, s.tick(s.f, time.Now(), memLimits(1024*MiB, 0), nil))
+			v, _ := te.gogc.get()
+			assert.Equal(t, 50, v, "the program's value is put back")
+			assert.Equal(t, why, res.Status().GC.Reason)
+		}
 	})
 	for _, tc := range []struct {
 		name, env string
@@ -365,4 +377,88 @@ func TestGCPolicyFailedApply(t *testing.T) {
 	require.True(t, s.tick(s.f, time.Now(), memLimits(512*MiB, 0), nil))
 	v, _ := te.gogc.get()
 	assert.Equal(t, 248, v, "the earlier Apply's policy still acts")
+}
+
+// TestGCPolicyTransientRead: a program that reads GOGC the usual way,
+// debug.SetGCPercent(debug.SetGCPercent(-1)), shows -1 for a moment: to a
+// reading, or to the write of a raise. The policy hands over only when the
+// next reading confirms a value it did not set, and Status reports the
+// GOGC in force.
+func TestGCPolicyTransientRead(t *testing.T) {
+	live, other := uint64(100*MiB), uint64(10*MiB)
+	te := gcEnv(&live, &other)
+	odd := 0 // readings still to show -1
+	read := te.gc
+	te.gc = func() gcReading {
+		r := read()
+		if odd > 0 {
+			odd, r.gogc = odd-1, -1
+		}
+		return r
+	}
+	te.src.set(memLimits(1024*MiB, 0))
+	var logs bytes.Buffer
+	res, s := applyFollowing(t, te, Options{GC: true, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	now := time.Now()
+	for i, step := range []struct {
+		odd        int   // readings that see -1
+		app        int   // the program sets GOGC before the reading; 0: not
+		lim        int64 // MiB
+		gogc       int   // in force after the reading
+		why        string
+		handedOver bool
+	}{
+		{lim: 1024, gogc: 606, why: gcRaised},
+		{odd: 1, lim: 512, gogc: 606, why: gcRaised}, // a transient -1: left to the next reading
+		{lim: 512, gogc: 248, why: gcRaised},         // fitgo's value: still managed
+		{odd: 1, lim: 1024, gogc: 248, why: gcRaised},
+		{lim: 1024, gogc: 606, why: gcRaised},
+		{app: 50, lim: 512, gogc: 50, why: gcRaised}, // the program's: confirmed at the next reading
+		{lim: 1024, gogc: 50, why: gcHandOver, handedOver: true},
+		{app: 16453, lim: 512, gogc: 16453, why: gcHandOver, handedOver: true}, // Status reports what is in force
+	} {
+		odd = step.odd
+		if step.app != 0 {
+			te.gogc.appSet(step.app)
+		}
+		require.True(t, s.tick(s.f, now, memLimits(step.lim*MiB, 0), nil))
+		v, _ := te.gogc.get()
+		assert.Equal(t, step.gogc, v, "reading %d", i)
+		st := res.Status().GC
+		assert.Equal(t, step.gogc, st.GOGC, "reading %d: Status", i)
+		assert.Equal(t, step.why, st.Reason, "reading %d", i)
+		assert.Equal(t, step.handedOver, strings.Contains(logs.String(), "GOGC changed by someone else"), "reading %d", i)
+	}
+}
+
+// TestGCPolicyTransientWrite: the program's read, -1 then its value back,
+// lands between the reading and the policy's write: the write finds -1 and
+// puts it back, and the program's second call then puts fitgo's earlier
+// value back. The policy waits for the next reading, which sees its own
+// value, and goes on.
+func TestGCPolicyTransientWrite(t *testing.T) {
+	live, other := uint64(100*MiB), uint64(10*MiB)
+	te := gcEnv(&live, &other)
+	te.src.set(memLimits(1024*MiB, 0))
+	res, s := applyFollowing(t, te, Options{GC: true})
+	require.True(t, s.tick(s.f, time.Now(), memLimits(1024*MiB, 0), nil))
+	calls, was := 0, 0
+	set := te.env.gogc.set
+	te.env.gogc.set = func(n int) int {
+		switch calls++; calls {
+		case 1: // the program's first call lands before the write
+			was = te.gogc.set(-1)
+		case 2: // and its second after the put-back
+			defer te.gogc.appSet(was)
+		}
+		return set(n)
+	}
+	require.True(t, s.tick(s.f, time.Now(), memLimits(512*MiB, 0), nil))
+	v, _ := te.gogc.get()
+	assert.Equal(t, 606, v, "the program's second call put the earlier value back")
+	assert.Equal(t, gcRaised, res.Status().GC.Reason)
+	require.True(t, s.tick(s.f, time.Now(), memLimits(512*MiB, 0), nil))
+	v, _ = te.gogc.get()
+	assert.Equal(t, 248, v, "still managed")
+	assert.Equal(t, gcRaised, res.Status().GC.Reason)
 }

@@ -187,9 +187,8 @@ type Result struct {
 	// Env is the GOMEMLIMIT environment variable at start-up, "" when unset.
 	Env string
 	// GC is the GC policy (Options.GC), from Fit.Status: On when asked
-	// for, GOGC the value in force at the last reading, Base the program's
-	// GOGC, below which it never goes, Ceiling the heap it aims at (0: none)
-	// and Reason why.
+	// for, GOGC the value in force now, Base the program's GOGC, below which
+	// it never goes, Ceiling the heap it aims at (0: none) and Reason why.
 	GC struct {
 		On         bool
 		GOGC, Base int
