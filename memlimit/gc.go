@@ -18,10 +18,9 @@ import (
 // GOGC below the program's value (the base), so a heap too big for the share
 // runs GOGC's cycles again and the leak guard sees what it sees without the
 // policy; while the guard has steps in force, GOGC is the base. It acts only
-// while fitgo's GOMEMLIMIT is in force, which bounds the heap whatever GOGC
-// says, and stops, giving the base back, when fitgo stops following the
-// limit, a later Apply takes over, or two readings in a row find a GOGC it
-// did not set (one may see a read's -1). docs/gc.md has the measurements.
+// while the GOMEMLIMIT of fitgo's latest Apply is in force, which bounds the
+// heap whatever GOGC says, gives the base back when that ends, and stops when
+// two readings in a row find a GOGC it did not set. docs/gc.md has more.
 const (
 	// gcShare is the share of the available memory the heap goal may reach:
 	// the ceiling of Uber's and ByteDance's tuners, which leaves GOMEMLIMIT's
@@ -30,9 +29,8 @@ const (
 	// heapMinimum is the runtime's least heap goal at GOGC=100; it scales
 	// with GOGC, and bounds the value for a tiny live heap.
 	heapMinimum = 4 << 20
-	// maxGOGC bounds the value far below the runtime's int32, which wraps
-	// (often to off): a cycle per 1,000 × the live heap and 4 GiB at least
-	// costs next to nothing, and GOMEMLIMIT bounds the heap.
+	// maxGOGC bounds the value below the runtime's int32, which wraps (often
+	// to off): a cycle per 1,000 × the live heap costs next to nothing.
 	maxGOGC = 100000
 )
 
@@ -81,7 +79,7 @@ type gcPolicy struct {
 	ceiling  int64
 	why      string
 	logged   bool // the first raise was logged
-	odd      bool // the last reading found a GOGC the policy did not set
+	odd      bool // the last reading found a GOGC not the policy's: the next one tells
 }
 
 // gogcNow is GOGC now, read without setting it.
@@ -159,8 +157,9 @@ func (f *Fit) tuneGC(following bool, want int64, has bool, l memLimit) {
 	var msg string
 	switch p.odd = cur != mine && following && !p.odd; {
 	case p.odd: // someone else's value, or a passing read: the next reading tells
-	case cur != mine:
-		msg = f.handOverGC(g, cur)
+	case cur != mine: // confirmed: someone else's; the owner is f or nil
+		g.owner, p.done, p.why, p.ceiling = nil, true, gcHandOver, 0
+		msg = "fitgo: GOGC changed by someone else; the GC policy stops"
 	case !following:
 		f.stopGCLocked(gcStopped)
 	default:
@@ -194,15 +193,6 @@ func (f *Fit) tuneGC(following bool, want int64, has bool, l memLimit) {
 	}
 }
 
-// handOverGC stops the policy: someone else set GOGC to cur. g.mu is held.
-func (f *Fit) handOverGC(g *gogcKnob, cur int) string {
-	if g.owner == f {
-		g.owner = nil
-	}
-	f.gc.done, f.gc.why, f.gc.ceiling = true, gcHandOver, 0
-	return "fitgo: GOGC changed by someone else; the GC policy stops"
-}
-
 // target is the policy's GOGC for GOMEMLIMIT want (has: fitgo's value is in
 // force) and the available memory l at reading r, with the heap ceiling it
 // aims at and why.
@@ -231,9 +221,8 @@ func (f *Fit) gcResult(r *Result) {
 	if !f.gc.on {
 		return
 	}
-	g := f.env.gogc
-	g.mu.Lock()
-	defer g.mu.Unlock()
+	f.env.gogc.mu.Lock()
+	defer f.env.gogc.mu.Unlock()
 	r.GC.On, r.GC.GOGC, r.GC.Base, r.GC.Ceiling, r.GC.Reason = true, f.gogcNow(), f.gc.base, f.gc.ceiling, f.gc.why
 }
 
