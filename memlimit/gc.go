@@ -7,6 +7,7 @@ import (
 	"runtime/metrics"
 	"strconv"
 	"sync"
+	"time"
 )
 
 // The GC policy (Options.GC, FITGO=gc=auto). GOGC=100 runs a GC cycle each
@@ -20,7 +21,7 @@ import (
 // policy; while the guard has steps in force, GOGC is the base. It acts only
 // while the GOMEMLIMIT of fitgo's latest Apply is in force, which bounds the
 // heap whatever GOGC says, gives the base back when that ends, and stops when
-// two readings in a row find a GOGC it did not set. docs/gc.md has more.
+// the readings find a GOGC it did not set for gcConfirm. docs/gc.md has more.
 const (
 	// gcShare is the share of the available memory the heap goal may reach:
 	// the ceiling of Uber's and ByteDance's tuners, which leaves GOMEMLIMIT's
@@ -32,6 +33,10 @@ const (
 	// maxGOGC bounds the value below the runtime's int32, which wraps (often
 	// to off): a cycle per 1,000 × the live heap costs next to nothing.
 	maxGOGC = 100000
+	// gcConfirm: the policy hands over when the readings find a GOGC it did
+	// not set for this long. The usual read of GOGC, SetGCPercent(-1) and
+	// back, shows -1 until a GC's mark ends, which may outlast a reading.
+	gcConfirm = 500 * time.Millisecond
 )
 
 // The reasons of Result.GC.
@@ -78,8 +83,8 @@ type gcPolicy struct {
 	base     int
 	ceiling  int64
 	why      string
-	logged   bool // the first raise was logged
-	odd      bool // the last reading found a GOGC not the policy's: the next one tells
+	logged   bool      // the first raise was logged
+	odd      time.Time // since when the readings find a GOGC not the policy's; zero: none
 }
 
 // gogcNow is GOGC now, read without setting it.
@@ -136,9 +141,9 @@ func (f *Fit) stopGCLocked(why string) {
 	}
 }
 
-// tuneGC sets GOGC for a reading rd that the knob took (following: fitgo
-// still follows the memory limit). It allocates nothing but for log lines.
-func (f *Fit) tuneGC(following bool, want int64, has bool, l memLimit) {
+// tuneGC sets GOGC for a reading that the knob took at now (following: fitgo
+// still follows the limit). It allocates nothing but for log lines.
+func (f *Fit) tuneGC(now time.Time, following bool, want int64, has bool, l memLimit) {
 	p := &f.gc
 	if !p.on {
 		return
@@ -155,8 +160,10 @@ func (f *Fit) tuneGC(following bool, want int64, has bool, l memLimit) {
 		mine = g.mine
 	}
 	var msg string
-	switch p.odd = cur != mine && following && !p.odd; {
-	case p.odd: // someone else's value, or a passing read: the next reading tells
+	switch odd := cur != mine && following; {
+	case odd && p.odd.IsZero():
+		p.odd = now // someone else's value, or a passing read: later readings tell
+	case odd && now.Sub(p.odd) < gcConfirm:
 	case cur != mine: // confirmed: someone else's; the owner is f or nil
 		g.owner, p.done, p.why, p.ceiling = nil, true, gcHandOver, 0
 		msg = "fitgo: GOGC changed by someone else; the GC policy stops"
@@ -164,6 +171,7 @@ func (f *Fit) tuneGC(following bool, want int64, has bool, l memLimit) {
 		f.stopGCLocked(gcStopped)
 	default:
 		var v int
+		p.odd = time.Time{}
 		v, p.ceiling, p.why = p.target(want, has, l, r)
 		if v > cur && cur > p.base && v-cur < cur/raiseStep {
 			v = cur // hysteresis: raise only by a step worth taking
@@ -172,8 +180,8 @@ func (f *Fit) tuneGC(following bool, want int64, has bool, l memLimit) {
 			break
 		}
 		if prev := g.set(v); prev != cur {
-			g.set(prev) // someone wrote in between: the next reading tells
-			p.odd = true
+			g.set(prev) // someone wrote in between: later readings tell
+			p.odd = now
 			break
 		}
 		if g.owner == nil {

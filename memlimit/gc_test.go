@@ -119,11 +119,12 @@ func TestGCPolicyHandOver(t *testing.T) {
 		te.src.set(memLimits(1024*MiB, 0))
 		var logs bytes.Buffer
 		res, s := applyFollowing(t, te, Options{GC: true, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-		require.True(t, s.tick(s.f, time.Now(), memLimits(1024*MiB, 0), nil))
+		now := time.Now()
+		require.True(t, s.tick(s.f, now, memLimits(1024*MiB, 0), nil))
 		te.gogc.appSet(50)
 		_, sets := te.gogc.get()
-		require.True(t, s.tick(s.f, time.Now(), memLimits(512*MiB, 0), nil))
-		require.True(t, s.tick(s.f, time.Now(), memLimits(1024*MiB, 0), nil))
+		require.True(t, s.tick(s.f, now.Add(time.Second), memLimits(512*MiB, 0), nil))
+		require.True(t, s.tick(s.f, now.Add(2*time.Second), memLimits(1024*MiB, 0), nil)) // confirms it
 		v, sets2 := te.gogc.get()
 		assert.Equal(t, 50, v)
 		assert.Equal(t, sets, sets2, "no write after the hand-over")
@@ -153,8 +154,8 @@ func TestGCPolicyHandOver(t *testing.T) {
 		// The reading is taken before the program's write, and the next
 		// one confirms it.
 		stale = true
-		for _, why := range []string{gcRaised, gcHandOver} {
-			require.True(t, s.tick(s.f, time.Now(), memLimits(1024*MiB, 0), nil))
+		for i, why := range []string{gcRaised, gcHandOver} {
+			require.True(t, s.tick(s.f, time.Unix(int64(i), 0), memLimits(1024*MiB, 0), nil))
 			v, _ := te.gogc.get()
 			assert.Equal(t, 50, v, "the program's value is put back")
 			assert.Equal(t, why, res.Status().GC.Reason)
@@ -380,48 +381,53 @@ func TestGCPolicyFailedApply(t *testing.T) {
 }
 
 // TestGCPolicyTransientRead: a program that reads GOGC the usual way,
-// debug.SetGCPercent(debug.SetGCPercent(-1)), shows -1 for a moment: to a
-// reading, or to the write of a raise. The policy hands over only when the
-// next reading confirms a value it did not set, and Status reports the
-// GOGC in force.
+// debug.SetGCPercent(debug.SetGCPercent(-1)), shows -1 until a GC's mark
+// ends, to one reading or to several 10 ms apart. The policy hands over only
+// when the readings find a value it did not set for gcConfirm, and Status
+// reports the GOGC in force.
 func TestGCPolicyTransientRead(t *testing.T) {
 	live, other := uint64(100*MiB), uint64(10*MiB)
 	te := gcEnv(&live, &other)
-	odd := 0 // readings still to show -1
+	odd := false // the reading shows -1
 	read := te.gc
 	te.gc = func() gcReading {
 		r := read()
-		if odd > 0 {
-			odd, r.gogc = odd-1, -1
+		if odd {
+			r.gogc = -1
 		}
 		return r
 	}
 	te.src.set(memLimits(1024*MiB, 0))
 	var logs bytes.Buffer
 	res, s := applyFollowing(t, te, Options{GC: true, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-	now := time.Now()
+	start := time.Now()
 	for i, step := range []struct {
-		odd        int   // readings that see -1
-		app        int   // the program sets GOGC before the reading; 0: not
-		lim        int64 // MiB
-		gogc       int   // in force after the reading
+		at         time.Duration // of the reading
+		odd        bool          // it shows -1
+		app        int           // the program sets GOGC before the reading; 0: not
+		lim        int64         // MiB
+		gogc       int           // in force after the reading
 		why        string
 		handedOver bool
 	}{
-		{lim: 1024, gogc: 606, why: gcRaised},
-		{odd: 1, lim: 512, gogc: 606, why: gcRaised}, // a transient -1: left to the next reading
-		{lim: 512, gogc: 248, why: gcRaised},         // fitgo's value: still managed
-		{odd: 1, lim: 1024, gogc: 248, why: gcRaised},
-		{lim: 1024, gogc: 606, why: gcRaised},
-		{app: 50, lim: 512, gogc: 50, why: gcRaised}, // the program's: confirmed at the next reading
-		{lim: 1024, gogc: 50, why: gcHandOver, handedOver: true},
-		{app: 16453, lim: 512, gogc: 16453, why: gcHandOver, handedOver: true}, // Status reports what is in force
+		{at: 0, lim: 1024, gogc: 606, why: gcRaised},
+		{at: 1000, odd: true, lim: 512, gogc: 606, why: gcRaised}, // a passing -1: left to later readings
+		{at: 2000, lim: 512, gogc: 248, why: gcRaised},            // fitgo's value: still managed
+		{at: 3000, odd: true, lim: 1024, gogc: 248, why: gcRaised},
+		{at: 3010, odd: true, lim: 1024, gogc: 248, why: gcRaised}, // a long mark
+		{at: 3490, odd: true, lim: 1024, gogc: 248, why: gcRaised},
+		{at: 3500, lim: 1024, gogc: 606, why: gcRaised},
+		{at: 4000, app: 50, lim: 512, gogc: 50, why: gcRaised}, // the program's, to be confirmed
+		{at: 4010, lim: 1024, gogc: 50, why: gcRaised},
+		{at: 4500, lim: 1024, gogc: 50, why: gcHandOver, handedOver: true},
+		{at: 5000, app: 16453, lim: 512, gogc: 16453, why: gcHandOver, handedOver: true}, // Status reports what is in force
 	} {
 		odd = step.odd
 		if step.app != 0 {
 			te.gogc.appSet(step.app)
 		}
-		require.True(t, s.tick(s.f, now, memLimits(step.lim*MiB, 0), nil))
+		require.True(t, s.tick(s.f, start.Add(step.at*time.Millisecond), memLimits(step.lim*MiB, 0), nil))
+		odd = false // the program has put its value back
 		v, _ := te.gogc.get()
 		assert.Equal(t, step.gogc, v, "reading %d", i)
 		st := res.Status().GC

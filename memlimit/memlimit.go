@@ -452,7 +452,7 @@ func (f *Fit) tick(k *knob.Fit[int64, memLimit], now time.Time, lim cgroup.Limit
 	}
 	keep := k.Step(now, rd)
 	if rd.Err == nil || !keep {
-		f.tuneGC(keep, rd.Want, rd.Has, rd.Limit)
+		f.tuneGC(now, keep, rd.Want, rd.Has, rd.Limit)
 	}
 	if keep && gev != guardNone {
 		f.logGuard(gev, rd.Want, rd.Limit)
