@@ -7,6 +7,7 @@ import (
 	"runtime/metrics"
 	"strconv"
 	"sync"
+	"time"
 )
 
 // The GC policy (Options.GC, FITGO=gc=auto). GOGC=100 runs a GC cycle each
@@ -18,9 +19,9 @@ import (
 // GOGC below the program's value (the base), so a heap too big for the share
 // runs GOGC's cycles again and the leak guard sees what it sees without the
 // policy; while the guard has steps in force, GOGC is the base. It acts only
-// while fitgo's GOMEMLIMIT is in force, which bounds the heap whatever GOGC
-// says, and stops, giving the base back, when fitgo stops following the
-// limit or someone else sets GOGC. docs/gc.md has the measurements.
+// while the GOMEMLIMIT of fitgo's latest Apply is in force, which bounds the
+// heap whatever GOGC says, gives the base back when that ends, and stops when
+// the readings find a GOGC it did not set for gcConfirm. docs/gc.md has more.
 const (
 	// gcShare is the share of the available memory the heap goal may reach:
 	// the ceiling of Uber's and ByteDance's tuners, which leaves GOMEMLIMIT's
@@ -29,6 +30,13 @@ const (
 	// heapMinimum is the runtime's least heap goal at GOGC=100; it scales
 	// with GOGC, and bounds the value for a tiny live heap.
 	heapMinimum = 4 << 20
+	// maxGOGC bounds the value below the runtime's int32, which wraps (often
+	// to off): a cycle per 1,000 × the live heap costs next to nothing.
+	maxGOGC = 100000
+	// gcConfirm: the policy hands over when the readings find a GOGC it did
+	// not set for this long. The usual read of GOGC, SetGCPercent(-1) and
+	// back, shows -1 until a GC's mark ends, which may outlast a reading.
+	gcConfirm = 500 * time.Millisecond
 )
 
 // The reasons of Result.GC.
@@ -45,13 +53,13 @@ const (
 	gcUndone    = "undone: GOGC given back"
 )
 
-// gogcKnob is GOGC as fitgo manages it: whose value is in force, and the
-// value from before fitgo.
+// gogcKnob is GOGC as fitgo manages it: the Apply in force (latest), whose
+// value is in force, and the value from before fitgo.
 type gogcKnob struct {
-	mu         sync.Mutex
-	set        func(int) int // debug.SetGCPercent
-	owner      *Fit          // whose value is in force; nil: not fitgo's
-	mine, orig int
+	mu            sync.Mutex
+	set           func(int) int // debug.SetGCPercent
+	latest, owner *Fit          // owner: nil when the value is not fitgo's
+	mine, orig    int
 }
 
 var processGOGC = &gogcKnob{set: debug.SetGCPercent}
@@ -71,11 +79,12 @@ func (g *gogcKnob) giveBack(f *Fit) {
 // gcPolicy is a Fit's state of the policy, Result.GC. on does not change
 // after Apply; the rest is guarded by the gogcKnob's mu.
 type gcPolicy struct {
-	on, done    bool
-	base, value int
-	ceiling     int64
-	why         string
-	logged      bool // the first raise was logged
+	on, done bool
+	base     int
+	ceiling  int64
+	why      string
+	logged   bool      // the first raise was logged
+	odd      time.Time // since when the readings find a GOGC not the policy's; zero: none
 }
 
 // gogcNow is GOGC now, read without setting it.
@@ -89,21 +98,22 @@ func (f *Fit) gogcNow() int {
 }
 
 // startGC starts the policy of an Apply, before its refresh starts. An
-// earlier Apply's value in force is given back first: this one decides.
-func (f *Fit) startGC(o *Options) {
+// Apply that takes the memory limit over (later) stops the earlier one's
+// policy first, giving its value back: this one decides.
+func (f *Fit) startGC(o *Options, later bool) {
 	g := f.env.gogc
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if prev := g.owner; prev != nil {
-		g.giveBack(prev)
-		prev.gc.done, prev.gc.why, prev.gc.value, prev.gc.ceiling = true, "superseded by a later Apply", g.orig, 0
+	if later {
+		g.latest.stopGCLocked("superseded by a later Apply")
+		g.latest = f
 	}
 	if !o.GC {
 		return
 	}
 	cur := f.gogcNow()
 	p := &f.gc
-	p.on, p.base, p.value, p.why = true, cur, cur, gcWaiting
+	p.on, p.base, p.why = true, cur, gcWaiting
 	switch env := f.env.Getenv("GOGC"); {
 	case env != "":
 		p.done, p.why = true, "GOGC="+env+" is set in the environment: left alone"
@@ -118,24 +128,22 @@ func (f *Fit) startGC(o *Options) {
 
 // stopGC ends the policy, giving the value from before fitgo back.
 func (f *Fit) stopGC(why string) {
-	if !f.gc.on {
-		return
-	}
-	g := f.env.gogc
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if !f.gc.done {
+	f.env.gogc.mu.Lock()
+	defer f.env.gogc.mu.Unlock()
+	f.stopGCLocked(why)
+}
+
+// stopGCLocked is stopGC (f may be nil) with the gogcKnob's mu held.
+func (f *Fit) stopGCLocked(why string) {
+	if f != nil && f.gc.on && !f.gc.done {
 		f.gc.done, f.gc.why, f.gc.ceiling = true, why, 0
-		if g.owner == f {
-			f.gc.value = g.orig
-		}
-		g.giveBack(f)
+		f.env.gogc.giveBack(f)
 	}
 }
 
-// tuneGC sets GOGC for a reading rd that the knob took (following: fitgo
-// still follows the memory limit). It allocates nothing but for log lines.
-func (f *Fit) tuneGC(following bool, want int64, has bool, l memLimit) {
+// tuneGC sets GOGC for a reading that the knob took at now (following: fitgo
+// still follows the limit). It allocates nothing but for log lines.
+func (f *Fit) tuneGC(now time.Time, following bool, want int64, has bool, l memLimit) {
 	p := &f.gc
 	if !p.on {
 		return
@@ -152,14 +160,18 @@ func (f *Fit) tuneGC(following bool, want int64, has bool, l memLimit) {
 		mine = g.mine
 	}
 	var msg string
-	switch {
-	case cur != mine:
-		msg = f.handOverGC(g, cur)
+	switch odd := cur != mine && following; {
+	case odd && p.odd.IsZero():
+		p.odd = now // someone else's value, or a passing read: later readings tell
+	case odd && now.Sub(p.odd) < gcConfirm:
+	case cur != mine: // confirmed: someone else's; the owner is f or nil
+		g.owner, p.done, p.why, p.ceiling = nil, true, gcHandOver, 0
+		msg = "fitgo: GOGC changed by someone else; the GC policy stops"
 	case !following:
-		g.giveBack(f)
-		p.done, p.why, p.value, p.ceiling = true, gcStopped, p.base, 0
+		f.stopGCLocked(gcStopped)
 	default:
 		var v int
+		p.odd = time.Time{}
 		v, p.ceiling, p.why = p.target(want, has, l, r)
 		if v > cur && cur > p.base && v-cur < cur/raiseStep {
 			v = cur // hysteresis: raise only by a step worth taking
@@ -168,34 +180,25 @@ func (f *Fit) tuneGC(following bool, want int64, has bool, l memLimit) {
 			break
 		}
 		if prev := g.set(v); prev != cur {
-			g.set(prev)
-			msg = f.handOverGC(g, prev)
+			g.set(prev) // someone wrote in between: later readings tell
+			p.odd = now
 			break
 		}
 		if g.owner == nil {
 			g.orig = cur
 		}
-		g.owner, g.mine, p.value = f, v, v
+		g.owner, g.mine, cur = f, v, v
 		if v == p.base {
 			g.owner = nil
 		} else if !p.logged {
 			p.logged, msg = true, "fitgo: GOGC raised by the GC policy"
 		}
 	}
-	v, ceiling := p.value, p.ceiling
+	ceiling := p.ceiling
 	g.mu.Unlock()
 	if msg != "" && f.log != nil {
-		f.log.Info(msg, "GOGC", v, "heap_ceiling", ceiling, "available", l.bytes)
+		f.log.Info(msg, "GOGC", cur, "heap_ceiling", ceiling, "available", l.bytes)
 	}
-}
-
-// handOverGC stops the policy: someone else set GOGC to cur. g.mu is held.
-func (f *Fit) handOverGC(g *gogcKnob, cur int) string {
-	if g.owner == f {
-		g.owner = nil
-	}
-	f.gc.done, f.gc.why, f.gc.value, f.gc.ceiling = true, gcHandOver, cur, 0
-	return "fitgo: GOGC changed by someone else; the GC policy stops"
 }
 
 // target is the policy's GOGC for GOMEMLIMIT want (has: fitgo's value is in
@@ -214,22 +217,21 @@ func (p *gcPolicy) target(want int64, has bool, l memLimit, r gcReading) (int, i
 	// The runtime's heap goal: live + (live + stacks + globals) × GOGC/100,
 	// and at least heapMinimum × GOGC/100.
 	room := float64(ceiling) - float64(r.other)
-	pct := min((room-float64(r.live))/float64(r.live+r.stacks+r.globals), room/heapMinimum) * 100
+	pct := min((room-float64(r.live))/float64(r.live+r.stacks+r.globals)*100, room/heapMinimum*100, maxGOGC)
 	if pct <= float64(p.base) {
 		return p.base, ceiling, gcFull
 	}
 	return int(pct), ceiling, gcRaised
 }
 
-// gcResult fills in r.GC from the live state.
+// gcResult fills in r.GC from the live state and GOGC now.
 func (f *Fit) gcResult(r *Result) {
 	if !f.gc.on {
 		return
 	}
-	g := f.env.gogc
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	r.GC.On, r.GC.GOGC, r.GC.Base, r.GC.Ceiling, r.GC.Reason = true, f.gc.value, f.gc.base, f.gc.ceiling, f.gc.why
+	f.env.gogc.mu.Lock()
+	defer f.env.gogc.mu.Unlock()
+	r.GC.On, r.GC.GOGC, r.GC.Base, r.GC.Ceiling, r.GC.Reason = true, f.gogcNow(), f.gc.base, f.gc.ceiling, f.gc.why
 }
 
 // gcText is r.GC for String, "" when the policy is off.

@@ -2,6 +2,7 @@ package memlimit
 
 import (
 	"bytes"
+	"context"
 	"log/slog"
 	"strings"
 	"testing"
@@ -118,11 +119,12 @@ func TestGCPolicyHandOver(t *testing.T) {
 		te.src.set(memLimits(1024*MiB, 0))
 		var logs bytes.Buffer
 		res, s := applyFollowing(t, te, Options{GC: true, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-		require.True(t, s.tick(s.f, time.Now(), memLimits(1024*MiB, 0), nil))
+		now := time.Now()
+		require.True(t, s.tick(s.f, now, memLimits(1024*MiB, 0), nil))
 		te.gogc.appSet(50)
 		_, sets := te.gogc.get()
-		require.True(t, s.tick(s.f, time.Now(), memLimits(512*MiB, 0), nil))
-		require.True(t, s.tick(s.f, time.Now(), memLimits(1024*MiB, 0), nil))
+		require.True(t, s.tick(s.f, now.Add(time.Second), memLimits(512*MiB, 0), nil))
+		require.True(t, s.tick(s.f, now.Add(2*time.Second), memLimits(1024*MiB, 0), nil)) // confirms it
 		v, sets2 := te.gogc.get()
 		assert.Equal(t, 50, v)
 		assert.Equal(t, sets, sets2, "no write after the hand-over")
@@ -138,14 +140,26 @@ func TestGCPolicyHandOver(t *testing.T) {
 	})
 	t.Run("racing a reading", func(t *testing.T) {
 		te := gcEnv(&live, &other)
-		te.gc = func() gcReading { return gcReading{live: live, other: other, gogc: 100} } // read before the program's write
+		read, stale := te.gc, false
+		te.gc = func() gcReading {
+			r := read()
+			if stale {
+				stale, r.gogc = false, 100
+			}
+			return r
+		}
 		te.src.set(memLimits(1024*MiB, 0))
 		res, s := applyFollowing(t, te, Options{GC: true})
 		te.gogc.appSet(50)
-		require.True(t, s.tick(s.f, time.Now(), memLimits(1024*MiB, 0), nil))
-		v, _ := te.gogc.get()
-		assert.Equal(t, 50, v, "the program's value is put back")
-		assert.Equal(t, gcHandOver, res.Status().GC.Reason)
+		// The reading is taken before the program's write, and the next
+		// one confirms it.
+		stale = true
+		for i, why := range []string{gcRaised, gcHandOver} {
+			require.True(t, s.tick(s.f, time.Unix(int64(i), 0), memLimits(1024*MiB, 0), nil))
+			v, _ := te.gogc.get()
+			assert.Equal(t, 50, v, "the program's value is put back")
+			assert.Equal(t, why, res.Status().GC.Reason)
+		}
 	})
 	for _, tc := range []struct {
 		name, env string
@@ -278,4 +292,179 @@ func TestGCPolicyTickAllocs(t *testing.T) {
 	assert.Zero(t, testing.AllocsPerRun(1000, func() { live = 300*uint64(MiB) - live; s.tick(s.f, now, lim, nil) }))
 	_, sets := te.gogc.get()
 	assert.Greater(t, sets, 1000, "GOGC moved at each tick")
+}
+
+// TestGCPolicyMaxGOGC: with about 123 TiB available and a live heap under
+// 4 MiB, the runtime's least heap goal would put GOGC past what
+// debug.SetGCPercent takes (an int32: 3,337,859,980 wraps to off). It is
+// held at maxGOGC, which the next reading sees as fitgo's own; Undo gives
+// the program's 100 back.
+func TestGCPolicyMaxGOGC(t *testing.T) {
+	live, other := uint64(MiB), uint64(10*MiB)
+	te := gcEnv(&live, &other)
+	res, s := applyFollowing(t, te, Options{GC: true, UpperLimit: 2e14})
+	for i := range 3 {
+		require.True(t, s.tick(s.f, time.Now(), memLimits(0, 0), nil))
+		v, _ := te.gogc.get()
+		assert.Equal(t, maxGOGC, v, "reading %d", i)
+		st := res.Status().GC
+		assert.Equal(t, maxGOGC, st.GOGC, "reading %d", i)
+		assert.Equal(t, gcRaised, st.Reason, "reading %d", i)
+	}
+	res.Undo()
+	v, _ := te.gogc.get()
+	assert.Equal(t, 100, v, "Undo gives the program's GOGC back")
+}
+
+// blockingHandler is a log handler whose Handle blocks, for a message that
+// contains block, until release is closed, as a blocked stderr pipe does;
+// entered says it is blocked.
+type blockingHandler struct {
+	slog.Handler
+	block            string
+	entered, release chan struct{}
+}
+
+func (h blockingHandler) Handle(ctx context.Context, r slog.Record) error {
+	if strings.Contains(r.Message, h.block) {
+		h.entered <- struct{}{}
+		<-h.release
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+// TestGCPolicySupersededMidTick: Apply B, without the policy, lands while
+// Apply A's tick is blocked in its logger, after A's GOMEMLIMIT step and
+// before its GC step. A's tick must then leave GOGC alone: B is in force,
+// and after B.Undo GOGC is the program's.
+func TestGCPolicySupersededMidTick(t *testing.T) {
+	live, other := uint64(100*MiB), uint64(10*MiB)
+	te := gcEnv(&live, &other)
+	te.src.set(memLimits(1024*MiB, 0))
+	var logs bytes.Buffer
+	h := blockingHandler{Handler: slog.NewTextHandler(&logs, nil), block: "GOMEMLIMIT updated",
+		entered: make(chan struct{}), release: make(chan struct{})}
+	a, s := applyFollowing(t, te, Options{GC: true, Logger: slog.New(h)})
+	done := make(chan bool)
+	go func() { done <- s.tick(s.f, time.Now(), memLimits(512*MiB, 0), nil) }()
+	<-h.entered // A's tick: GOMEMLIMIT stepped, its line blocked
+	b, _ := applyFollowing(t, te, Options{})
+	close(h.release)
+	<-done
+	v, _ := te.gogc.get()
+	assert.Equal(t, 100, v, "A's tick raised GOGC with B in force")
+	b.Undo()
+	v, _ = te.gogc.get()
+	assert.Equal(t, 100, v, "after B.Undo")
+	assert.Equal(t, "superseded by a later Apply", a.Status().GC.Reason)
+	assert.NotContains(t, logs.String(), "fitgo: GOGC raised by the GC policy")
+}
+
+// TestGCPolicyFailedApply: an Apply that fails on invalid options changes
+// nothing: the earlier Apply's policy goes on, with its GOGC.
+func TestGCPolicyFailedApply(t *testing.T) {
+	live, other := uint64(100*MiB), uint64(10*MiB)
+	te := gcEnv(&live, &other)
+	te.src.set(memLimits(1024*MiB, 0))
+	a, s := applyFollowing(t, te, Options{GC: true})
+	require.True(t, s.tick(s.f, time.Now(), memLimits(1024*MiB, 0), nil))
+	for _, o := range []Options{{Policy: Policy{Ratio: 2}}, {GC: true, Policy: Policy{Ratio: 2}, Refresh: time.Hour}} {
+		_, err := Apply(te.opts(o))
+		require.ErrorContains(t, err, "invalid policy")
+		v, _ := te.gogc.get()
+		assert.Equal(t, 606, v)
+		assert.Equal(t, gcRaised, a.Status().GC.Reason)
+	}
+	require.True(t, s.tick(s.f, time.Now(), memLimits(512*MiB, 0), nil))
+	v, _ := te.gogc.get()
+	assert.Equal(t, 248, v, "the earlier Apply's policy still acts")
+}
+
+// TestGCPolicyTransientRead: a program that reads GOGC the usual way,
+// debug.SetGCPercent(debug.SetGCPercent(-1)), shows -1 until a GC's mark
+// ends, to one reading or to several 10 ms apart. The policy hands over only
+// when the readings find a value it did not set for gcConfirm, and Status
+// reports the GOGC in force.
+func TestGCPolicyTransientRead(t *testing.T) {
+	live, other := uint64(100*MiB), uint64(10*MiB)
+	te := gcEnv(&live, &other)
+	odd := false // the reading shows -1
+	read := te.gc
+	te.gc = func() gcReading {
+		r := read()
+		if odd {
+			r.gogc = -1
+		}
+		return r
+	}
+	te.src.set(memLimits(1024*MiB, 0))
+	var logs bytes.Buffer
+	res, s := applyFollowing(t, te, Options{GC: true, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	start := time.Now()
+	for i, step := range []struct {
+		at         time.Duration // of the reading
+		odd        bool          // it shows -1
+		app        int           // the program sets GOGC before the reading; 0: not
+		lim        int64         // MiB
+		gogc       int           // in force after the reading
+		why        string
+		handedOver bool
+	}{
+		{at: 0, lim: 1024, gogc: 606, why: gcRaised},
+		{at: 1000, odd: true, lim: 512, gogc: 606, why: gcRaised}, // a passing -1: left to later readings
+		{at: 2000, lim: 512, gogc: 248, why: gcRaised},            // fitgo's value: still managed
+		{at: 3000, odd: true, lim: 1024, gogc: 248, why: gcRaised},
+		{at: 3010, odd: true, lim: 1024, gogc: 248, why: gcRaised}, // a long mark
+		{at: 3490, odd: true, lim: 1024, gogc: 248, why: gcRaised},
+		{at: 3500, lim: 1024, gogc: 606, why: gcRaised},
+		{at: 4000, app: 50, lim: 512, gogc: 50, why: gcRaised}, // the program's, to be confirmed
+		{at: 4010, lim: 1024, gogc: 50, why: gcRaised},
+		{at: 4500, lim: 1024, gogc: 50, why: gcHandOver, handedOver: true},
+		{at: 5000, app: 16453, lim: 512, gogc: 16453, why: gcHandOver, handedOver: true}, // Status reports what is in force
+	} {
+		odd = step.odd
+		if step.app != 0 {
+			te.gogc.appSet(step.app)
+		}
+		require.True(t, s.tick(s.f, start.Add(step.at*time.Millisecond), memLimits(step.lim*MiB, 0), nil))
+		odd = false // the program has put its value back
+		v, _ := te.gogc.get()
+		assert.Equal(t, step.gogc, v, "reading %d", i)
+		st := res.Status().GC
+		assert.Equal(t, step.gogc, st.GOGC, "reading %d: Status", i)
+		assert.Equal(t, step.why, st.Reason, "reading %d", i)
+		assert.Equal(t, step.handedOver, strings.Contains(logs.String(), "GOGC changed by someone else"), "reading %d", i)
+	}
+}
+
+// TestGCPolicyTransientWrite: the program's read, -1 then its value back,
+// lands between the reading and the policy's write: the write finds -1 and
+// puts it back, and the program's second call then puts fitgo's earlier
+// value back. The policy waits for the next reading, which sees its own
+// value, and goes on.
+func TestGCPolicyTransientWrite(t *testing.T) {
+	live, other := uint64(100*MiB), uint64(10*MiB)
+	te := gcEnv(&live, &other)
+	te.src.set(memLimits(1024*MiB, 0))
+	res, s := applyFollowing(t, te, Options{GC: true})
+	require.True(t, s.tick(s.f, time.Now(), memLimits(1024*MiB, 0), nil))
+	calls, was := 0, 0
+	set := te.env.gogc.set
+	te.env.gogc.set = func(n int) int {
+		switch calls++; calls {
+		case 1: // the program's first call lands before the write
+			was = te.gogc.set(-1)
+		case 2: // and its second after the put-back
+			defer te.gogc.appSet(was)
+		}
+		return set(n)
+	}
+	require.True(t, s.tick(s.f, time.Now(), memLimits(512*MiB, 0), nil))
+	v, _ := te.gogc.get()
+	assert.Equal(t, 606, v, "the program's second call put the earlier value back")
+	assert.Equal(t, gcRaised, res.Status().GC.Reason)
+	require.True(t, s.tick(s.f, time.Now(), memLimits(512*MiB, 0), nil))
+	v, _ = te.gogc.get()
+	assert.Equal(t, 248, v, "still managed")
+	assert.Equal(t, gcRaised, res.Status().GC.Reason)
 }

@@ -82,7 +82,7 @@ func (g *fakeGOGC) set(n int) int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	prev := g.value
-	g.value = n
+	g.value = max(int(int32(n)), -1) // as the runtime keeps it: an int32, negative for off
 	g.sets++
 	return prev
 }

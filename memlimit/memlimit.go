@@ -191,9 +191,8 @@ type Result struct {
 	// Env is the GOMEMLIMIT environment variable at start-up, "" when unset.
 	Env string
 	// GC is the GC policy (Options.GC), from Fit.Status: On when asked
-	// for, GOGC the value in force at the last reading, Base the program's
-	// GOGC, below which it never goes, Ceiling the heap it aims at (0: none)
-	// and Reason why.
+	// for, GOGC the value in force now, Base the program's GOGC, below which
+	// it never goes, Ceiling the heap it aims at (0: none) and Reason why.
 	GC struct {
 		On         bool
 		GOGC, Base int
@@ -326,7 +325,7 @@ func (f *Fit) limit(lim cgroup.Limits) (l memLimit, has bool) {
 // from an earlier one.
 func Apply(o Options) (*Fit, error) {
 	f, d := prepare(&o)
-	f.startGC(&o)
+	f.startGC(&o, d != nil)
 	var out knob.Outcome[int64]
 	f.f, f.loop, out = d.Settle(&f.env.Env, f.res.outcome(), f.tick)
 	f.res.set(out)
@@ -472,7 +471,7 @@ func (f *Fit) tick(k *knob.Fit[int64, memLimit], now time.Time, lim cgroup.Limit
 	}
 	keep := k.Step(now, rd)
 	if rd.Err == nil || !keep {
-		f.tuneGC(keep, rd.Want, rd.Has, rd.Limit)
+		f.tuneGC(now, keep, rd.Want, rd.Has, rd.Limit)
 	}
 	if keep && gev != guardNone {
 		f.logGuard(gev, rd.Want, rd.Limit)

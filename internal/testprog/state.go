@@ -22,6 +22,8 @@ type State struct {
 	HeapGoal          uint64 `json:"heap_goal"`        // the runtime's, at the last GC or GOGC change
 	GCCeiling         int64  `json:"gc_ceiling"`       // memlimit's GC policy: Status().GC
 	GCReason          string `json:"gc_reason,omitempty"`
+	GCStatus          int    `json:"gc_status"`            // Status().GC.GOGC: what memlimit reports in force
+	GOGCReads         int64  `json:"gogc_reads,omitempty"` // reads of GOGC by the command gogcread
 
 	Acks   int    `json:"acks"`             // commands handled so far
 	Report bool   `json:"report,omitempty"` // the line a "report" command asked for

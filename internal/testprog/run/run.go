@@ -12,6 +12,7 @@ import (
 	"runtime/metrics"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/fitgo/fitgo"
@@ -24,7 +25,8 @@ import (
 // per line: "pin" calls runtime.GOMAXPROCS with the current value (as a
 // program that sets it itself would); "setmem N" calls debug.SetMemoryLimit(N);
 // "setgogc N" calls debug.SetGCPercent(N); "gc" runs a GC cycle;
-// "report N" asks for a State with Report set N ms after it; "read PATH"
+// "report N" asks for a State with Report set N ms after it; "undo" calls
+// Undo on the memory limit's Fit of the blank import; "read PATH"
 // reads the file PATH to the end (into the page cache); "map PATH" maps the
 // file PATH shared and reads every page, which stays mapped (shared memory
 // when PATH is on a tmpfs); "churn" starts allocating 1 MiB of garbage at a
@@ -32,7 +34,6 @@ import (
 // Done is the command's name (or its error); so do the commands of Commands.
 // Each command counts in Acks, so
 // that a State shows it was handled. It returns when stdin is closed.
-// It returns when stdin is closed.
 func Run() {
 	rep := fitgo.Startup()
 	start, acks := time.Now(), 0
@@ -57,6 +58,8 @@ func Run() {
 			HeapGoal:          gogc[1].Value.Uint64(),
 			GCCeiling:         ml.GC.Ceiling,
 			GCReason:          ml.GC.Reason,
+			GCStatus:          ml.GC.GOGC,
+			GOGCReads:         gogcReads.Load(),
 			Acks:              acks,
 		}
 	}
@@ -109,6 +112,8 @@ func Run() {
 				}
 			case len(f) == 1 && f[0] == "gc":
 				runtime.GC()
+			case len(f) == 1 && f[0] == "undo":
+				rep.MemLimit.Undo()
 			case len(f) == 2 && f[0] == "report":
 				var n int64
 				if err := json.Unmarshal([]byte(f[1]), &n); err == nil {
@@ -144,9 +149,12 @@ func Run() {
 
 // Commands are more commands, by name, with their arguments: "heap N"
 // allocates N MiB of Go heap, every page written, and keeps it; "heapfree"
-// drops it and returns it to the OS (debug.FreeOSMemory); on Unix, "anon N"
-// maps N MiB of anonymous memory, every page written, and "unanon" unmaps
-// it. A test program adds its own before it calls Run.
+// drops it and returns it to the OS (debug.FreeOSMemory); "gogcread" starts
+// reading GOGC every millisecond the usual way,
+// debug.SetGCPercent(debug.SetGCPercent(-1)), counted in State.GOGCReads, and
+// "gogcread stop" stops it once no read is under way; on
+// Unix, "anon N" maps N MiB of anonymous memory, every page written, and
+// "unanon" unmaps it. A test program adds its own before it calls Run.
 var Commands = map[string]func(args []string) error{
 	"heap": func(args []string) error {
 		n, err := mibs(args)
@@ -164,10 +172,36 @@ var Commands = map[string]func(args []string) error{
 		debug.FreeOSMemory()
 		return nil
 	},
+	"gogcread": func(args []string) error {
+		if len(args) == 1 && args[0] == "stop" {
+			gogcStop <- struct{}{} // taken between two reads
+			return nil
+		}
+		go func() {
+			for {
+				select {
+				case <-gogcStop:
+					return
+				default:
+				}
+				debug.SetGCPercent(debug.SetGCPercent(-1))
+				gogcReads.Add(1)
+				time.Sleep(time.Millisecond)
+			}
+		}()
+		return nil
+	},
 }
 
 // heap is what the command heap keeps.
 var heap [][]byte
+
+// gogcReads counts the reads of the command gogcread, and gogcStop stops
+// them.
+var (
+	gogcReads atomic.Int64
+	gogcStop  = make(chan struct{})
+)
 
 // mibs is the one argument of a command, a positive number of MiB.
 func mibs(args []string) (int, error) {
