@@ -40,7 +40,7 @@ type Options struct {
 	Refresh time.Duration
 	// Context, when not nil, ends the refresh when it is done.
 	Context context.Context
-	// Limits are the limits to fit; nil: Apply reads them (cgroup.Read).
+	// Limits are the limits to fit; nil: Apply reads the CPU controller's (cgroup.ReadOnly).
 	Limits *cgroup.Limits
 	// UpperLimit, when positive, bounds the CPU limit fitgo reads with one
 	// known from outside, in cores, such as a quota on a parent cgroup that
@@ -213,7 +213,7 @@ func Plan(o Options) (Result, error) {
 func prepare(o *Options) (*Fit, *knob.Decision[int, cpuLimit]) {
 	e := o.env
 	if e == nil {
-		e = &env{Env: knob.Process(processKnob), numCPU: (&statusFile{name: "/proc/self/status"}).affinity, rt: systemRuntime()}
+		e = &env{Env: knob.Process(processKnob, nil, "cpu"), numCPU: (&statusFile{name: "/proc/self/status"}).affinity, rt: systemRuntime()}
 	}
 	p := o.Policy.resolved()
 	f := &Fit{env: e, ncpu: e.numCPU(), res: Result{Policy: p, Env: e.Getenv("GOMAXPROCS"),
