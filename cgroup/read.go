@@ -14,7 +14,7 @@ import (
 // Read returns the effective limits of the calling process: ReadFS of the
 // real root, whose files it opens without blocking. Outside Linux the error
 // wraps ErrNoCgroup.
-func Read() (Limits, error) { return ReadFS(dirFS("")) }
+func Read() (Limits, error) { return ReadOnly(nil, "") }
 
 // ReadFS returns the effective limits of the calling process from fsys,
 // rooted at "/", such as an fstest.MapFS or a copied tree; it may be called
@@ -24,7 +24,15 @@ func Read() (Limits, error) { return ReadFS(dirFS("")) }
 // Open too. The error wraps ErrNoCgroup when proc/self/cgroup cannot be read,
 // with zero Limits; else it joins CPU.Err and Memory.Err: bad files of one
 // controller do not hide the other's limit.
-func ReadFS(fsys fs.FS) (Limits, error) {
+func ReadFS(fsys fs.FS) (Limits, error) { return ReadOnly(fsys, "") }
+
+// ReadOnly is ReadFS of one controller, "cpu" or "memory" ("": both), of fsys
+// (nil: the real root, as Read reads it): the other's Limits stay zero and
+// none of its files is read.
+func ReadOnly(fsys fs.FS, controller string) (Limits, error) {
+	if fsys == nil {
+		fsys = dirFS("")
+	}
 	s := &snapshot{fsys: fsys}
 	self, err := s.readAll("/proc/self/cgroup")
 	if err != nil {
@@ -32,6 +40,12 @@ func ReadFS(fsys fs.FS) (Limits, error) {
 	}
 	var lim Limits
 	locate(s, self, &lim)
+	switch controller {
+	case "cpu":
+		lim.Memory = Memory{}
+	case "memory":
+		lim.CPU = CPU{}
+	}
 	return eval(s, lim)
 }
 

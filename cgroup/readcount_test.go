@@ -164,3 +164,38 @@ func cutPrefix(s, prefix string) (string, bool) {
 	}
 	return "", false
 }
+
+// TestReadOnlyReadsItsController: ReadOnly reads the files of its controller
+// and gives its limits as ReadFS does, the other's left zero and unread;
+// ReadEventsDir reads the memory events' files alone and gives the events
+// ReadStatsDir gives.
+func TestReadOnlyReadsItsController(t *testing.T) {
+	full, err := ReadFS(mapFS(v1Tick))
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		controller, other string
+		want              Limits
+	}{
+		{"cpu", "memory", Limits{CPU: full.CPU}},
+		{"memory", "cpu", Limits{Memory: full.Memory}},
+	} {
+		t.Run(tc.controller, func(t *testing.T) {
+			c := &countFS{FS: mapFS(v1Tick), reads: map[string]int{}}
+			lim, err := ReadOnly(c, tc.controller)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, lim)
+			for name := range c.take() {
+				assert.NotContains(t, name, "/"+tc.other, "a file of the other controller")
+			}
+		})
+	}
+	const dir = "/sys/fs/cgroup/memory/pod/app"
+	st, err := ReadStatsDir(mapFS(v1Tick), dir)
+	require.NoError(t, err)
+	c := &countFS{FS: mapFS(v1Tick), reads: map[string]int{}}
+	ev, err := ReadEventsDir(c, dir)
+	require.NoError(t, err)
+	assert.True(t, ev.Memory.HasEvents)
+	assert.Equal(t, st.Memory.Events, ev.Memory.Events)
+	assert.Equal(t, map[string]int{"sys/fs/cgroup/memory/pod/app/memory.failcnt": 1, "sys/fs/cgroup/memory/pod/app/memory.oom_control": 1}, c.take())
+}

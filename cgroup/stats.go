@@ -102,7 +102,20 @@ func (w *Watcher) Stats() (Stats, error) {
 // cgroup.controllers) gives CPU, memory and pressure; a v1 directory gives
 // what its hierarchy's controllers have: CPU in the cpu hierarchy, memory in
 // the memory one.
-func ReadStatsDir(fsys fs.FS, dir string) (Stats, error) {
+func ReadStatsDir(fsys fs.FS, dir string) (Stats, error) { return readDir(fsys, dir, readStats) }
+
+// ReadEventsDir is ReadStatsDir of the memory events alone: Memory.Events
+// and HasEvents, with no other file read.
+func ReadEventsDir(fsys fs.FS, dir string) (Stats, error) {
+	return readDir(fsys, dir, func(w files, lim *Limits) (s Stats, err error) {
+		r := &statReader{w: w}
+		readEvents(&s, lim.Memory.Version, lim.Memory.Dir, r)
+		return s, r.errs
+	})
+}
+
+// readDir gives the hierarchies of the directory dir of fsys to read.
+func readDir(fsys fs.FS, dir string, read func(files, *Limits) (Stats, error)) (Stats, error) {
 	if !path.IsAbs(dir) {
 		return Stats{}, fmt.Errorf("cgroup: ReadStatsDir: %q is not an absolute path", dir)
 	}
@@ -119,7 +132,7 @@ func ReadStatsDir(fsys fs.FS, dir string) (Stats, error) {
 	}
 	var lim Limits
 	lim.CPU.Version, lim.CPU.Dir, lim.Memory.Version, lim.Memory.Dir = v, dir, v, dir
-	return readStats(&snapshot{fsys: fsys}, &lim)
+	return read(&snapshot{fsys: fsys}, &lim)
 }
 
 // statReader reads statistics files and keeps their errors.
@@ -202,13 +215,21 @@ func readMemory(s *Stats, v Version, dir string, r *statReader) {
 	if count(peak) {
 		m.Peak, m.HasPeak = n, true
 	}
+	readEvents(s, v, dir, r)
+}
+
+// readEvents fills s.Memory's Events from the files of dir.
+func readEvents(s *Stats, v Version, dir string, r *statReader) {
+	m := &s.Memory
 	if v == V2 {
 		m.HasEvents = r.read(dir, "memory.events", func(b []byte) error { return parseMemoryEvents(b, s) })
 		return
 	}
-	if count("memory.failcnt") {
-		m.Events.Max, m.HasEvents = uint64(n), true
-	}
+	m.HasEvents = r.read(dir, "memory.failcnt", func(b []byte) error {
+		n, err := parseCount(b, "memory.failcnt", math.MaxInt64)
+		m.Events.Max = uint64(n)
+		return err
+	})
 	r.read(dir, "memory.oom_control", func(b []byte) error {
 		kills, found, err := statValue(b, "oom_kill", math.MaxInt64)
 		if found {

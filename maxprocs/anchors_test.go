@@ -26,7 +26,7 @@ func TestAnchorRulesArePolicies(t *testing.T) {
 			if q > float64(ncpu) {
 				continue // automaxprocs does not cap at the CPU count; the README's host has more
 			}
-			n, _ := (&Fit{}).automaxprocs(cpuLimit{q, lim.CPU.Source})
+			n, _ := (&Fit{}).automaxprocs(lim)
 			assert.Equal(t, n, Policy{Rounding: Floor}.Procs(q, ncpu), "automaxprocs' rule at %v cores on %d CPUs", q, ncpu)
 		}
 	}

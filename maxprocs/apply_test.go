@@ -402,6 +402,6 @@ func TestStartupEnvironment(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, res.Changed)
 	assert.Equal(t, "GOMAXPROCS=2 is set in the environment", res.Reason)
-	e := knob.Process(processKnob)
+	e := knob.Process(processKnob, nil, "cpu")
 	assert.NotNil(t, e.Getenv, "the process's start-up environment")
 }

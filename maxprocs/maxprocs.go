@@ -40,7 +40,7 @@ type Options struct {
 	Refresh time.Duration
 	// Context, when not nil, ends the refresh when it is done.
 	Context context.Context
-	// Limits are the limits to fit; nil: Apply reads them (cgroup.Read).
+	// Limits are the limits to fit; nil: Apply reads the CPU controller's (cgroup.ReadOnly).
 	Limits *cgroup.Limits
 	// UpperLimit, when positive, bounds the CPU limit fitgo reads with one
 	// known from outside, in cores, such as a quota on a parent cgroup that
@@ -85,24 +85,6 @@ type cpuLimit struct {
 // LogValue makes a limit log as its cores and source, as memlimit's does.
 func (l cpuLimit) LogValue() slog.Value {
 	return slog.GroupValue(slog.Float64("cores", l.cores), slog.String("source", l.source))
-}
-
-// cpuLimitOf returns the CPU limit of lim, and whether there is one.
-func cpuLimitOf(lim cgroup.Limits) (cpuLimit, bool) {
-	q, ok := lim.CPUQuota()
-	if !ok {
-		return cpuLimit{}, false
-	}
-	return cpuLimit{q, lim.CPU.Source}, true
-}
-
-// effective is the CPU limit l of a reading (has: there is one) bounded by
-// the upper limit.
-func (f *Fit) effective(l cpuLimit, has bool) (cpuLimit, bool) {
-	if u := f.upper; u.cores > 0 && (!has || u.cores < l.cores) {
-		return u, true
-	}
-	return l, has
 }
 
 // Result is a snapshot of what Apply did, or what Plan would do, and of its
@@ -213,7 +195,7 @@ func Plan(o Options) (Result, error) {
 func prepare(o *Options) (*Fit, *knob.Decision[int, cpuLimit]) {
 	e := o.env
 	if e == nil {
-		e = &env{Env: knob.Process(processKnob), numCPU: (&statusFile{name: "/proc/self/status"}).affinity, rt: systemRuntime()}
+		e = &env{Env: knob.Process(processKnob, nil, "cpu"), numCPU: (&statusFile{name: "/proc/self/status"}).affinity, rt: systemRuntime()}
 	}
 	p := o.Policy.resolved()
 	f := &Fit{env: e, ncpu: e.numCPU(), res: Result{Policy: p, Env: e.Getenv("GOMAXPROCS"),
@@ -235,10 +217,9 @@ func prepare(o *Options) (*Fit, *knob.Decision[int, cpuLimit]) {
 		return f, nil
 	}
 	lim, err := e.Limits(o.Limits)
-	seen, has := f.effective(cpuLimitOf(lim))
+	seen, has, want, def := f.derive(lim)
 	q := seen.cores
 	f.seen, r.CPU, r.Limit, r.Source = seen, lim.CPU, q, seen.source
-	def := e.rt.runtimeDefault(lim, f.ncpu)
 	f.rt.Adopt = [2]int{def, def}
 	cerr := f.cpuErr(lim, err)
 	noCgroup := errors.Is(cerr, cgroup.ErrNoCgroup)
@@ -256,7 +237,7 @@ func prepare(o *Options) (*Fit, *knob.Decision[int, cpuLimit]) {
 		case !has:
 			out.Reason = "no CPU limit"
 		default:
-			if want := p.Procs(q, f.ncpu); want != before {
+			if want != before {
 				out.After, out.Changed = want, true
 			} else {
 				out.Reason = sameReason(want, q, f.ncpu, e.rt)
@@ -302,6 +283,20 @@ func sameReason(n int, q float64, ncpu int, rt goRuntime) string {
 
 func formatCores(q float64) string { return strconv.FormatFloat(q, 'f', -1, 64) + " cores" }
 
+// derive is where a reading lim becomes GOMAXPROCS on f.ncpu CPUs, at Apply,
+// Plan and every tick: the effective limit l, the cgroup's bounded by the
+// upper limit (has: there is one), fitgo's value for it by the policy, and
+// the runtime's own (runtimeDefault).
+func (f *Fit) derive(lim cgroup.Limits) (l cpuLimit, has bool, want, def int) {
+	if q, ok := lim.CPUQuota(); ok {
+		l, has = cpuLimit{q, lim.CPU.Source}, true
+	}
+	if u := f.upper; u.cores > 0 && (!has || u.cores < l.cores) {
+		l, has = u, true
+	}
+	return l, has, f.res.Policy.Procs(l.cores, f.ncpu), f.env.rt.runtimeDefault(lim, f.ncpu)
+}
+
 // tick fits GOMAXPROCS to a reading of the refresh loop. A new CPU limit,
 // and the runtime's default for it, are recorded at once: they tell the
 // runtime's own updates from someone else's changes. When the value moved
@@ -313,29 +308,26 @@ func (f *Fit) tick(k *knob.Fit[int, cpuLimit], now time.Time, lim cgroup.Limits,
 		return k.Step(now, rd)
 	}
 	rt := f.env.rt
-	own, has := cpuLimitOf(lim)
-	cl, has := f.effective(own, has)
 	seen, moved := k.Moved()
-	moved = moved && rt.updates
-	if moved {
+	if moved = moved && rt.updates; moved {
 		f.ncpu = f.env.numCPU()
 	}
+	cl, has, want, def := f.derive(lim)
 	if cl != f.seen || moved {
 		if cl != f.seen {
 			f.changedAt = now
 			f.rt.Adopt[1] = f.rt.Adopt[0]
 		}
 		f.seen = cl
-		f.rt.Adopt[0] = rt.runtimeDefault(lim, f.ncpu)
+		f.rt.Adopt[0] = def
 	}
-	rd.Limit, rd.Has = cl, has
-	rd.Want = f.res.Policy.Procs(cl.cores, f.ncpu)
-	def := f.rt.Adopt[0]
+	rd.Limit, rd.Has, rd.Want = cl, has, want
+	def = f.rt.Adopt[0]
 	f.rt.Seen, f.rt.Wait, f.rt.Default = seen, def == rd.Want && now.Sub(f.changedAt) < runtimeGrace, runtimeContainerSupport && rd.Want == def
 	if rt.updates {
 		rd.Runtime = &f.rt
 	}
-	rd.Other, rd.OtherWhy = f.automaxprocs(own)
+	rd.Other, rd.OtherWhy = f.automaxprocs(lim)
 	return k.Step(now, rd)
 }
 
@@ -343,14 +335,15 @@ func (f *Fit) tick(k *knob.Fit[int, cpuLimit], now time.Time, lim cgroup.Limits,
 // ("" for none): the quota rounded down, at least 1 (it reads the leaf
 // cgroup, which imposes the limit in the cases that matter). The rule's text
 // is made once per limit, so that a tick allocates nothing.
-func (f *Fit) automaxprocs(l cpuLimit) (int, string) {
-	if l.source == "" {
+func (f *Fit) automaxprocs(lim cgroup.Limits) (int, string) {
+	q, ok := lim.CPUQuota()
+	if !ok {
 		return 0, ""
 	}
-	if l.cores != f.otherFor || f.otherWhy == "" {
-		f.otherFor, f.otherWhy = l.cores, "automaxprocs' floor of "+formatCores(l.cores)
+	if q != f.otherFor || f.otherWhy == "" {
+		f.otherFor, f.otherWhy = q, "automaxprocs' floor of "+formatCores(q)
 	}
-	return Policy{Rounding: Floor}.Procs(l.cores, math.MaxInt32), f.otherWhy
+	return Policy{Rounding: Floor}.Procs(q, math.MaxInt32), f.otherWhy
 }
 
 // Status returns a snapshot of the management: the Result of Apply with

@@ -29,6 +29,7 @@ const (
 	// Nearest rounds to the nearest whole number, halves up: 0.5 gives 1,
 	// 1.49 gives 1, 1.5 gives 2.
 	Nearest
+	runtimeCeil // the Go runtime's ceil, exact (no epsilon); not a public rule
 )
 
 // rule is r, or the default rule for the zero Rounding.
@@ -53,6 +54,8 @@ func (r Rounding) round(q float64) int {
 	switch r.rule() {
 	case Ceil:
 		return int(math.Ceil(q - epsilon))
+	case runtimeCeil:
+		return int(math.Ceil(q))
 	case Nearest:
 		return int(math.Floor(q + 0.5 + epsilon))
 	}

@@ -106,6 +106,9 @@ func TestProcs(t *testing.T) {
 		{"ceil 2.0000001", Policy{Rounding: Ceil}, 2.0000001, 8, 2},
 		{"floor 1.9999", Policy{Rounding: Floor}, 1.9999, 8, 1},
 		{"ceil 2.0001", Policy{Rounding: Ceil}, 2.0001, 8, 3},
+		// A microsecond over 2 cores in a 1s period: the runtime's exact
+		// ceil gives 3 (TestRuntimeDefault).
+		{"runtime's rule 2.000001", Policy{Rounding: Ceil, Min: 2}, 2000001.0 / 1000000, 8, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			assert.NoError(t, tc.p.validate())

@@ -3,7 +3,6 @@ package maxprocs
 import (
 	"bytes"
 	"io"
-	"math"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -77,7 +76,7 @@ func (r goRuntime) runtimeDefault(lim cgroup.Limits, ncpu int) int {
 	case lim.CPU.Source != lim.CPU.Dir:
 		return -1
 	}
-	return min(ncpu, max(2, int(math.Ceil(q))))
+	return Policy{Rounding: runtimeCeil, Min: 2}.Procs(q, ncpu)
 }
 
 // statusFile reads the number of CPUs the process may run on now from

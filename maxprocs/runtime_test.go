@@ -81,6 +81,11 @@ func TestRuntimeDefault(t *testing.T) {
 		{"leaf 16", aware, leaf(1600000, 100000, "/sys/fs/cgroup/app"), 8, 8},
 		{"leaf 0.5 on one CPU", aware, leaf(50000, 100000, "/sys/fs/cgroup/app"), 1, 1},
 		{"parent imposes: unknown", aware, leaf(50000, 100000, "/sys/fs/cgroup"), 8, -1},
+		// The runtime's ceil is exact: a microsecond over 2 cores in a 1s
+		// period (the largest) gives 3, where fitgo's Ceil, whose epsilon
+		// is a millionth of a core, gives 2.
+		{"leaf 2.000001", aware, leaf(2000001, 1000000, "/sys/fs/cgroup/app"), 8, 3},
+		{"leaf 1.000001: the minimum", aware, leaf(1000001, 1000000, "/sys/fs/cgroup/app"), 8, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			assert.Equal(t, tc.want, tc.rt.runtimeDefault(tc.lim, tc.ncpu))

@@ -15,7 +15,7 @@ func (f *Fit) readEvents(r *Result) {
 	var st cgroup.Stats
 	switch r.From {
 	case "memory.max", "memory.high", "memory.limit_in_bytes":
-		st, _ = cgroup.ReadStatsDir(f.env.cgroups, r.Source)
+		st, _ = cgroup.ReadEventsDir(f.env.cgroups, r.Source)
 	} // else no limit, MemTotal, or an upper limit from outside: no cgroup
 	r.Events, r.HasEvents = st.Memory.Events, st.Memory.HasEvents
 }

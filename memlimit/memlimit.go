@@ -48,7 +48,7 @@ type Options struct {
 	Refresh time.Duration
 	// Context, when not nil, ends the refresh when it is done.
 	Context context.Context
-	// Limits are the limits to fit; nil: Apply reads them (cgroup.Read).
+	// Limits are the limits to fit; nil: Apply reads the memory controller's (cgroup.ReadOnly).
 	Limits *cgroup.Limits
 	// NoHeadroom fits GOMEMLIMIT to the whole limit instead of to what the
 	// other processes under it leave (Memory.Headroom). The blank import sets
@@ -352,7 +352,7 @@ func Plan(o Options) (Result, error) {
 func prepare(o *Options) (*Fit, *knob.Decision[int64, memLimit]) {
 	e := o.env
 	if e == nil {
-		e = &env{Env: knob.Process(processKnob), fsys: os.DirFS("/"), gogc: processGOGC}
+		e = &env{Env: knob.Process(processKnob, nil, "memory"), fsys: os.DirFS("/"), gogc: processGOGC}
 	}
 	p := o.Policy.resolved()
 	f := &Fit{env: e, res: Result{Policy: p, Env: e.Getenv("GOMEMLIMIT")}, headroom: !o.NoHeadroom, nonGo: !o.NoNonGo, log: o.Logger}

@@ -2,6 +2,7 @@ package knob
 
 import (
 	"context"
+	"io/fs"
 	"log/slog"
 	"runtime"
 	"time"
@@ -20,9 +21,11 @@ type Env[V comparable] struct {
 	Ticks  <-chan time.Time // the refresh loop's ticks; nil: a ticker
 }
 
-// Process is the Env of the process for k.
-func Process[V comparable](k *Knob[V]) Env[V] {
-	return Env[V]{GOOS: runtime.GOOS, Getenv: envvar.Startup(), Knob: k, Read: cgroup.Read, Open: OpenProcess}
+// Process is the Env of the process for k, whose Apply reads the limits of
+// its controller in fsys (nil: the real root) with cgroup.ReadOnly.
+func Process[V comparable](k *Knob[V], fsys fs.FS, controller string) Env[V] {
+	read := func() (cgroup.Limits, error) { return cgroup.ReadOnly(fsys, controller) }
+	return Env[V]{GOOS: runtime.GOOS, Getenv: envvar.Startup(), Knob: k, Read: read, Open: OpenProcess}
 }
 
 // Limits returns the limits to fit: *given, or a reading.
