@@ -452,6 +452,13 @@ func Markdown(w io.Writer, meta Meta, sums []results.Summary) error {
 	if meta.Emulated != "" {
 		fmt.Fprintf(bw, "%s\n\n", EmulatedHeader(meta.Emulated))
 	}
+	if v := Verdict(sums, meta.CPUs); len(v) > 0 {
+		fmt.Fprintf(bw, "## Verdict\n\n")
+		for _, l := range v {
+			fmt.Fprintf(bw, "- %s\n", l)
+		}
+		fmt.Fprintf(bw, "\n## Context\n\n")
+	}
 	kv := [][2]string{
 		{"Command", "`" + meta.Command + "`"},
 		{"Started", meta.Started.UTC().Format(time.RFC3339)},
