@@ -80,11 +80,7 @@ func regret(s results.Summary) string {
 	if math.IsNaN(float64(s.Regret)) || s.RegretBase == "" {
 		return "–"
 	}
-	r := strconv.FormatFloat(float64(s.Regret), 'f', 2, 64) + "x"
-	if !variant.IsStatic(s.RegretBase) {
-		r += "*"
-	}
-	return r
+	return strconv.FormatFloat(float64(s.Regret), 'f', 2, 64) + "x"
 }
 
 // Rule is a GOMAXPROCS rounding rule that the sweep evaluates through its
@@ -139,12 +135,37 @@ func worst(rs []RuleRegret) float64 {
 // at every quota, and the candidate rounding rules' regrets read off the
 // static variants.
 func sweepMarkdown(bw *bufio.Writer, meta Meta, sums []results.Summary) error {
+	statics := slices.ContainsFunc(sums, func(s results.Summary) bool { return variant.IsStatic(s.Variant) })
 	for _, sw := range sweeps(sums) {
-		fmt.Fprintf(bw, "\n## Sweep: %s\n\nMedian p99 request latency in ms and, in brackets, the regret: the p99 over the best static GOMAXPROCS's p99 at that quota.\n\n", sw.title())
 		head := []string{"variant"}
 		for _, st := range sw.settings {
 			head = append(head, strconv.FormatFloat(st.CPUs, 'f', -1, 64)+" CPU")
 		}
+		if !statics {
+			// No static GOMAXPROCS ran: no regret to rank by, only the p99s.
+			fmt.Fprintf(bw, "\n## p99 by CPU quota: %s\n\nMedian p99 request latency in ms, (min–max) where the runs differ.\n\n", sw.title())
+			tableHead(bw, head)
+			for _, v := range variantsOf(sums) {
+				if !slices.ContainsFunc(sw.settings, func(st results.Setting) bool { _, ok := find(sums, st, v); return ok }) {
+					continue
+				}
+				row := []string{v}
+				for _, st := range sw.settings {
+					s, ok := find(sums, st, v)
+					switch {
+					case !ok:
+						row = append(row, "–")
+					case s.AllKilled():
+						row = append(row, "OOM-killed")
+					default:
+						row = append(row, withRange(s, "latency_p99_ms", s.LatencyP99MS, ms))
+					}
+				}
+				fmt.Fprintf(bw, "| %s |\n", strings.Join(row, " | "))
+			}
+			continue
+		}
+		fmt.Fprintf(bw, "\n## Sweep: %s\n\nMedian p99 request latency in ms and, in brackets, the regret: the p99 over the best static GOMAXPROCS's p99 at that quota.\n\n", sw.title())
 		head = append(head, "worst regret")
 		tableHead(bw, head)
 		for _, v := range variantsOf(sums) {
