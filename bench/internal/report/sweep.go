@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"fmt"
 	"math"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -259,34 +258,41 @@ func ratio(v float64) string {
 }
 
 // WriteSweepChart draws, for each sweep, the median p99 latency against the
-// CPU quota, one line per variant (static variants dashed), on a log scale,
-// one panel per load, and writes it as a PNG to path.
+// CPU quota with min–max whiskers over the runs, one line per variant in a
+// colour of its own (static variants dashed), on a log scale, one panel per
+// load, with the legend in a column on the right, and writes it as a PNG to
+// path.
 func WriteSweepChart(path string, sums []results.Summary) error {
 	sws := sweeps(sums)
 	if len(sws) == 0 {
 		return fmt.Errorf("no setting has several CPU quotas")
 	}
 	names := variantsOf(sums)
+	legend := newLegend()
+	legend.TextStyle.Font.Size = font.Length(9)
 	plots := make([][]*plot.Plot, 1)
-	for _, sw := range sws {
+	for k, sw := range sws {
 		p := plot.New()
 		p.Title.Text = sw.title() + ": p99 request latency"
 		p.X.Label.Text = "CPU quota (cores)"
-		p.Y.Label.Text = "p99 ms (median over runs, log scale)"
+		p.Y.Label.Text = "p99 ms (median, min–max; log scale)"
 		p.Y.Scale = plot.LogScale{}
 		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
 		p.Add(plotter.NewGrid())
-		p.Legend.Top = true
-		p.Legend.Left = true
-		p.Legend.TextStyle.Font.Size = font.Length(8)
 		lo, hi := math.Inf(1), 0.0
 		for i, v := range names {
 			var xys plotter.XYs
+			var w errPoints
 			for _, st := range sw.settings {
-				if s, ok := find(sums, st, v); ok && s.LatencyP99MS > 0 {
-					xys = append(xys, plotter.XY{X: st.CPUs, Y: float64(s.LatencyP99MS)})
-					lo, hi = min(lo, float64(s.LatencyP99MS)), max(hi, float64(s.LatencyP99MS))
+				s, ok := find(sums, st, v)
+				if !ok || !(s.LatencyP99MS > 0) {
+					continue
 				}
+				y := float64(s.LatencyP99MS)
+				ylo, yhi := spread(s, "latency_p99_ms", s.LatencyP99MS)
+				xys = append(xys, plotter.XY{X: st.CPUs, Y: y})
+				w = append(w, errPoint{x: st.CPUs, y: y, ylo: ylo, yhi: yhi})
+				lo, hi = min(lo, ylo), max(hi, yhi)
 			}
 			if len(xys) == 0 {
 				continue
@@ -295,36 +301,39 @@ func WriteSweepChart(path string, sums []results.Summary) error {
 			if err != nil {
 				return err
 			}
-			l.Color = plotutil.Color(i)
-			l.Width = vg.Points(1.5)
+			l.Color = palette[i%len(palette)]
+			l.Width = vg.Points(1.8)
 			pts.Color = l.Color
 			pts.Shape = plotutil.Shape(i)
 			if variant.IsStatic(v) {
-				l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
-				l.Width = vg.Points(2.5)
+				l.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
 			}
-			p.Add(l, pts)
-			p.Legend.Add(v, l, pts)
+			eb, err := plotter.NewYErrorBars(w)
+			if err != nil {
+				return err
+			}
+			eb.Color = l.Color
+			p.Add(l, pts, eb)
+			if k == 0 {
+				legend.Add(v, l, pts)
+			}
 		}
 		if hi > 0 {
-			p.Y.Min, p.Y.Max = lo/1.5, hi*4 // room above for the legend
+			p.Y.Min, p.Y.Max = lo/1.3, hi*1.3
 		}
+		first, last := sw.settings[0].CPUs, sw.settings[len(sw.settings)-1].CPUs
+		p.X.Min, p.X.Max = first-0.05*(last-first), last+0.05*(last-first) // the end points off the axes
 		plots[0] = append(plots[0], p)
 	}
 	const panel = 6.5 * vg.Inch
-	img := vgimg.New(panel*vg.Length(len(plots[0])), 5*vg.Inch)
+	img := vgimg.New(panel*vg.Length(len(plots[0]))+legendWidth, 5*vg.Inch)
 	tiles := draw.Tiles{Rows: 1, Cols: len(plots[0]), PadX: vg.Inch / 3, PadTop: vg.Inch / 8, PadBottom: vg.Inch / 8, PadLeft: vg.Inch / 8, PadRight: vg.Inch / 4}
-	canvases := plot.Align(plots, tiles, draw.New(img))
-	for j := range plots[0] {
-		plots[0][j].Draw(canvases[0][j])
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(f); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return drawWithLegend(path, img, plots, tiles, legend)
 }
+
+// errPoints are points with min–max ranges on both axes.
+type errPoints []errPoint
+
+func (e errPoints) Len() int                        { return len(e) }
+func (e errPoints) XY(i int) (float64, float64)     { return e[i].x, e[i].y }
+func (e errPoints) YError(i int) (float64, float64) { return e[i].y - e[i].ylo, e[i].yhi - e[i].y }
