@@ -26,9 +26,13 @@ import (
 	"github.com/fitgo/fitgo/cgroup"
 )
 
-// realHost opens the real cgroup hierarchy, or skips the test with the reason.
+// realHost opens the real cgroup hierarchy, or skips the test with the
+// reason: also under -short, the contributor's loop.
 func realHost(t *testing.T) *Host {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("runs in real cgroups; skipped with -short")
+	}
 	if runtime.GOOS != "linux" {
 		t.Skip("real cgroups need Linux")
 	}
