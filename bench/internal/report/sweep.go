@@ -277,9 +277,10 @@ func WriteSweepChart(path string, sums []results.Summary) error {
 		p.X.Label.Text = "CPU quota (cores)"
 		p.Y.Label.Text = "p99 ms (median, min–max; log scale)"
 		p.Y.Scale = plot.LogScale{}
-		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+		p.Y.Tick.Marker = ticksIn{plot.LogTicks{Prec: -1}}
 		p.Add(plotter.NewGrid())
 		lo, hi := math.Inf(1), 0.0
+		dodge := 0.012 * (sw.settings[len(sw.settings)-1].CPUs - sw.settings[0].CPUs)
 		for i, v := range names {
 			var xys plotter.XYs
 			var w errPoints
@@ -291,7 +292,9 @@ func WriteSweepChart(path string, sums []results.Summary) error {
 				y := float64(s.LatencyP99MS)
 				ylo, yhi := spread(s, "latency_p99_ms", s.LatencyP99MS)
 				xys = append(xys, plotter.XY{X: st.CPUs, Y: y})
-				w = append(w, errPoint{x: st.CPUs, y: y, ylo: ylo, yhi: yhi})
+				// The whiskers side by side, a little apart, not on one line.
+				x := st.CPUs + dodge*(float64(i)-float64(len(names)-1)/2)
+				w = append(w, errPoint{x: x, y: y, ylo: ylo, yhi: yhi})
 				lo, hi = min(lo, ylo), max(hi, yhi)
 			}
 			if len(xys) == 0 {
@@ -337,3 +340,17 @@ type errPoints []errPoint
 func (e errPoints) Len() int                        { return len(e) }
 func (e errPoints) XY(i int) (float64, float64)     { return e[i].x, e[i].y }
 func (e errPoints) YError(i int) (float64, float64) { return e[i].y - e[i].ylo, e[i].yhi - e[i].y }
+
+// ticksIn keeps a ticker's ticks within the axis: LogTicks adds one at the
+// next power of ten, and the plot makes room for its label above the data.
+type ticksIn struct{ plot.Ticker }
+
+func (t ticksIn) Ticks(min, max float64) []plot.Tick {
+	var out []plot.Tick
+	for _, k := range t.Ticker.Ticks(min, max) {
+		if k.Value >= min && k.Value <= max {
+			out = append(out, k)
+		}
+	}
+	return out
+}

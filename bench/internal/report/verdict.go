@@ -59,7 +59,7 @@ func busyVerdict(group []results.Summary, ncpu int) string {
 	if ncpu > 0 {
 		on = fmt.Sprintf(" on %d CPUs", ncpu)
 	}
-	return fmt.Sprintf(" Busy host: %d of %d runs shared the CPUs with other work (load average up to %.1f%s), so these figures are noisy.", busy, runs, load, on)
+	return fmt.Sprintf(" Busy host: %d of %d runs competed with other work (load average up to %.1f%s): noisy.", busy, runs, load, on)
 }
 
 func pick(group []results.Summary, name string) (results.Summary, bool) {

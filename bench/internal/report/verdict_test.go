@@ -61,7 +61,7 @@ func TestVerdict(t *testing.T) {
 		runs: cpuRuns([3]results.Float{70, 142, 150}, [3]results.Float{90, 100, 145}, true),
 		want: []string{"At 0.5 CPU fitgo's p99 was 1.42× the runtime's (142 against 100 ms): within noise, the ranges of the runs overlap. " +
 			"GOMAXPROCS 1 against 2; throttled in 10.0% of CFS periods against 40.0%. " +
-			"Busy host: 3 of 6 runs shared the CPUs with other work (load average up to 3.5 on 2 CPUs), so these figures are noisy."},
+			"Busy host: 3 of 6 runs competed with other work (load average up to 3.5 on 2 CPUs): noisy."},
 	}, {
 		name: "kills",
 		runs: shared(),
