@@ -285,3 +285,34 @@ func TestSharedAndLeakTables(t *testing.T) {
 	assert.Contains(t, bt.String(), "BenchmarkLocal/scenario=shared/cpus=0/mem=512Mi/layout=sibling/sidecar=200Mi/variant=fitgo\t800\t")
 	assert.Contains(t, bt.String(), "65 limit-window-s\t0.61 window-gc-cpu-fraction\t42 window-p99-ms")
 }
+
+// TestHeadingsMatchWhatRan: without a static variant the report has no
+// "Sweep" and no regret, footnotes only for the columns shown, main tables
+// of at most 8 columns, and stdout lines that fit a terminal.
+func TestHeadingsMatchWhatRan(t *testing.T) {
+	var cpuOnly []results.Run
+	for _, r := range sampleRuns() {
+		if r.Scenario == "cpu" {
+			cpuOnly = append(cpuOnly, r)
+		}
+	}
+	sums := results.Summarize(cpuOnly)
+	var md bytes.Buffer
+	require.NoError(t, Markdown(&md, Meta{Runner: "local", CPUs: 2}, sums))
+	out := md.String()
+	assert.Contains(t, out, "## p99 by CPU quota: cpu, fixed work per request")
+	for _, absent := range []string{"Sweep", "static", "regret", "Memory events are", "In the leak scenario", "CPU and memory pressure"} {
+		assert.NotContains(t, out, absent)
+	}
+	assert.Contains(t, out, "Throttled periods are", "the footnote of a column shown")
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "| variant | GOMAXPROCS") {
+			assert.LessOrEqual(t, strings.Count(l, " | ")+1, 8, l)
+		}
+	}
+	var text bytes.Buffer
+	require.NoError(t, Table(&text, sums))
+	for _, l := range strings.Split(text.String(), "\n") {
+		assert.LessOrEqual(t, len([]rune(l)), 120, l)
+	}
+}
