@@ -769,7 +769,7 @@ func (r *runner) run(ctx context.Context) ([]results.Run, error) {
 					busy = fmt.Sprintf(" · busy host (load %.1f)", run.HostLoad)
 				}
 				r.logf("[%*d/%d] %s · %-25s round %d/%d: %s%s · ETA %v", len(strconv.Itoa(total)), i, total,
-					st, v.Name, round, o.Runs, describeRun(run), busy, eta)
+					report.ShortTitle(st.results()), v.Name, round, o.Runs, describeRun(run), busy, eta)
 			}
 		}
 	}

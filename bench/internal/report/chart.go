@@ -192,7 +192,7 @@ func bars(p *plot.Plot, group []results.Summary, x0 float64, width vg.Length, c 
 }
 
 func latencyPlot(st results.Setting, group []results.Summary, legend *plot.Legend, first bool) (*plot.Plot, error) {
-	p := basePlot(shortTitle(st)+": request latency", "ms", group)
+	p := basePlot(ShortTitle(st)+": request latency", "ms", group)
 	// p50 is left out: on an axis that holds the p99.9 of a throttled
 	// run it is a line no one can see (report.md's appendix has it).
 	series := []struct {
@@ -337,9 +337,10 @@ func (whiskerThumb) Thumbnail(c *draw.Canvas) {
 	c.StrokeLine2(sty, x-vg.Points(3), c.Max.Y, x+vg.Points(3), c.Max.Y)
 }
 
-// shortTitle names a setting in a few words, for a chart panel: "cpu: 0.5
-// CPU", "shared, coprocess: 512 MiB, 200 MiB sidecar".
-func shortTitle(st results.Setting) string {
+// ShortTitle names a setting in a few words, for a chart panel or a
+// progress line: "cpu: 0.5 CPU", "shared, coprocess: 512 MiB, 200 MiB
+// sidecar".
+func ShortTitle(st results.Setting) string {
 	var parts []string
 	if st.CPUs > 0 {
 		parts = append(parts, strconv.FormatFloat(st.CPUs, 'f', -1, 64)+" CPU")
