@@ -329,8 +329,12 @@ func TestRealShared(t *testing.T) {
 		"-variants", "untuned,oracle-headroom", "-out", out,
 	}, &stdout, io.MultiWriter(&stderr, testLog{t}))
 	require.Equal(t, 0, code, stderr.String())
-	assert.Contains(t, stdout.String(), "shared: no CPU quota, memory limit 128 MiB on the parent, shared with a 48 MiB sidecar in a sibling cgroup")
-	assert.Contains(t, stdout.String(), "memory events")
+	assert.Contains(t, stdout.String(), "shared: no CPU quota, memory limit 128 MiB on the parent, shared with a 48 MiB sidecar in a sibling\n  cgroup",
+		"stdout's title, wrapped at 100 columns")
+	md, err := os.ReadFile(filepath.Join(out, report.ReportFile))
+	require.NoError(t, err)
+	assert.Contains(t, string(md), "## shared: no CPU quota, memory limit 128 MiB on the parent, shared with a 48 MiB sidecar in a sibling cgroup")
+	assert.Contains(t, string(md), " | memory events |", "the memory events, in report.md's appendix")
 
 	var runs []results.Run
 	b, err := os.ReadFile(filepath.Join(out, report.RunsFile))
