@@ -294,7 +294,9 @@ func WriteSweepChart(path string, sums []results.Summary) error {
 				xys = append(xys, plotter.XY{X: st.CPUs, Y: y})
 				// The whiskers side by side, a little apart, not on one line.
 				x := st.CPUs + dodge*(float64(i)-float64(len(names)-1)/2)
-				w = append(w, errPoint{x: x, y: y, ylo: ylo, yhi: yhi})
+				if ylo < yhi {
+					w = append(w, errPoint{x: x, y: y, ylo: ylo, yhi: yhi})
+				}
 				lo, hi = min(lo, ylo), max(hi, yhi)
 			}
 			if len(xys) == 0 {
@@ -311,12 +313,15 @@ func WriteSweepChart(path string, sums []results.Summary) error {
 			if variant.IsStatic(v) {
 				l.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
 			}
-			eb, err := plotter.NewYErrorBars(w)
-			if err != nil {
-				return err
+			p.Add(l, pts)
+			if len(w) > 0 {
+				eb, err := plotter.NewYErrorBars(w)
+				if err != nil {
+					return err
+				}
+				eb.Color = l.Color
+				p.Add(eb)
 			}
-			eb.Color = l.Color
-			p.Add(l, pts, eb)
 			if k == 0 {
 				legend.Add(v, l, pts)
 			}
@@ -341,16 +346,22 @@ func (e errPoints) Len() int                        { return len(e) }
 func (e errPoints) XY(i int) (float64, float64)     { return e[i].x, e[i].y }
 func (e errPoints) YError(i int) (float64, float64) { return e[i].y - e[i].ylo, e[i].yhi - e[i].y }
 
-// ticksIn keeps a ticker's ticks within the axis: LogTicks adds one at the
-// next power of ten, and the plot makes room for its label above the data.
+// ticksIn keeps a ticker's ticks within the axis (LogTicks adds one at the
+// next power of ten, and the plot makes room for its label above the data)
+// and labels the 2s and 5s too, so that an axis within a decade has more
+// than one figure on it.
 type ticksIn struct{ plot.Ticker }
 
 func (t ticksIn) Ticks(min, max float64) []plot.Tick {
 	var out []plot.Tick
 	for _, k := range t.Ticker.Ticks(min, max) {
-		if k.Value >= min && k.Value <= max {
-			out = append(out, k)
+		if k.Value < min || k.Value > max {
+			continue
 		}
+		if m := k.Value / math.Pow10(int(math.Floor(math.Log10(k.Value)+1e-9))); k.Label == "" && (math.Abs(m-2) < 1e-6 || math.Abs(m-5) < 1e-6) {
+			k.Label = strconv.FormatFloat(k.Value, 'g', -1, 64)
+		}
+		out = append(out, k)
 	}
 	return out
 }
