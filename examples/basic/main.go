@@ -36,8 +36,8 @@ func main() {
 	printNow := func() {
 		mp, ml := r.MaxProcs.Status(), r.MemLimit.Status()
 		fmt.Printf("now: GOMAXPROCS %d (%s), GOMEMLIMIT %s (%s)\n",
-			runtime.GOMAXPROCS(0), following(mp.Following, mp.Reason),
-			bytes(debug.SetMemoryLimit(-1)), following(ml.Following, ml.Reason))
+			runtime.GOMAXPROCS(0), following(mp.Following, mp.Limit > 0, mp.Reason),
+			bytes(debug.SetMemoryLimit(-1)), following(ml.Following, ml.Limit > 0, ml.Reason))
 	}
 	printNow()
 	if *watch <= 0 {
@@ -52,9 +52,14 @@ func main() {
 	}
 }
 
-func following(on bool, reason string) string {
-	if on {
+// following says whether fitgo follows the limit: with one, it tracks it;
+// without one, it watches for one to appear (a resize that adds a limit).
+func following(on, limited bool, reason string) string {
+	switch {
+	case on && limited:
 		return "following the limit"
+	case on:
+		return reason + "; watching for one"
 	}
 	return "not following: " + reason
 }

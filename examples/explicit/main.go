@@ -27,9 +27,9 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 
-	// GOMAXPROCS: round the CPU limit down, but keep a quarter of a core for
-	// a sidecar and never go above 8. Follow resizes every second until ctx
-	// is done.
+	// GOMAXPROCS: round the CPU limit up (the default rule, ceil), but keep
+	// a quarter of a core for a sidecar and never go above 8. Follow resizes
+	// every second until ctx is done.
 	procs, err := maxprocs.Apply(maxprocs.Options{
 		Policy:  maxprocs.Policy{Reserve: 0.25, Max: 8},
 		Logger:  logger,
@@ -61,13 +61,7 @@ func main() {
 	logger.Info("fitted", "maxprocs", p, "memlimit", m)
 	out := json.NewEncoder(os.Stdout)
 	out.SetIndent("", "  ")
-	out.Encode(map[string]any{
-		"maxprocs": map[string]any{"before": p.Before, "after": p.After, "changed": p.Changed,
-			"cpu_limit": p.Limit, "source": p.Source, "policy": p.Policy, "reason": p.Reason,
-			"runtime": p.Runtime},
-		"memlimit": map[string]any{"before": m.Before, "after": m.After, "changed": m.Changed,
-			"memory_limit": m.Limit, "source": m.Source, "from": m.From, "policy": m.Policy, "reason": m.Reason},
-	})
+	out.Encode(summary(p, m))
 
 	if *run > 0 {
 		select {
@@ -75,5 +69,18 @@ func main() {
 		case <-time.After(*run):
 		}
 		logger.Info("status", "maxprocs_updates", procs.Status().Updates, "memlimit_updates", mem.Status().Updates)
+	}
+}
+
+// summary is the JSON the example prints: the results' fields, with the
+// policies as the words fitgo logs them in ("ceil, min 1, max 8, …"), not
+// as their numeric fields.
+func summary(p maxprocs.Result, m memlimit.Result) map[string]any {
+	return map[string]any{
+		"maxprocs": map[string]any{"before": p.Before, "after": p.After, "changed": p.Changed,
+			"cpu_limit": p.Limit, "source": p.Source, "policy": p.Policy.String(), "reason": p.Reason,
+			"runtime": p.Runtime},
+		"memlimit": map[string]any{"before": m.Before, "after": m.After, "changed": m.Changed,
+			"memory_limit": m.Limit, "source": m.Source, "from": m.From, "policy": m.Policy.String(), "reason": m.Reason},
 	}
 }

@@ -428,8 +428,10 @@ func envNote(v *string) string {
 	return fmt.Sprintf(" (env %q)", *v)
 }
 
-// bytesString prints n in the largest binary unit that divides it evenly, or
-// "off" for the runtime's "no limit" value.
+// bytesString prints n in GiB or MiB where one divides it evenly, else in
+// MiB with one decimal and the exact count (KiB only below 1 MiB, so that
+// every figure reads in the unit the rest of fitgo uses), or "off" for the
+// runtime's "no limit" value.
 func bytesString(n int64) string {
 	if n == 1<<63-1 {
 		return "off"
@@ -438,7 +440,7 @@ func bytesString(n int64) string {
 		s string
 		v int64
 	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
-		if n >= u.v && n%u.v == 0 {
+		if n >= u.v && n%u.v == 0 && (u.s != "KiB" || n < 1<<20) {
 			return fmt.Sprintf("%d %s", n/u.v, u.s)
 		}
 	}

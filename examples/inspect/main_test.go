@@ -25,6 +25,7 @@ func TestBytesString(t *testing.T) {
 		{512 << 20, "512 MiB"},
 		{2 << 30, "2 GiB"},
 		{4096, "4 KiB"},
+		{682016 << 10, "666.0 MiB (698384384 bytes)"}, // a usage in KiB read as MiB, as the rest of fitgo prints it
 		{483183820, "460.8 MiB (483183820 bytes)"},
 		{1000, "1000 bytes"},
 		{0, "0 bytes"},

@@ -69,6 +69,9 @@ func TestWatchTicks(t *testing.T) {
 // TestWatchInterrupt runs the built program with -watch and interrupts it
 // after its first line, as Ctrl-C does: it ends with status 0.
 func TestWatchInterrupt(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the program; skipped with -short")
+	}
 	if _, err := cgroup.Read(); errors.Is(err, cgroup.ErrNoCgroup) {
 		t.Skipf("skipped: no cgroup here: %v", err)
 	}

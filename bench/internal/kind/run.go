@@ -1175,7 +1175,11 @@ func goVersion(runs []results.Run) string {
 // writeReport prints the table and writes the files at the end of the
 // benchmark; stopped: it ended early (the caller has the error).
 func (r *Runner) writeReport(start time.Time, runs []results.Run, stopped bool) error {
-	if err := report.Table(r.Stdout, results.Summarize(runs)); err != nil {
+	sums := results.Summarize(runs)
+	if err := report.WriteVerdict(r.Stdout, sums, 0); err != nil {
+		return err
+	}
+	if err := report.Table(r.Stdout, sums); err != nil {
 		return err
 	}
 	if err := r.writeFiles(start, runs); err != nil {

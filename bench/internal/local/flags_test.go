@@ -19,16 +19,35 @@ import (
 func TestFlagsAndSettings(t *testing.T) {
 	o, err := parseFlags(nil, io.Discard)
 	require.NoError(t, err)
-	assert.Equal(t, []string{ScenarioCPU}, o.Scenarios)
+	assert.Equal(t, []string{ScenarioCPU, ScenarioMemory, ScenarioShared}, o.Scenarios, "the default job")
 	assert.Equal(t, DefaultRuns, o.Runs)
 	assert.Equal(t, DefaultDuration, o.Duration)
-	assert.Len(t, o.Variants, 6)
+	assert.Equal(t, []string{"runtime", "env", "automaxprocs+automemlimit", "fitgo"}, names(o.Variants))
 	assert.Equal(t, "go run -C bench . local", o.Command)
 	sets, err := o.settings()
 	require.NoError(t, err)
-	require.Len(t, sets, 3)
+	assert.Equal(t, []setting{
+		{scenario: "cpu", cpus: 0.5, heapMiB: 100},
+		{scenario: "cpu", cpus: 1.5, heapMiB: 100},
+		{scenario: "memory", memory: 256 << 20, heapMiB: 154},
+		{scenario: "shared", memory: 512 << 20, heapMiB: 187, layout: LayoutCoprocess, sidecar: 200 << 20},
+	}, sets)
+
+	o, err = parseFlags([]string{"-scenario", "cpu"}, io.Discard)
+	require.NoError(t, err)
+	assert.Len(t, o.Variants, 6, "-scenario keeps the rest: all variants")
+	sets, err = o.settings()
+	require.NoError(t, err)
+	require.Len(t, sets, 3, "and every quota")
 	assert.Equal(t, setting{scenario: "cpu", cpus: 0.5, heapMiB: 100}, sets[0])
 	assert.Equal(t, setting{scenario: "cpu", cpus: 1.5, heapMiB: 100}, sets[2])
+
+	o, err = parseFlags([]string{"-cpus", "1", "-variants", "fitgo"}, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"fitgo"}, names(o.Variants), "the default job keeps the flags given")
+	sets, err = o.settings()
+	require.NoError(t, err)
+	assert.Equal(t, setting{scenario: "cpu", cpus: 1, heapMiB: 100}, sets[0])
 
 	o, err = parseFlags([]string{"-scenario", "all", "-runs", "1", "-variants", "untuned,fitgo", "-duration", "2s"}, io.Discard)
 	require.NoError(t, err)
@@ -173,4 +192,12 @@ func TestPrebuilt(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "untuned"), []byte("x"), 0o644))
 	_, err = prebuilt(dir, vs, true)
 	require.ErrorContains(t, err, "not an executable file")
+}
+
+func names(vs []variant.Variant) []string {
+	var out []string
+	for _, v := range vs {
+		out = append(out, v.Name)
+	}
+	return out
 }

@@ -69,9 +69,16 @@ func inProcess(layout string) (via string, ok bool) {
 // with fewer, whether a run's cycles happen to be throttled decides its p99,
 // and runs of the same variant differ by a factor of ten.
 const (
-	DefaultCPUs       = "0.5,1,1.5"
-	DefaultNestedCPUs = "1"
-	DefaultMemory     = "256Mi"
+	DefaultCPUs = "0.5,1,1.5"
+	// The default job (no -scenario): a short cpu pass at DefaultJobCPUs,
+	// the memory scenario, and the shared scenario with a co-process, for
+	// the DefaultJobVariants: about 10 minutes in all.
+	DefaultJobScenarios = ScenarioCPU + "," + ScenarioMemory + "," + ScenarioShared
+	DefaultJobCPUs      = "0.5,1.5"
+	DefaultJobLayouts   = LayoutCoprocess
+	DefaultJobVariants  = "runtime,env,automaxprocs+automemlimit,fitgo"
+	DefaultNestedCPUs   = "1"
+	DefaultMemory       = "256Mi"
 	// The sweep's quotas and loads (fractions of the quota).
 	DefaultSweepCPUs  = "0.5,1,1.25,1.5,1.75,1.95"
 	DefaultSweepLoads = "0.1,0.7"
@@ -218,17 +225,17 @@ func parseFlags(args []string, stderr io.Writer) (Options, error) {
 		scenario, cpus, memory, variantsFlag string
 		loads                                string
 	)
-	fs.StringVar(&scenario, "scenario", ScenarioCPU, "scenarios, comma-separated: cpu (quotas), nested (quota on a parent cgroup only), memory (memory limit below the untuned heap peak), sweep (quotas × loads, with static GOMAXPROCS oracles), shared (a memory limit shared with a sidecar process), leak (a live heap that grows until the limit), gc (CPU quotas with a roomy memory limit, for GC policies), or all (cpu, nested, memory)")
-	fs.StringVar(&cpus, "cpus", "", "CPU quotas of the cpu, nested, sweep and gc scenarios in cores or millicores (e.g. 0.5 or 500m), comma-separated; none for no quota (default "+DefaultCPUs+" for cpu, "+DefaultNestedCPUs+" for nested, "+DefaultSweepCPUs+" for sweep, "+DefaultGCCPUs+" for gc)")
+	fs.StringVar(&scenario, "scenario", "", "scenarios, comma-separated (default: a short cpu pass at "+DefaultJobCPUs+" CPU, memory, and shared with a co-process, for the variants "+DefaultJobVariants+": about 10 minutes): cpu (quotas), nested (quota on a parent cgroup only), memory (memory limit below the untuned heap peak), sweep (quotas × loads, with static GOMAXPROCS oracles), shared (a memory limit shared with a sidecar process), leak (a live heap that grows until the limit), gc (CPU quotas with a roomy memory limit, for GC policies), or all (cpu, nested, memory)")
+	fs.StringVar(&cpus, "cpus", "", "CPU quotas of the cpu, nested, sweep and gc scenarios in cores or millicores (e.g. 0.5 or 500m), comma-separated; none for no quota (default "+DefaultCPUs+" for cpu, "+DefaultJobCPUs+" in the default job, "+DefaultNestedCPUs+" for nested, "+DefaultSweepCPUs+" for sweep, "+DefaultGCCPUs+" for gc)")
 	fs.StringVar(&loads, "load", "", "request work as fractions of the CPU quota, comma-separated (0.7: requests take 0.7 × quota CPU-seconds per second; the host's CPUs without a quota); default: the fixed -work per request, or "+DefaultSweepLoads+" for sweep")
 	fs.StringVar(&memory, "memory", "", "memory limits of the memory, shared, leak and gc scenarios, comma-separated (default "+DefaultMemory+" for memory, "+DefaultSharedMemory+" for shared and leak, "+DefaultGCMemory+" for gc)")
 	var sidecar, sidecarCache, layouts string
 	fs.StringVar(&sidecar, "sidecar", DefaultSidecar, "memory the shared scenario's sidecar holds resident")
-	fs.StringVar(&layouts, "layout", DefaultLayouts, "where the shared scenario's sidecar runs, comma-separated: sibling (in a sibling cgroup under the limited parent) or coprocess (in the workload's own limited cgroup), or the workload itself holding that memory outside the Go runtime: inprocess-cgo (C's malloc) or inprocess-mmap (anonymous mmap)")
+	fs.StringVar(&layouts, "layout", DefaultLayouts, "where the shared scenario's sidecar runs, comma-separated: sibling (in a sibling cgroup under the limited parent) or coprocess (in the workload's own limited cgroup), or the workload itself holding that memory outside the Go runtime: inprocess-cgo (C's malloc) or inprocess-mmap (anonymous mmap); the default job runs coprocess only")
 	fs.StringVar(&sidecarCache, "sidecar-cache", "", "page cache the shared scenario's sidecar also keeps: it reads a file of this size (e.g. 300Mi) twice before the workload starts, and then every second (default: none)")
 	fs.DurationVar(&o.SidecarFreeAfter, "sidecar-free-after", 0, "make the shared scenario's sidecar free its memory this long after it holds it (0: it holds it to the end)")
 	fs.Float64Var(&o.GrowMiB, "grow-mib", DefaultLeakGrowMiB, "the leak scenario's heap growth, MiB/s")
-	fs.DurationVar(&o.Duration, "duration", DefaultDuration, "measured window of each run (after the live heap is built; default "+DefaultLeakDuration.String()+" for leak)")
+	fs.DurationVar(&o.Duration, "duration", DefaultDuration, "measured window of each run, after the live heap is built; the leak scenario's default is "+DefaultLeakDuration.String()+", the gc scenario's "+DefaultGCDuration.String())
 	fs.IntVar(&o.Runs, "runs", DefaultRuns, "rounds: each variant runs this many times per setting, interleaved (A B C A B C ...)")
 	fs.StringVar(&variantsFlag, "variants", "", "variants, comma-separated: "+strings.Join(variant.Names(), ", ")+", GOMAXPROCS=n (a static value), static (GOMAXPROCS=1 to the CPU count), sweep (all of these); default all but the sweep's extra rules and statics, or sweep for the sweep scenario")
 	fs.StringVar(&o.Out, "out", "", "directory to write results.json, runs.json, report.md, the charts and bench.txt to (default: a fresh directory under bench/out/)")
@@ -261,10 +268,21 @@ Flags:
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	fs.Visit(func(f *flag.Flag) {
-		o.DurationSet = o.DurationSet || f.Name == "duration"
-		o.AllocSet = o.AllocSet || f.Name == "alloc-mib"
-	})
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	o.DurationSet, o.AllocSet = set["duration"], set["alloc-mib"]
+	if scenario == "" { // the default job
+		scenario = DefaultJobScenarios
+		if !set["cpus"] {
+			cpus = DefaultJobCPUs
+		}
+		if !set["layout"] {
+			layouts = DefaultJobLayouts
+		}
+		if !set["variants"] {
+			variantsFlag = DefaultJobVariants
+		}
+	}
 	o.Command = "go run -C bench . local"
 	if len(args) > 0 {
 		o.Command += " " + strings.Join(args, " ")
@@ -551,7 +569,12 @@ func Run(ctx context.Context, opts Options, stdout, stderr io.Writer) int {
 		}
 	}
 	fmt.Fprintln(stdout)
-	if err := report.Table(stdout, results.Summarize(runs)); err != nil {
+	sums := results.Summarize(runs)
+	if err := report.WriteVerdict(stdout, sums, r.hostCPU); err != nil {
+		fmt.Fprintf(stderr, "local: %v\n", err)
+		return 1
+	}
+	if err := report.Table(stdout, sums); err != nil {
 		fmt.Fprintf(stderr, "local: %v\n", err)
 		return 1
 	}
@@ -746,7 +769,7 @@ func (r *runner) run(ctx context.Context) ([]results.Run, error) {
 					busy = fmt.Sprintf(" · busy host (load %.1f)", run.HostLoad)
 				}
 				r.logf("[%*d/%d] %s · %-25s round %d/%d: %s%s · ETA %v", len(strconv.Itoa(total)), i, total,
-					st, v.Name, round, o.Runs, describeRun(run), busy, eta)
+					report.ShortTitle(st.results()), v.Name, round, o.Runs, describeRun(run), busy, eta)
 			}
 		}
 	}

@@ -26,9 +26,13 @@ import (
 	"github.com/fitgo/fitgo/cgroup"
 )
 
-// realHost opens the real cgroup hierarchy, or skips the test with the reason.
+// realHost opens the real cgroup hierarchy, or skips the test with the
+// reason: also under -short, the contributor's loop.
 func realHost(t *testing.T) *Host {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("runs in real cgroups; skipped with -short")
+	}
 	if runtime.GOOS != "linux" {
 		t.Skip("real cgroups need Linux")
 	}
@@ -325,8 +329,12 @@ func TestRealShared(t *testing.T) {
 		"-variants", "untuned,oracle-headroom", "-out", out,
 	}, &stdout, io.MultiWriter(&stderr, testLog{t}))
 	require.Equal(t, 0, code, stderr.String())
-	assert.Contains(t, stdout.String(), "shared: no CPU quota, memory limit 128 MiB on the parent, shared with a 48 MiB sidecar in a sibling cgroup")
-	assert.Contains(t, stdout.String(), "memory events")
+	assert.Contains(t, stdout.String(), "shared: no CPU quota, memory limit 128 MiB on the parent, shared with a 48 MiB sidecar in a sibling\n  cgroup",
+		"stdout's title, wrapped at 100 columns")
+	md, err := os.ReadFile(filepath.Join(out, report.ReportFile))
+	require.NoError(t, err)
+	assert.Contains(t, string(md), "## shared: no CPU quota, memory limit 128 MiB on the parent, shared with a 48 MiB sidecar in a sibling cgroup")
+	assert.Contains(t, string(md), " | memory events |", "the memory events, in report.md's appendix")
 
 	var runs []results.Run
 	b, err := os.ReadFile(filepath.Join(out, report.RunsFile))

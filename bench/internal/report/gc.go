@@ -8,6 +8,7 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/fitgo/fitgo/bench/internal/results"
 )
@@ -70,38 +71,57 @@ var gcColumns = []column{
 	{"OOM kills", func(s results.Summary, _ *results.Summary) string { return fmt.Sprintf("%d/%d", s.OOMKills, s.Runs) }},
 }
 
-// gcPlot draws p99 against GC CPU seconds, a labelled point per variant.
-func gcPlot(group []results.Summary) (*plot.Plot, error) {
+// gcPlot draws p99 against GC CPU seconds, a point per variant in a colour
+// of its own, with min–max whiskers both ways; the variants are named in the
+// chart's legend (first: add them), not beside the points, where the labels
+// of close points overlapped.
+func gcPlot(group []results.Summary, legend *plot.Legend, first bool) (*plot.Plot, error) {
 	p := plot.New()
-	p.Title.Text = "p99 against GC CPU (medians)"
+	p.Title.Text = "p99 against GC CPU (medians, min–max)"
 	p.X.Label.Text = "GC CPU in the window, CPU-seconds"
 	p.Y.Label.Text = "p99, ms"
 	p.Add(plotter.NewGrid())
-	var pts plotter.XYLabels
-	for _, s := range group {
-		if math.IsNaN(float64(s.GCCPUSeconds)) || math.IsNaN(float64(s.LatencyP99MS)) {
+	xmax, ymax := 0.0, 0.0
+	for i, s := range group {
+		x, y := float64(s.GCCPUSeconds), float64(s.LatencyP99MS)
+		if math.IsNaN(x) || math.IsNaN(y) {
 			continue
 		}
-		pts.XYs = append(pts.XYs, plotter.XY{X: float64(s.GCCPUSeconds), Y: float64(s.LatencyP99MS)})
-		pts.Labels = append(pts.Labels, s.Variant)
+		c := palette[(i+1)%len(palette)] // palette[0] is the p99 bars' colour
+		xlo, xhi := spread(s, "gc_cpu_seconds", s.GCCPUSeconds)
+		ylo, yhi := spread(s, "latency_p99_ms", s.LatencyP99MS)
+		pt := plotter.XYs{{X: x, Y: y}}
+		sc, err := plotter.NewScatter(pt)
+		if err != nil {
+			return nil, err
+		}
+		sc.GlyphStyle.Color = c
+		sc.GlyphStyle.Radius = vg.Points(5)
+		sc.GlyphStyle.Shape = draw.CircleGlyph{}
+		xe, err := plotter.NewXErrorBars(errPoint{x, y, xlo, xhi, ylo, yhi})
+		if err != nil {
+			return nil, err
+		}
+		ye, err := plotter.NewYErrorBars(errPoint{x, y, xlo, xhi, ylo, yhi})
+		if err != nil {
+			return nil, err
+		}
+		xe.Color, ye.Color = c, c
+		p.Add(xe, ye, sc)
+		if first {
+			legend.Add(s.Variant, sc)
+		}
+		xmax, ymax = max(xmax, xhi), max(ymax, yhi)
 	}
-	if len(pts.XYs) == 0 {
-		return p, nil
-	}
-	sc, err := plotter.NewScatter(pts)
-	if err != nil {
-		return nil, err
-	}
-	sc.GlyphStyle.Color = palette[0]
-	sc.GlyphStyle.Radius = vg.Points(4)
-	l, err := plotter.NewLabels(pts)
-	if err != nil {
-		return nil, err
-	}
-	l.Offset = vg.Point{X: vg.Points(6), Y: vg.Points(2)}
-	p.Add(sc, l)
 	p.X.Min, p.Y.Min = 0, 0
-	p.X.Max *= 1.3 // room for the labels
-	p.Y.Max *= 1.1
+	p.X.Max, p.Y.Max = max(xmax*1.08, 1), max(ymax*1.08, 1)
 	return p, nil
 }
+
+// errPoint is one point with min–max ranges on both axes.
+type errPoint struct{ x, y, xlo, xhi, ylo, yhi float64 }
+
+func (e errPoint) Len() int                      { return 1 }
+func (e errPoint) XY(int) (float64, float64)     { return e.x, e.y }
+func (e errPoint) XError(int) (float64, float64) { return e.x - e.xlo, e.xhi - e.x }
+func (e errPoint) YError(int) (float64, float64) { return e.y - e.ylo, e.yhi - e.y }

@@ -29,9 +29,14 @@ func TestGCTable(t *testing.T) {
 	var b bytes.Buffer
 	require.NoError(t, Table(&b, results.Summarize(gcRuns())))
 	out := b.String()
-	assert.Contains(t, out, "p99 vs fitgo  p99.9 ms  GC cycles  GC CPU s  GC CPU vs fitgo  GC CPU s w/o idle mark  GC share of CPU  w/o idle mark  throttled periods  peak memory")
-	assert.Regexp(t, `fitgo-gc +922 MiB +1\.00 +10\.0 +0\.50x +30\.0 +3 +1\.00 +0\.25x +0\.50 +5\.0% +2\.5% +30 \(10\.0%\) +750 MiB +0/1`, out)
-	assert.Regexp(t, `fitgo +922 MiB +1\.00 +20\.0 +1\.00x +30\.0 +15 +4\.00 +1\.00x +3\.00 +20\.0% +15\.0% +30 \(10\.0%\) +300 MiB +0/1`, out)
+	assert.Contains(t, out, "variant   p99 ms  p99 vs fitgo  GC cycles  GC CPU s  GC CPU vs fitgo  peak memory  OOM kills\n", "the main table: at most 8 columns")
+	assert.Regexp(t, `fitgo-gc +10\.0 +0\.50x +3 +1\.00 +0\.25x +750 MiB +0/1`, out)
+	assert.Regexp(t, `fitgo +20\.0 +1\.00x +15 +4\.00 +1\.00x +300 MiB +0/1`, out)
+
+	b.Reset()
+	require.NoError(t, Markdown(&b, Meta{}, results.Summarize(gcRuns())))
+	assert.Contains(t, b.String(), "| variant | GOMEMLIMIT | p50 ms | p99.9 ms | GC CPU s w/o idle mark | GC share of CPU | w/o idle mark | throttled periods |\n", "the rest in the appendix")
+	assert.Contains(t, b.String(), "| fitgo-gc | 922 MiB | 1.00 | 30.0 | 0.50 | 5.0% | 2.5% | 30 (10.0%) |")
 }
 
 func TestGCChart(t *testing.T) {

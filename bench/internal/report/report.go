@@ -252,7 +252,6 @@ var columns = []column{
 		}
 		return strconv.FormatFloat(float64(s.LatencyP99MS/base.LatencyP99MS), 'f', 2, 64) + "x"
 	}},
-	{"regret", func(s results.Summary, _ *results.Summary) string { return regret(s) }},
 	{"p99.9 ms", func(s results.Summary, _ *results.Summary) string {
 		return withRange(s, "latency_p999_ms", s.LatencyP999MS, ms)
 	}},
@@ -376,10 +375,62 @@ func columnsOf(sums []results.Summary, st results.Setting) []column {
 	return append(cols[:len(cols):len(cols)], pressureColumnsOf(sums, st)...)
 }
 
-// rows returns the table rows of one setting; base is the runtime variant's
-// summary (fitgo's in the gc scenario), if present, for the ratio columns.
-func rows(sums []results.Summary, st results.Setting) (out [][]string) {
-	cols := columnsOf(sums, st)
+// mainHeads are the heads of the columns of a setting's main table, at most
+// eight, in order: the ones that answer its question. The others go to the
+// report's appendix (and every figure to results.json).
+func mainHeads(st results.Setting) []string {
+	switch {
+	case st.Scenario == "leak":
+		return []string{"variant", "GOMEMLIMIT", "GOMEMLIMIT bound at", "GOMEMLIMIT raised at", "then lasted", "ended by", "GC CPU in window", "brown-out"}
+	case st.Scenario == "gc":
+		return []string{"variant", "p99 ms", "p99 vs " + gcBase, "GC cycles", "GC CPU s", "GC CPU vs " + gcBase, "peak memory", "OOM kills"}
+	case st.CPUs > 0 && st.MemoryBytes > 0:
+		return []string{"variant", "GOMAXPROCS", "GOMEMLIMIT", "p99 ms", "p99 vs runtime", "GC CPU", "throttled periods", "OOM kills"}
+	case st.CPUs > 0:
+		return []string{"variant", "GOMAXPROCS", "p99 ms", "p99 vs runtime", "p99.9 ms", "GC CPU", "throttled periods", "CPU s"}
+	case st.MemoryBytes > 0:
+		return []string{"variant", "GOMEMLIMIT", "p99 ms", "p99 vs runtime", "GC CPU", "peak RSS", "requests done", "OOM kills"}
+	}
+	return []string{"variant", "GOMAXPROCS", "GOMEMLIMIT", "p99 ms", "p99 vs runtime", "p99.9 ms", "GC CPU", "CPU s"}
+}
+
+// split returns the columns of setting st's main table and of its appendix
+// table (the variant and the columns the main table leaves out).
+func split(sums []results.Summary, st results.Setting) (main, rest []column) {
+	all := columnsOf(sums, st)
+	heads := mainHeads(st)
+	for _, h := range heads {
+		for _, c := range all {
+			if c.head == h {
+				main = append(main, c)
+			}
+		}
+	}
+	for _, c := range all {
+		if c.head == "variant" || !slices.Contains(heads, c.head) {
+			rest = append(rest, c)
+		}
+	}
+	return present(sums, st, main), present(sums, st, rest)
+}
+
+// present drops the columns (but the first, the variant) that have no
+// figure in any row: what did not run has no column.
+func present(sums []results.Summary, st results.Setting, cols []column) []column {
+	rs := rows(sums, st, cols)
+	var out []column
+	for i, c := range cols {
+		if i == 0 || slices.ContainsFunc(rs, func(r []string) bool { return r[i] != "–" && r[i] != "" }) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// rows returns the table rows of one setting in columns cols; base is the
+// runtime variant's summary (fitgo's in the gc scenario), if present, for
+// the ratio columns.
+func rows(sums []results.Summary, st results.Setting, cols []column) (out [][]string) {
 	var base *results.Summary
 	name := "runtime"
 	if st.Scenario == "gc" {
@@ -426,15 +477,15 @@ func Table(w io.Writer, sums []results.Summary) error {
 		if i > 0 {
 			fmt.Fprintln(bw)
 		}
-		fmt.Fprintf(bw, "%s (%s)\n", SettingTitle(st), runsLine(sums, st))
+		bw.WriteString(wrap(SettingTitle(st)+" ("+runsLine(sums, st)+")", "", "  ", 100))
 		tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
-		columns := columnsOf(sums, st)
+		columns, _ := split(sums, st)
 		heads := make([]string, len(columns))
 		for i, c := range columns {
 			heads[i] = c.head
 		}
 		fmt.Fprintln(tw, strings.Join(heads, "\t"))
-		for _, r := range rows(sums, st) {
+		for _, r := range rows(sums, st, columns) {
 			fmt.Fprintln(tw, strings.Join(r, "\t"))
 		}
 		if err := tw.Flush(); err != nil {
@@ -451,6 +502,13 @@ func Markdown(w io.Writer, meta Meta, sums []results.Summary) error {
 	fmt.Fprintf(bw, "# fitgo benchmark (%s runner)\n\n", meta.Runner)
 	if meta.Emulated != "" {
 		fmt.Fprintf(bw, "%s\n\n", EmulatedHeader(meta.Emulated))
+	}
+	if v := Verdict(sums, meta.CPUs); len(v) > 0 {
+		fmt.Fprintf(bw, "## Verdict\n\n")
+		for _, l := range v {
+			fmt.Fprintf(bw, "- %s\n", l)
+		}
+		fmt.Fprintf(bw, "\n## Context\n\n")
 	}
 	kv := [][2]string{
 		{"Command", "`" + meta.Command + "`"},
@@ -474,9 +532,8 @@ func Markdown(w io.Writer, meta Meta, sums []results.Summary) error {
 	if err := sweepMarkdown(bw, meta, sums); err != nil {
 		return err
 	}
-	for _, st := range results.SortSettings(sums) {
-		fmt.Fprintf(bw, "\n## %s\n\n%s.\n\n", SettingTitle(st), strings.ToUpper(runsLine(sums, st)[:1])+runsLine(sums, st)[1:])
-		columns := columnsOf(sums, st)
+	var shown []string // the heads of the columns written
+	table := func(st results.Setting, columns []column) {
 		heads := make([]string, len(columns))
 		seps := make([]string, len(columns))
 		for i, c := range columns {
@@ -486,26 +543,62 @@ func Markdown(w io.Writer, meta Meta, sums []results.Summary) error {
 				seps[i] = "--:"
 			}
 		}
+		shown = append(shown, heads...)
 		fmt.Fprintf(bw, "| %s |\n| %s |\n", strings.Join(heads, " | "), strings.Join(seps, " | "))
-		for _, r := range rows(sums, st) {
+		for _, r := range rows(sums, st, columns) {
 			fmt.Fprintf(bw, "| %s |\n", strings.Join(r, " | "))
 		}
 	}
-	fmt.Fprintf(bw, "\n%s\n", columnNotes)
+	settings := results.SortSettings(sums)
+	for _, st := range settings {
+		fmt.Fprintf(bw, "\n## %s\n\n%s.\n\n", SettingTitle(st), strings.ToUpper(runsLine(sums, st)[:1])+runsLine(sums, st)[1:])
+		main, _ := split(sums, st)
+		table(st, main)
+	}
+	appendix := false
+	for _, st := range settings {
+		_, rest := split(sums, st)
+		if len(rest) < 2 {
+			continue
+		}
+		if !appendix {
+			fmt.Fprintf(bw, "\n## Appendix: the other columns\n")
+			appendix = true
+		}
+		fmt.Fprintf(bw, "\n### %s\n\n", SettingTitle(st))
+		table(st, rest)
+	}
+	fmt.Fprintln(bw)
+	for _, n := range columnNotes {
+		if slices.ContainsFunc(n.heads, func(h string) bool { return slices.Contains(shown, h) }) {
+			fmt.Fprintln(bw, n.text)
+		}
+	}
+	if slices.ContainsFunc(settings, func(st results.Setting) bool { return st.Load > 0 }) {
+		fmt.Fprintln(bw, loadNote)
+	}
 	return bw.Flush()
 }
 
-const columnNotes = `Latency is measured from each request's scheduled time (open loop, no coordinated omission).
-GC pause percentiles come from ` + "`/sched/pauses/total/gc:seconds`" + ` (upper bounds of the histogram buckets).
-GC CPU is ` + "`/cpu/classes/gc/total`" + ` over ` + "`/cpu/classes/total`" + ` (GOMAXPROCS × wall time).
-Throttled periods are nr_throttled / nr_periods of the quota cgroup's cpu.stat over the measured window.
-"p99 vs runtime" is the variant's median p99 over the runtime variant's, in the same run; "regret" is it over the best static variant's (GOMAXPROCS=n), or over the best variant's when the run had no static one (marked *).
-A load is the request work as a fraction of the CPU quota (0.7: requests take 0.7 × quota CPU-seconds per second); without one, each request does the fixed work of the workload line.
-CPU s is the process's user+system CPU time, setup included.
-Memory events are the counters of the cgroup that carries the memory limit, summed over the runs (v1: memory.failcnt and memory.memsw.failcnt, and oom_kill and under_oom of memory.oom_control, where oom_kill counts only kills in that very cgroup; v2: memory.events).
-In the gc scenario, the ratios are to fitgo's default; GC cycles and GC CPU cover the measured window; GC CPU s is ` + "`/cpu/classes/gc/total`" + `, "w/o idle mark" less ` + "`/cpu/classes/gc/mark/idle`" + ` (idle marking burns the quota too); the GC share of CPU is over the CPU the process used (` + "`/cpu/classes/total`" + ` less ` + "`/cpu/classes/idle`" + `); peak memory is the limited cgroup's (v1 memory.max_usage_in_bytes, v2 memory.peak); the chart plots p99 against GC CPU s.
-In the leak scenario, "GOMEMLIMIT bound at" is the process's age when GOMEMLIMIT first set the heap goal (below GOGC's), "GOMEMLIMIT raised at" when it first rose above its value at the start (fitgo's leak guard), "then lasted" the time from there to the kill or the end of the run; GC CPU, p99 and requests "in the window" cover that time up to the last progress line (at most 1 s before the end); "brown-out" is the time in it with the GC above half of the CPU.
-CPU and memory pressure, where the kernel has pressure stall information for the cgroup (cgroup v2), are the share of the window in which some task waited for the CPU or for memory (the some totals of ` + "`cpu.pressure`" + ` and ` + "`memory.pressure`" + `).`
+const loadNote = "A load is the request work as a fraction of the CPU quota (0.7: requests take 0.7 × quota CPU-seconds per second); without one, each request does the fixed work of the workload line."
+
+// columnNotes explain columns; report.md prints a note when a table has one
+// of its heads.
+var columnNotes = []struct {
+	heads []string
+	text  string
+}{
+	{[]string{"p50 ms", "p99 ms", "p99.9 ms", "max ms", "p99 ms in window"}, "Latency is measured from each request's scheduled time (open loop, no coordinated omission)."},
+	{[]string{"p99 vs runtime"}, `"p99 vs runtime" is the variant's median p99 over the runtime variant's, in the same run.`},
+	{[]string{"GC pause p99 ms"}, "GC pause percentiles come from `/sched/pauses/total/gc:seconds` (upper bounds of the histogram buckets)."},
+	{[]string{"GC CPU"}, "GC CPU is `/cpu/classes/gc/total` over `/cpu/classes/total` (GOMAXPROCS × wall time)."},
+	{[]string{"throttled periods"}, "Throttled periods are nr_throttled / nr_periods of the quota cgroup's cpu.stat over the measured window."},
+	{[]string{"CPU s"}, "CPU s is the process's user+system CPU time, setup included."},
+	{[]string{"memory events"}, "Memory events are the counters of the cgroup that carries the memory limit, summed over the runs (v1: memory.failcnt and memory.memsw.failcnt, and oom_kill and under_oom of memory.oom_control, where oom_kill counts only kills in that very cgroup; v2: memory.events)."},
+	{[]string{"GC CPU s"}, "In the gc scenario, the ratios are to fitgo's default; GC cycles and GC CPU cover the measured window; GC CPU s is `/cpu/classes/gc/total`, \"w/o idle mark\" less `/cpu/classes/gc/mark/idle` (idle marking burns the quota too); the GC share of CPU is over the CPU the process used (`/cpu/classes/total` less `/cpu/classes/idle`); peak memory is the limited cgroup's (v1 memory.max_usage_in_bytes, v2 memory.peak); the chart plots p99 against GC CPU s."},
+	{[]string{"GOMEMLIMIT bound at"}, "In the leak scenario, \"GOMEMLIMIT bound at\" is the process's age when GOMEMLIMIT first set the heap goal (below GOGC's), \"GOMEMLIMIT raised at\" when it first rose above its value at the start (fitgo's leak guard), \"then lasted\" the time from there to the kill or the end of the run; GC CPU, p99 and requests \"in the window\" cover that time up to the last progress line (at most 1 s before the end); \"brown-out\" is the time in it with the GC above half of the CPU."},
+	{[]string{"CPU pressure", "memory pressure"}, "CPU and memory pressure, where the kernel has pressure stall information for the cgroup (cgroup v2), are the share of the window in which some task waited for the CPU or for memory (the some totals of `cpu.pressure` and `memory.pressure`)."},
+}
 
 // BenchText writes the runs in the Go benchmark format, one line per run, named
 // Benchmark<Runner>/scenario=…/cpus=…/mem=…/variant=…, so that runs can be

@@ -87,11 +87,12 @@ func TestWrite(t *testing.T) {
 	for _, want := range []string{
 		"`go run -C bench . local -cpus 0.5,1`", "**Kernel**", "**Go**: go1", "**Cgroups**: v1",
 		"## cpu: CPU quota 1 CPU, no memory limit",
-		"| runtime | 2 | off | 0.20 | 57.0 (56.0–58.0) | 1.00x |",
-		"| fitgo | 1 | off | 0.20 | 32.0 (31.0–33.0) | 0.56x |",
+		"| variant | GOMAXPROCS | p99 ms | p99 vs runtime | p99.9 ms | GC CPU | throttled periods |",
+		"| runtime | 2 | 57.0 (56.0–58.0) | 1.00x | 74.1 (72.8–75.4) | 12.0% | 14.0% |",
+		"| fitgo | 1 | 32.0 (31.0–33.0) | 0.56x | 41.6 (40.3–42.9) | 12.0% | 2.0% |",
 		"## memory: no CPU quota, memory limit 256 MiB",
-		"| untuned | – | – | – | – | – |",
-		"| 1/1 |",
+		"| untuned | – | – | – | – | 0 | 1/1 |",
+		"## Appendix: the other columns",
 	} {
 		assert.Contains(t, string(md), want)
 	}
@@ -266,18 +267,52 @@ func TestSharedAndLeakTables(t *testing.T) {
 	var b bytes.Buffer
 	require.NoError(t, Table(&b, results.Summarize(runs)))
 	out := b.String()
-	assert.Regexp(t, `(?m)^variant\s+GOMEMLIMIT\s+GOMEMLIMIT bound at\s+GOMEMLIMIT raised at\s+then lasted\s+ended by\s+GC CPU in window\s+brown-out\s+p99 ms in window\s+requests in window\s+requests done\s+OOM kills\s+memory events$`, out)
-	assert.Regexp(t, `(?m)^fitgo\s+460 MiB\s+1\.5 s\s+31\.5 s\s+65\.0 s\s+OOM kill\s+61\.0%\s+12\.0 s\s+42\.0\s+63000\s+64000\s+1/1\s+oom_kill 1$`, out)
-	assert.Regexp(t, `(?m)^untuned\s+–\s+never\s+never\s+–\s+OOM kill\s+–\s+–\s+–\s+–\s+0\s+1/1\s+–$`, out)
-	assert.Regexp(t, `(?m)^fitgo\s+–\s+460 MiB\s.*\s800\s+–\s+1/1\s+failcnt 3, oom_kill 0$`, out, "the shared table: the common columns and the memory events")
+	assert.Regexp(t, `(?m)^variant\s+GOMEMLIMIT\s+GOMEMLIMIT bound at\s+GOMEMLIMIT raised at\s+then lasted\s+ended by\s+GC CPU in window\s+brown-out$`, out)
+	assert.Regexp(t, `(?m)^fitgo\s+460 MiB\s+1\.5 s\s+31\.5 s\s+65\.0 s\s+OOM kill\s+61\.0%\s+12\.0 s$`, out)
+	assert.Regexp(t, `(?m)^untuned\s+–\s+never\s+never\s+–\s+OOM kill\s+–\s+–$`, out)
+	assert.Regexp(t, `(?m)^variant\s+GOMEMLIMIT\s+requests done\s+OOM kills$`, out, "the shared table: only the columns with a figure")
+	assert.Regexp(t, `(?m)^fitgo\s+460 MiB\s+800\s+1/1$`, out)
 
 	var md bytes.Buffer
 	require.NoError(t, Markdown(&md, Meta{Runner: "local"}, results.Summarize(runs)))
 	assert.Contains(t, md.String(), "| variant | GOMEMLIMIT | GOMEMLIMIT bound at | GOMEMLIMIT raised at | then lasted |")
-	assert.Contains(t, md.String(), "| memory events |")
+	assert.Contains(t, md.String(), "| variant | p99 ms in window | requests in window | requests done | OOM kills | memory events |\n")
+	assert.Contains(t, md.String(), "| fitgo | 42.0 | 63000 | 64000 | 1/1 | oom_kill 1 |")
+	assert.Contains(t, md.String(), "| fitgo | failcnt 3, oom_kill 0 |", "the shared setting's appendix: the memory events")
 
 	var bt bytes.Buffer
 	require.NoError(t, BenchText(&bt, Meta{Runner: "local"}, runs))
 	assert.Contains(t, bt.String(), "BenchmarkLocal/scenario=shared/cpus=0/mem=512Mi/layout=sibling/sidecar=200Mi/variant=fitgo\t800\t")
 	assert.Contains(t, bt.String(), "65 limit-window-s\t0.61 window-gc-cpu-fraction\t42 window-p99-ms")
+}
+
+// TestHeadingsMatchWhatRan: without a static variant the report has no
+// "Sweep" and no regret, footnotes only for the columns shown, main tables
+// of at most 8 columns, and stdout lines that fit a terminal.
+func TestHeadingsMatchWhatRan(t *testing.T) {
+	var cpuOnly []results.Run
+	for _, r := range sampleRuns() {
+		if r.Scenario == "cpu" {
+			cpuOnly = append(cpuOnly, r)
+		}
+	}
+	sums := results.Summarize(cpuOnly)
+	var md bytes.Buffer
+	require.NoError(t, Markdown(&md, Meta{Runner: "local", CPUs: 2}, sums))
+	out := md.String()
+	assert.Contains(t, out, "## p99 by CPU quota: cpu, fixed work per request")
+	for _, absent := range []string{"Sweep", "static", "regret", "Memory events are", "In the leak scenario", "CPU and memory pressure"} {
+		assert.NotContains(t, out, absent)
+	}
+	assert.Contains(t, out, "Throttled periods are", "the footnote of a column shown")
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "| variant | GOMAXPROCS") {
+			assert.LessOrEqual(t, strings.Count(l, " | ")+1, 8, l)
+		}
+	}
+	var text bytes.Buffer
+	require.NoError(t, Table(&text, sums))
+	for _, l := range strings.Split(text.String(), "\n") {
+		assert.LessOrEqual(t, len([]rune(l)), 120, l)
+	}
 }

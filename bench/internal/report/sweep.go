@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"fmt"
 	"math"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -80,11 +79,7 @@ func regret(s results.Summary) string {
 	if math.IsNaN(float64(s.Regret)) || s.RegretBase == "" {
 		return "–"
 	}
-	r := strconv.FormatFloat(float64(s.Regret), 'f', 2, 64) + "x"
-	if !variant.IsStatic(s.RegretBase) {
-		r += "*"
-	}
-	return r
+	return strconv.FormatFloat(float64(s.Regret), 'f', 2, 64) + "x"
 }
 
 // Rule is a GOMAXPROCS rounding rule that the sweep evaluates through its
@@ -139,12 +134,37 @@ func worst(rs []RuleRegret) float64 {
 // at every quota, and the candidate rounding rules' regrets read off the
 // static variants.
 func sweepMarkdown(bw *bufio.Writer, meta Meta, sums []results.Summary) error {
+	statics := slices.ContainsFunc(sums, func(s results.Summary) bool { return variant.IsStatic(s.Variant) })
 	for _, sw := range sweeps(sums) {
-		fmt.Fprintf(bw, "\n## Sweep: %s\n\nMedian p99 request latency in ms and, in brackets, the regret: the p99 over the best static GOMAXPROCS's p99 at that quota.\n\n", sw.title())
 		head := []string{"variant"}
 		for _, st := range sw.settings {
 			head = append(head, strconv.FormatFloat(st.CPUs, 'f', -1, 64)+" CPU")
 		}
+		if !statics {
+			// No static GOMAXPROCS ran: no regret to rank by, only the p99s.
+			fmt.Fprintf(bw, "\n## p99 by CPU quota: %s\n\nMedian p99 request latency in ms, (min–max) where the runs differ.\n\n", sw.title())
+			tableHead(bw, head)
+			for _, v := range variantsOf(sums) {
+				if !slices.ContainsFunc(sw.settings, func(st results.Setting) bool { _, ok := find(sums, st, v); return ok }) {
+					continue
+				}
+				row := []string{v}
+				for _, st := range sw.settings {
+					s, ok := find(sums, st, v)
+					switch {
+					case !ok:
+						row = append(row, "–")
+					case s.AllKilled():
+						row = append(row, "OOM-killed")
+					default:
+						row = append(row, withRange(s, "latency_p99_ms", s.LatencyP99MS, ms))
+					}
+				}
+				fmt.Fprintf(bw, "| %s |\n", strings.Join(row, " | "))
+			}
+			continue
+		}
+		fmt.Fprintf(bw, "\n## Sweep: %s\n\nMedian p99 request latency in ms and, in brackets, the regret: the p99 over the best static GOMAXPROCS's p99 at that quota.\n\n", sw.title())
 		head = append(head, "worst regret")
 		tableHead(bw, head)
 		for _, v := range variantsOf(sums) {
@@ -238,34 +258,46 @@ func ratio(v float64) string {
 }
 
 // WriteSweepChart draws, for each sweep, the median p99 latency against the
-// CPU quota, one line per variant (static variants dashed), on a log scale,
-// one panel per load, and writes it as a PNG to path.
+// CPU quota with min–max whiskers over the runs, one line per variant in a
+// colour of its own (static variants dashed), on a log scale, one panel per
+// load, with the legend in a column on the right, and writes it as a PNG to
+// path.
 func WriteSweepChart(path string, sums []results.Summary) error {
 	sws := sweeps(sums)
 	if len(sws) == 0 {
 		return fmt.Errorf("no setting has several CPU quotas")
 	}
 	names := variantsOf(sums)
+	legend := newLegend()
+	legend.TextStyle.Font.Size = font.Length(9)
 	plots := make([][]*plot.Plot, 1)
-	for _, sw := range sws {
+	for k, sw := range sws {
 		p := plot.New()
 		p.Title.Text = sw.title() + ": p99 request latency"
 		p.X.Label.Text = "CPU quota (cores)"
-		p.Y.Label.Text = "p99 ms (median over runs, log scale)"
+		p.Y.Label.Text = "p99 ms (median, min–max; log scale)"
 		p.Y.Scale = plot.LogScale{}
-		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+		p.Y.Tick.Marker = ticksIn{plot.LogTicks{Prec: -1}}
 		p.Add(plotter.NewGrid())
-		p.Legend.Top = true
-		p.Legend.Left = true
-		p.Legend.TextStyle.Font.Size = font.Length(8)
 		lo, hi := math.Inf(1), 0.0
+		dodge := 0.012 * (sw.settings[len(sw.settings)-1].CPUs - sw.settings[0].CPUs)
 		for i, v := range names {
 			var xys plotter.XYs
+			var w errPoints
 			for _, st := range sw.settings {
-				if s, ok := find(sums, st, v); ok && s.LatencyP99MS > 0 {
-					xys = append(xys, plotter.XY{X: st.CPUs, Y: float64(s.LatencyP99MS)})
-					lo, hi = min(lo, float64(s.LatencyP99MS)), max(hi, float64(s.LatencyP99MS))
+				s, ok := find(sums, st, v)
+				if !ok || !(s.LatencyP99MS > 0) {
+					continue
 				}
+				y := float64(s.LatencyP99MS)
+				ylo, yhi := spread(s, "latency_p99_ms", s.LatencyP99MS)
+				xys = append(xys, plotter.XY{X: st.CPUs, Y: y})
+				// The whiskers side by side, a little apart, not on one line.
+				x := st.CPUs + dodge*(float64(i)-float64(len(names)-1)/2)
+				if ylo < yhi {
+					w = append(w, errPoint{x: x, y: y, ylo: ylo, yhi: yhi})
+				}
+				lo, hi = min(lo, ylo), max(hi, yhi)
 			}
 			if len(xys) == 0 {
 				continue
@@ -274,36 +306,62 @@ func WriteSweepChart(path string, sums []results.Summary) error {
 			if err != nil {
 				return err
 			}
-			l.Color = plotutil.Color(i)
-			l.Width = vg.Points(1.5)
+			l.Color = palette[i%len(palette)]
+			l.Width = vg.Points(1.8)
 			pts.Color = l.Color
 			pts.Shape = plotutil.Shape(i)
 			if variant.IsStatic(v) {
-				l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
-				l.Width = vg.Points(2.5)
+				l.Dashes = []vg.Length{vg.Points(5), vg.Points(3)}
 			}
 			p.Add(l, pts)
-			p.Legend.Add(v, l, pts)
+			if len(w) > 0 {
+				eb, err := plotter.NewYErrorBars(w)
+				if err != nil {
+					return err
+				}
+				eb.Color = l.Color
+				p.Add(eb)
+			}
+			if k == 0 {
+				legend.Add(v, l, pts)
+			}
 		}
 		if hi > 0 {
-			p.Y.Min, p.Y.Max = lo/1.5, hi*4 // room above for the legend
+			p.Y.Min, p.Y.Max = lo/1.3, hi*1.3
 		}
+		first, last := sw.settings[0].CPUs, sw.settings[len(sw.settings)-1].CPUs
+		p.X.Min, p.X.Max = first-0.05*(last-first), last+0.05*(last-first) // the end points off the axes
 		plots[0] = append(plots[0], p)
 	}
 	const panel = 6.5 * vg.Inch
-	img := vgimg.New(panel*vg.Length(len(plots[0])), 5*vg.Inch)
+	img := vgimg.New(panel*vg.Length(len(plots[0]))+legendWidth, 5*vg.Inch)
 	tiles := draw.Tiles{Rows: 1, Cols: len(plots[0]), PadX: vg.Inch / 3, PadTop: vg.Inch / 8, PadBottom: vg.Inch / 8, PadLeft: vg.Inch / 8, PadRight: vg.Inch / 4}
-	canvases := plot.Align(plots, tiles, draw.New(img))
-	for j := range plots[0] {
-		plots[0][j].Draw(canvases[0][j])
+	return drawWithLegend(path, img, plots, tiles, legend)
+}
+
+// errPoints are points with min–max ranges on both axes.
+type errPoints []errPoint
+
+func (e errPoints) Len() int                        { return len(e) }
+func (e errPoints) XY(i int) (float64, float64)     { return e[i].x, e[i].y }
+func (e errPoints) YError(i int) (float64, float64) { return e[i].y - e[i].ylo, e[i].yhi - e[i].y }
+
+// ticksIn keeps a ticker's ticks within the axis (LogTicks adds one at the
+// next power of ten, and the plot makes room for its label above the data)
+// and labels the 2s and 5s too, so that an axis within a decade has more
+// than one figure on it.
+type ticksIn struct{ plot.Ticker }
+
+func (t ticksIn) Ticks(min, max float64) []plot.Tick {
+	var out []plot.Tick
+	for _, k := range t.Ticker.Ticks(min, max) {
+		if k.Value < min || k.Value > max {
+			continue
+		}
+		if m := k.Value / math.Pow10(int(math.Floor(math.Log10(k.Value)+1e-9))); k.Label == "" && (math.Abs(m-2) < 1e-6 || math.Abs(m-5) < 1e-6) {
+			k.Label = strconv.FormatFloat(k.Value, 'g', -1, 64)
+		}
+		out = append(out, k)
 	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(f); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return out
 }

@@ -99,8 +99,8 @@ type Summary struct {
 	BusyRuns    int     `json:"busy_runs"`
 
 	// Regret is LatencyP99MS over the best static variant's (GOMAXPROCS=n)
-	// in the same setting, or over the best variant's when the run had no
-	// static variant; NaN when either is missing. Set by AddRegret.
+	// in the same setting; NaN when either is missing (a setting without a
+	// static variant has none). Set by AddRegret.
 	Regret Float `json:"regret"`
 	// RegretBase names the variant Regret compares with.
 	RegretBase string `json:"regret_base,omitempty"`
@@ -158,31 +158,27 @@ func Summarize(runs []Run) []Summary {
 }
 
 // AddRegret sets Regret and RegretBase of each summary: its median p99 over
-// the lowest median p99 of the static variants in its setting, or of all
-// variants where the setting has no static one.
+// the lowest median p99 of the static variants (GOMAXPROCS=n) in its
+// setting. A setting without a static variant has no regret (NaN): the best
+// of the variants that ran would be a baseline chosen by the results, which
+// ranks the variant that happened to be fastest best by construction.
 func AddRegret(sums []Summary) {
 	for _, st := range SortSettings(sums) {
-		best, bestAny := -1, -1
+		best := -1
 		for i, s := range sums {
 			p := float64(s.LatencyP99MS)
-			if s.Setting() != st || math.IsNaN(p) || !(p > 0) {
+			if s.Setting() != st || math.IsNaN(p) || !(p > 0) || !variant.IsStatic(s.Variant) {
 				continue
 			}
-			if bestAny < 0 || p < float64(sums[bestAny].LatencyP99MS) {
-				bestAny = i
-			}
-			if variant.IsStatic(s.Variant) && (best < 0 || p < float64(sums[best].LatencyP99MS)) {
+			if best < 0 || p < float64(sums[best].LatencyP99MS) {
 				best = i
 			}
-		}
-		if best < 0 {
-			best = bestAny
 		}
 		for i := range sums {
 			if sums[i].Setting() != st {
 				continue
 			}
-			sums[i].Regret = Float(math.NaN())
+			sums[i].Regret, sums[i].RegretBase = Float(math.NaN()), ""
 			if best >= 0 {
 				sums[i].RegretBase = sums[best].Variant
 				sums[i].Regret = sums[i].LatencyP99MS / sums[best].LatencyP99MS

@@ -34,9 +34,13 @@ const (
 )
 
 // Require skips the test unless it can make cgroups in writable v1 cpu and
-// memory hierarchies.
+// memory hierarchies, and under -short (the contributor's loop: these tests
+// run programs in real cgroups for seconds each).
 func Require(t *testing.T) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("runs in real v1 cgroups; skipped with -short")
+	}
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to create cgroups")
 	}
@@ -117,9 +121,13 @@ func (p *Pair) SetParentMemory(t *testing.T, bytes int64) { SetMemory(t, p.MemPa
 // SetChildCPU sets the child's CPU quota.
 func (p *Pair) SetChildCPU(t *testing.T, quotaMicros int) { SetCPU(t, p.CPUChild, quotaMicros) }
 
-// Build builds a test program into a temporary directory.
+// Build builds a test program into a temporary directory. It skips the
+// test under -short: a build takes seconds.
 func Build(t *testing.T, pkg string) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("builds a test program; skipped with -short")
+	}
 	goTool, err := exec.LookPath("go")
 	if err != nil {
 		t.Skip("no go command in PATH to build the test program")
