@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -86,15 +87,51 @@ func podDone(p *corev1.Pod) (bool, error) {
 	return false, nil
 }
 
-// TestKubeletLimits is the issue's first point on a real kubelet: a pod with
+// TestKubelet runs each promise verified on a real kubelet as a subtest
+// (TestKubelet/Limits, /Resize, /OOM, /Coprocess, /PodLevel,
+// /ResizeNearLimit, /Runner) on one node that they share: booting a node
+// takes a minute or more under emulation, a test's own pods far less. The
+// node runs the controller manager and the scheduler (the runner's Jobs need
+// them) and carries both images. Each subtest works in a namespace of its
+// own, which Node.Share checks the node is clean for and deletes, with its
+// pods, when the subtest ends, pass or fail; a failing subtest shows its
+// pods' and the node's last lines at once. -run 'TestKubelet/Resize$' runs
+// one (the node boots for it alone).
+func TestKubelet(t *testing.T) {
+	nodeBinaries(t, true)
+	kubectl := filepath.Join(CacheDir(), "bin", "kubectl")
+	if fi, err := os.Stat(kubectl); err != nil || fi.Mode()&0o111 == 0 {
+		missingNode(t, "%s is not installed", kubectl)
+	}
+	began := time.Now()
+	images := []Image{probeImage(t), benchImage(t, "untuned", "runtime", "env", "fitgo")}
+	t.Logf("the images' programs built in %v", time.Since(began).Round(100*time.Millisecond))
+	n := StartNode(t, NodeOptions{Controllers: true, Images: images})
+	for _, tc := range []struct {
+		name string
+		run  func(t *testing.T, n *Node, ns string)
+	}{
+		{"Limits", kubeletLimits},
+		{"Resize", kubeletResize},
+		{"OOM", kubeletOOM},
+		{"Coprocess", kubeletCoprocess},
+		{"PodLevel", kubeletPodLevel},
+		{"ResizeNearLimit", kubeletResizeNearLimit},
+		{"Runner", kubeletRunner},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ns := strings.ToLower(tc.name)
+			n.Share(t, ns)
+			tc.run(t, n, ns)
+		})
+	}
+}
+
+// kubeletLimits is the issue's first point on a real kubelet: a pod with
 // limits of 1500m CPU and 512Mi memory, and inside it what cgroup.Read finds,
 // what the blank import sets, and what the Go runtime alone chooses.
-func TestKubeletLimits(t *testing.T) {
-	nodeBinaries(t, false)
-	img := probeImage(t)
-	n := StartNode(t, NodeOptions{Images: []Image{img}})
+func kubeletLimits(t *testing.T, n *Node, ns string) {
 	ctx := context.Background()
-	require.NoError(t, n.EnsureServiceAccount(ctx, "default"))
 
 	// One container runs the three programs one after the other, in the
 	// same cgroup.
@@ -105,9 +142,9 @@ func TestKubeletLimits(t *testing.T) {
 		"containers":[{"name":"probe","image":"` + ProbeImage + `","imagePullPolicy":"Never",
 			"command":["/bin/sh","-c",` + mustJSON(t, script) + `],
 			"resources":{"limits":{"cpu":"1500m","memory":"512Mi"}}}]}}`
-	require.NoError(t, n.CreatePod(ctx, "default", []byte(pod)))
-	p := n.WaitPod(t, "default", "limits", 5*time.Minute, podDone)
-	log, err := n.Logs(ctx, "default", "limits", "probe")
+	require.NoError(t, n.CreatePod(ctx, ns, []byte(pod)))
+	p := n.WaitPod(t, ns, "limits", 5*time.Minute, podDone)
+	log, err := n.Logs(ctx, ns, "limits", "probe")
 	require.NoError(t, err)
 	t.Logf("pod %s on %s, QoS %s; log:\n%s", p.Name, p.Spec.NodeName, p.Status.QOSClass, log)
 	lines := resultLines(t, log)
@@ -185,17 +222,13 @@ func jsonLines[T any](log string, keep func(T) bool) []T {
 	return out
 }
 
-// TestKubeletResize is the issue's second point: an in-place resize through
+// kubeletResize is the issue's second point: an in-place resize through
 // the resize subresource, 1500m/512Mi to 2500m/768Mi and back down. In one
 // pod: fitgo's blank import (./watch, the runtime's own container support
 // off), the benchmark's runtime variant and its env variant (GOMAXPROCS and
 // GOMEMLIMIT from the downward API), each resized the same way.
-func TestKubeletResize(t *testing.T) {
-	nodeBinaries(t, false)
-	img := probeImage(t)
-	n := StartNode(t, NodeOptions{Images: []Image{img}})
+func kubeletResize(t *testing.T, n *Node, ns string) {
 	ctx := context.Background()
-	require.NoError(t, n.EnsureServiceAccount(ctx, "default"))
 
 	variant := []string{"-duration", "30m", "-heap-mib", "4", "-alloc-mib", "1", "-rate", "20", "-work-iters", "100", "-report-every", "100ms"}
 	container := func(name string, command []string, env string) string {
@@ -213,15 +246,15 @@ func TestKubeletResize(t *testing.T) {
 		container("runtime", append([]string{"/bin/runtime"}, variant...), "") + `,` +
 		container("env", append([]string{"/bin/env"}, variant...), `"env":[`+downward("GOMAXPROCS", "limits.cpu")+`,`+downward("GOMEMLIMIT", "limits.memory")+`],`) +
 		`]}}`
-	require.NoError(t, n.CreatePod(ctx, "default", []byte(pod)))
-	n.WaitPod(t, "default", "resize", 5*time.Minute, func(p *corev1.Pod) (bool, error) {
+	require.NoError(t, n.CreatePod(ctx, ns, []byte(pod)))
+	n.WaitPod(t, ns, "resize", 5*time.Minute, func(p *corev1.Pod) (bool, error) {
 		if p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded {
 			return false, fmt.Errorf("pod ended: %+v", p.Status)
 		}
 		return p.Status.Phase == corev1.PodRunning, nil
 	})
 	logs := func(c string) string {
-		l, err := n.Logs(ctx, "default", "resize", c)
+		l, err := n.Logs(ctx, ns, "resize", c)
 		require.NoError(t, err)
 		return l
 	}
@@ -279,9 +312,9 @@ func TestKubeletResize(t *testing.T) {
 		}
 		before := len(fitgoSamples())
 		patched := time.Now()
-		require.NoError(t, n.PatchPod(ctx, "default", "resize", "resize", []byte(`{"spec":{"containers":[`+strings.Join(patch, ",")+`]}}`), false))
+		require.NoError(t, n.PatchPod(ctx, ns, "resize", "resize", []byte(`{"spec":{"containers":[`+strings.Join(patch, ",")+`]}}`), false))
 		// The kubelet reports the new limits in the containers' status.
-		n.WaitPod(t, "default", "resize", 4*time.Minute, func(p *corev1.Pod) (bool, error) {
+		n.WaitPod(t, ns, "resize", 4*time.Minute, func(p *corev1.Pod) (bool, error) {
 			for _, cs := range p.Status.ContainerStatuses {
 				if cs.Resources == nil || cs.Resources.Limits.Cpu().String() != st.cpu || cs.Resources.Limits.Memory().String() != st.mem {
 					return false, nil
@@ -293,9 +326,17 @@ func TestKubeletResize(t *testing.T) {
 		t.Logf("%s: the kubelet reported %s/%s for the three containers %v after the patch", st.name, st.cpu, st.mem, reported.Sub(patched).Round(time.Millisecond))
 
 		// fitgo: the knobs follow the container's cgroup files.
-		waitLog("fitgo", st.name, func(string) bool {
+		waitFor(t, "fitgo following the resize "+st.name+" to "+st.cpu+"/"+st.mem, 2*time.Minute, n.console, func() error {
 			s := fitgoSamples()
-			return len(s) > 0 && s[len(s)-1].GOMAXPROCS == st.procs && s[len(s)-1].GOMEMLIMIT == fitgoMem(st.memBytes)
+			if len(s) == 0 {
+				return errors.New("no sample from fitgo's container")
+			}
+			last := s[len(s)-1]
+			if last.GOMAXPROCS == st.procs && last.GOMEMLIMIT == fitgoMem(st.memBytes) {
+				return nil
+			}
+			return fmt.Errorf("fitgo's GOMAXPROCS %d and GOMEMLIMIT %d, want %d and %d (the container's cpu.max %q, memory.max %q)",
+				last.GOMAXPROCS, last.GOMEMLIMIT, st.procs, fitgoMem(st.memBytes), last.CPUMax, last.MemoryMax)
 		})
 		seen := time.Now()
 		// The samples since the last one before the patch. A file changed
@@ -338,16 +379,12 @@ func TestKubeletResize(t *testing.T) {
 	}
 }
 
-// TestKubeletOOM is the issue's third point: the memory scenario (a 256 MiB
+// kubeletOOM is the issue's third point: the memory scenario (a 256 MiB
 // limit, a live heap of 0.6 × 256 MiB, no CPU limit, as the local and kind
 // runners set it) on a real kubelet: the untuned variant's pod ends
 // OOMKilled, the reason in its status, and fitgo's completes.
-func TestKubeletOOM(t *testing.T) {
-	nodeBinaries(t, false)
-	img := probeImage(t)
-	n := StartNode(t, NodeOptions{Images: []Image{img}})
+func kubeletOOM(t *testing.T, n *Node, ns string) {
 	ctx := context.Background()
-	require.NoError(t, n.EnsureServiceAccount(ctx, "default"))
 
 	heap := math.Round(0.6 * 256)
 	// The local runner's workload (its default 10 s window, 50 MiB/s), with
@@ -360,25 +397,25 @@ func TestKubeletOOM(t *testing.T) {
 			"containers":[{"name":"workload","image":"` + ProbeImage + `","imagePullPolicy":"Never",
 				"command":` + mustJSON(t, append([]string{"/bin/" + v}, args...)) + `,
 				"resources":{"requests":{"cpu":"100m","memory":"256Mi"},"limits":{"memory":"256Mi"}}}]}}`
-		require.NoError(t, n.CreatePod(ctx, "default", []byte(pod)))
+		require.NoError(t, n.CreatePod(ctx, ns, []byte(pod)))
 	}
 	ended := func(p *corev1.Pod) (bool, error) {
 		return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed, nil
 	}
-	untuned := n.WaitPod(t, "default", "oom-untuned", 10*time.Minute, ended)
-	fitgo := n.WaitPod(t, "default", "oom-fitgo", 10*time.Minute, ended)
+	untuned := n.WaitPod(t, ns, "oom-untuned", 10*time.Minute, ended)
+	fitgo := n.WaitPod(t, ns, "oom-fitgo", 10*time.Minute, ended)
 	for _, p := range []*corev1.Pod{untuned, fitgo} {
 		require.Len(t, p.Status.ContainerStatuses, 1)
 		term := p.Status.ContainerStatuses[0].State.Terminated
 		require.NotNil(t, term, "%s: %+v", p.Name, p.Status.ContainerStatuses[0].State)
-		log, err := n.Logs(ctx, "default", p.Name, "workload")
+		log, err := n.Logs(ctx, ns, p.Name, "workload")
 		require.NoError(t, err)
 		t.Logf("%s: phase %s, exit code %d, reason %s; log:\n%s", p.Name, p.Status.Phase, term.ExitCode, term.Reason, log)
 	}
 	assert.Equal(t, corev1.PodFailed, untuned.Status.Phase)
 	assert.Equal(t, "OOMKilled", untuned.Status.ContainerStatuses[0].State.Terminated.Reason)
 	assert.Equal(t, corev1.PodSucceeded, fitgo.Status.Phase)
-	log, err := n.Logs(ctx, "default", "oom-fitgo", "workload")
+	log, err := n.Logs(ctx, ns, "oom-fitgo", "workload")
 	require.NoError(t, err)
 	var w results.Workload
 	require.NoError(t, json.Unmarshal([]byte(lastLine(log)), &w), log)
@@ -388,26 +425,22 @@ func TestKubeletOOM(t *testing.T) {
 	t.Logf("fitgo: GOMEMLIMIT %d at the start, %d at the end, %d requests, peak RSS %d", w.GOMEMLIMITStart, w.GOMEMLIMIT, w.Requests, w.PeakRSSBytes)
 }
 
-// TestKubeletCoprocess is the issue's sixth point: a container with a 512Mi
+// kubeletCoprocess is the issue's sixth point: a container with a 512Mi
 // limit that also runs a co-process holding 200 MiB (the benchmark's
 // coprocess launcher and sidecar). fitgo's blank import, started once the
 // sidecar holds its memory, leaves room for it: its GOMEMLIMIT plus what the
 // others hold stays under the limit.
-func TestKubeletCoprocess(t *testing.T) {
-	nodeBinaries(t, false)
-	img := probeImage(t)
-	n := StartNode(t, NodeOptions{Images: []Image{img}})
+func kubeletCoprocess(t *testing.T, n *Node, ns string) {
 	ctx := context.Background()
-	require.NoError(t, n.EnsureServiceAccount(ctx, "default"))
 
 	pod := `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"coprocess"},"spec":{
 		"nodeName":"` + NodeName + `","hostNetwork":true,"restartPolicy":"Never","automountServiceAccountToken":false,
 		"containers":[{"name":"probe","image":"` + ProbeImage + `","imagePullPolicy":"Never",
 			"command":["/bin/coprocess","-sidecar","/bin/sidecar","-mib","200","--","/bin/blank","report","-scenario","coprocess"],
 			"resources":{"limits":{"cpu":"1500m","memory":"512Mi"}}}]}}`
-	require.NoError(t, n.CreatePod(ctx, "default", []byte(pod)))
-	n.WaitPod(t, "default", "coprocess", 5*time.Minute, podDone)
-	log, err := n.Logs(ctx, "default", "coprocess", "probe")
+	require.NoError(t, n.CreatePod(ctx, ns, []byte(pod)))
+	n.WaitPod(t, ns, "coprocess", 5*time.Minute, podDone)
+	log, err := n.Logs(ctx, ns, "coprocess", "probe")
 	require.NoError(t, err)
 	t.Logf("log:\n%s", log)
 	var b report.Blank
@@ -423,18 +456,14 @@ func TestKubeletCoprocess(t *testing.T) {
 	t.Logf("GOMEMLIMIT %d (%.1f MiB); the others hold %d (%.1f MiB) of the %d limit", ml.After, float64(ml.After)/mib, ml.Others, float64(ml.Others)/mib, limit)
 }
 
-// TestKubeletPodLevel is the issue's fifth point: pod-level resources
+// kubeletPodLevel is the issue's fifth point: pod-level resources
 // (spec.resources: limits 1500m and 512Mi) and two containers without limits
 // of their own. It records what each container sees (its /proc/self/cgroup,
 // its cgroup files, cgroup.Read, the downward API's limits.memory) and checks
 // the README's recipe: with FITGO_MEMORY_LIMIT from the downward API, the
 // blank import gets the pod's limit.
-func TestKubeletPodLevel(t *testing.T) {
-	nodeBinaries(t, false)
-	img := probeImage(t)
-	n := StartNode(t, NodeOptions{Images: []Image{img}})
+func kubeletPodLevel(t *testing.T, n *Node, ns string) {
 	ctx := context.Background()
-	require.NoError(t, n.EnsureServiceAccount(ctx, "default"))
 
 	script := `echo "cgroup: $(cat /proc/self/cgroup)"; echo "memory.max: $(cat /sys/fs/cgroup/memory.max)"; ` +
 		`echo "cpu.max: $(cat /sys/fs/cgroup/cpu.max)"; echo "downward limits.memory: $FITGO_MEMORY_LIMIT"; ` +
@@ -448,12 +477,12 @@ func TestKubeletPodLevel(t *testing.T) {
 		"nodeName":"` + NodeName + `","hostNetwork":true,"restartPolicy":"Never","automountServiceAccountToken":false,
 		"resources":{"limits":{"cpu":"1500m","memory":"512Mi"}},
 		"containers":[` + container("app") + `,` + container("other") + `]}}`
-	require.NoError(t, n.CreatePod(ctx, "default", []byte(pod)))
-	p := n.WaitPod(t, "default", "podlevel", 5*time.Minute, podDone)
+	require.NoError(t, n.CreatePod(ctx, ns, []byte(pod)))
+	p := n.WaitPod(t, ns, "podlevel", 5*time.Minute, podDone)
 	t.Logf("pod QoS %s, pod-level resources %+v", p.Status.QOSClass, p.Spec.Resources)
 	limit := int64(512 * mib)
 	for _, c := range []string{"app", "other"} {
-		log, err := n.Logs(ctx, "default", "podlevel", c)
+		log, err := n.Logs(ctx, ns, "podlevel", c)
 		require.NoError(t, err)
 		t.Logf("%s:\n%s", c, log)
 		lines := resultLines(t, log)
@@ -483,7 +512,7 @@ func TestKubeletPodLevel(t *testing.T) {
 	}
 }
 
-// TestKubeletResizeNearLimit is the end of the issue's second point: a pod
+// kubeletResizeNearLimit is the end of the issue's second point: a pod
 // resized down, 768Mi to 512Mi, while its memory use sits near the new,
 // lower limit, is not OOM-killed because fitgo lagged. Both pods run the
 // memory scenario's workload sized for the new limit (a live heap of 0.6 ×
@@ -495,12 +524,8 @@ func TestKubeletPodLevel(t *testing.T) {
 // before its heap reaches the new limit, and completes; the untuned pod,
 // resized the same way, shows that the heap would have outgrown it: it is
 // OOM-killed, which it could not be under the old limit.
-func TestKubeletResizeNearLimit(t *testing.T) {
-	nodeBinaries(t, false)
-	img := probeImage(t)
-	n := StartNode(t, NodeOptions{Images: []Image{img}})
+func kubeletResizeNearLimit(t *testing.T, n *Node, ns string) {
 	ctx := context.Background()
-	require.NoError(t, n.EnsureServiceAccount(ctx, "default"))
 
 	const newLimit = 512 * mib
 	heap := math.Round(0.6 * newLimit / mib)
@@ -516,10 +541,10 @@ func TestKubeletResizeNearLimit(t *testing.T) {
 				"command":` + mustJSON(t, append([]string{"/bin/" + v}, args...)) + `,
 				"resizePolicy":[{"resourceName":"memory","restartPolicy":"NotRequired"}],
 				"resources":{"requests":{"cpu":"100m","memory":"256Mi"},"limits":{"memory":"768Mi"}}}]}}`
-		require.NoError(t, n.CreatePod(ctx, "default", []byte(pod)))
+		require.NoError(t, n.CreatePod(ctx, ns, []byte(pod)))
 	}
 	progressOf := func(name string) []results.Progress {
-		log, err := n.Logs(ctx, "default", name, "workload")
+		log, err := n.Logs(ctx, ns, name, "workload")
 		if err != nil {
 			return nil
 		}
@@ -540,7 +565,7 @@ func TestKubeletResizeNearLimit(t *testing.T) {
 			}
 			last := p[len(p)-1]
 			require.Less(t, last.RSSBytes, int64(newLimit), "%s outgrew the new limit before the resize: %+v", name, last)
-			require.NoError(t, n.PatchPod(ctx, "default", name, "resize",
+			require.NoError(t, n.PatchPod(ctx, ns, name, "resize",
 				[]byte(`{"spec":{"containers":[{"name":"workload","resources":{"limits":{"memory":"512Mi"}}}]}}`), false))
 			resized[name] = last
 			t.Logf("%s: resized to 512Mi at %.1f s (%s phase), RSS %.1f MiB, live heap %.1f MiB, GOMEMLIMIT %d",
@@ -552,7 +577,7 @@ func TestKubeletResizeNearLimit(t *testing.T) {
 	// pod) the container is OOM-killed, which 768Mi could not do.
 	for _, v := range variants {
 		name := "near-" + v
-		n.WaitPod(t, "default", name, 5*time.Minute, func(p *corev1.Pod) (bool, error) {
+		n.WaitPod(t, ns, name, 5*time.Minute, func(p *corev1.Pod) (bool, error) {
 			if c := p.Status.ContainerStatuses; len(c) == 1 {
 				if c[0].Resources != nil && c[0].Resources.Limits.Memory().Value() == newLimit {
 					return true, nil
@@ -573,8 +598,8 @@ func TestKubeletResizeNearLimit(t *testing.T) {
 	ended := func(p *corev1.Pod) (bool, error) {
 		return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed, nil
 	}
-	fitgo := n.WaitPod(t, "default", "near-fitgo", 15*time.Minute, ended)
-	untuned := n.WaitPod(t, "default", "near-untuned", 15*time.Minute, ended)
+	fitgo := n.WaitPod(t, ns, "near-fitgo", 15*time.Minute, ended)
+	untuned := n.WaitPod(t, ns, "near-untuned", 15*time.Minute, ended)
 	for _, p := range []*corev1.Pod{fitgo, untuned} {
 		require.Len(t, p.Status.ContainerStatuses, 1)
 		term := p.Status.ContainerStatuses[0].State.Terminated
@@ -590,7 +615,7 @@ func TestKubeletResizeNearLimit(t *testing.T) {
 	// fitgo: completed, its GOMEMLIMIT followed the lower limit, and its
 	// peak RSS stayed under it.
 	assert.Equal(t, corev1.PodSucceeded, fitgo.Status.Phase)
-	log, err := n.Logs(ctx, "default", "near-fitgo", "workload")
+	log, err := n.Logs(ctx, ns, "near-fitgo", "workload")
 	require.NoError(t, err)
 	var w results.Workload
 	require.NoError(t, json.Unmarshal([]byte(lastLine(log)), &w), log)

@@ -39,7 +39,10 @@ var nodeInit []byte
 // guest with the Debian cloud kernel of internal/vmtest, cgroup v2.
 type Node struct {
 	*Server
-	console *logFile
+	console     *logFile
+	kept        string // where the guest's console is kept, or why it is not
+	controllers bool
+	reported    bool // a test sharing the node has shown the node's report
 }
 
 // NodeOptions configures StartNode.
@@ -125,12 +128,16 @@ func StartNode(t testing.TB, opts NodeOptions) *Node {
 	work := t.TempDir()
 
 	// The images first: a build failure should not wait for a control plane.
+	began := time.Now()
 	pause := filepath.Join(work, "pause")
 	if err := vmtest.BuildStatic("", pause, "github.com/fitgo/fitgo/bench/internal/kubetest/pause"); err != nil {
 		t.Fatal(err)
 	}
 	images := append([]Image{{Name: PauseImage, Files: map[string]string{"pause": pause}, Entrypoint: []string{"/pause"}}}, opts.Images...)
 
+	pauseTime := time.Since(began)
+
+	began = time.Now()
 	kubeletToken := randomHex(t)
 	ports := freePorts(t, 3)
 	kubeletPort := ports[0]
@@ -144,6 +151,9 @@ func StartNode(t testing.TB, opts NodeOptions) *Node {
 	if opts.Controllers {
 		startControllers(t, bins, adminConfig, s.dir, ports[1], ports[2])
 	}
+	controlPlane := time.Since(began)
+
+	began = time.Now()
 
 	initramfs := guestInitramfs(t, host.Busybox, root, work, nodeInit, images, map[string]string{
 		"bin/kubelet": bins["kubelet"],
@@ -161,6 +171,7 @@ func StartNode(t testing.TB, opts NodeOptions) *Node {
 		"etc/os-release": "PRETTY_NAME=\"fitgo test rig: qemu TCG guest, Debian cloud kernel\"\n",
 	})
 
+	initramfsTime := time.Since(began)
 	apiPort := strings.TrimPrefix(s.URL, "https://127.0.0.1:")
 	m := vmtest.Machine{
 		QEMU: host.QEMU, Kernel: host.Kernel, Initramfs: initramfs,
@@ -191,9 +202,12 @@ func StartNode(t testing.TB, opts NodeOptions) *Node {
 		runErr = m.Run(ctx, w)
 		close(console.exited)
 	}()
-	n := &Node{Server: s, console: console}
+	n := &Node{Server: s, console: console, kept: kept, controllers: opts.Controllers}
 	t.Cleanup(func() {
-		if t.Failed() {
+		// A test that shares the node has shown the pods' and the node's
+		// last lines at its own failure.
+		full := t.Failed() && !n.reported
+		if full {
 			// While the node still runs: the pods' own last words.
 			t.Logf("pods (last log lines):\n%s", n.podLogs(20))
 		}
@@ -201,8 +215,8 @@ func StartNode(t testing.TB, opts NodeOptions) *Node {
 		<-console.exited
 		if t.Failed() {
 			t.Logf("qemu: %v; guest console: %s", runErr, kept)
-			for _, from := range []string{"kubelet: ", "containerd: "} {
-				t.Logf("%s(last lines):\n%s", from, console.tailFrom(from, 25))
+			if full {
+				n.logTails(t)
 			}
 			t.Logf("guest console, all of it (last lines):\n%s", console.tail(25))
 		}
@@ -214,8 +228,169 @@ func StartNode(t testing.TB, opts NodeOptions) *Node {
 		}
 		return n.nodeReady(context.Background())
 	})
-	t.Logf("node %s ready %v after qemu started", NodeName, time.Since(booted).Round(time.Second))
+	t.Logf("node %s ready: the pause image built in %v, the control plane started in %v, the initramfs (%d images) written in %v, the node Ready %v after qemu started (%s)",
+		NodeName, pauseTime.Round(100*time.Millisecond), controlPlane.Round(100*time.Millisecond), len(images), initramfsTime.Round(100*time.Millisecond),
+		time.Since(booted).Round(time.Second), n.guestPhases())
 	return n
+}
+
+// guestPhases says when, on the guest's clock from its boot, guest/node.sh
+// reached each of its phases (its FITGO-NODE-PHASE lines): where the boot's
+// time goes.
+func (n *Node) guestPhases() string {
+	var out []string
+	prev := 0.0
+	for _, line := range strings.Split(n.console.tailFrom("FITGO-NODE-PHASE ", 20), "\n") {
+		var name string
+		var at float64
+		if _, err := fmt.Sscanf(strings.TrimSpace(line), "FITGO-NODE-PHASE %s %g", &name, &at); err != nil {
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s %.1f s (+%.1f)", name, at, at-prev))
+		prev = at
+	}
+	if len(out) == 0 {
+		return "the guest logged no phases"
+	}
+	return "the guest's clock: " + strings.Join(out, ", ")
+}
+
+// logTails logs the kubelet's and containerd's last lines, and where the
+// guest's console is kept.
+func (n *Node) logTails(t testing.TB) {
+	t.Helper()
+	for _, from := range []string{"kubelet: ", "containerd: "} {
+		t.Logf("%s(last lines):\n%s", from, n.console.tailFrom(from, 25))
+	}
+	t.Logf("guest console: %s", n.kept)
+}
+
+// systemNamespaces are the namespaces the API server creates; every other
+// namespace on a shared node belongs to a test.
+var systemNamespaces = map[string]bool{"default": true, "kube-system": true, "kube-public": true, "kube-node-lease": true}
+
+// Share readies the node for one of several tests that share it, with
+// ns as the test's own namespace. It checks that the node is Ready and that
+// nothing of an earlier test is left: no pod, no namespace but the system's
+// (it deletes what it finds and says so). It creates ns and its
+// ServiceAccount, and when the test ends, even after a failure: when the test
+// has failed, it logs the pods' last log lines, the kubelet's and
+// containerd's last lines and where the guest's console is kept, while the
+// pods still run; then it deletes the test's namespaces (ns and any other it
+// created, such as the runner's) and its pods, and waits until the kubelet
+// has stopped them, so that their memory is the node's again.
+func (n *Node) Share(t testing.TB, ns string) {
+	t.Helper()
+	if !n.controllers {
+		t.Fatal("a shared node needs NodeOptions.Controllers: the namespace controller deletes a test's namespaces")
+	}
+	ctx := context.Background()
+	waitFor(t, "the node Ready", 2*time.Minute, n.console, func() error { return n.nodeReady(ctx) })
+	began := time.Now()
+	left, err := n.tidy(ctx, 3*time.Minute)
+	if err != nil {
+		t.Fatalf("the node is not clean for this test: %v", err)
+	}
+	if left != "" {
+		t.Logf("deleted what an earlier test left on the node, in %v: %s", time.Since(began).Round(100*time.Millisecond), left)
+	}
+	if err := n.Create(ctx, "", []byte(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"`+ns+`"}}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.EnsureServiceAccount(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	began = time.Now()
+	t.Cleanup(func() {
+		own := time.Since(began)
+		if t.Failed() {
+			n.reported = true
+			t.Logf("pods (last log lines):\n%s", n.podLogs(20))
+			n.logTails(t)
+		}
+		cleaned := time.Now()
+		left, err := n.tidy(ctx, 3*time.Minute)
+		if err != nil {
+			t.Errorf("the test's pods and namespaces are not gone: %v", err)
+		}
+		if left == "" {
+			left = "none"
+		}
+		t.Logf("the test's own part took %v on the node; its pods and namespaces (%s) deleted in %v",
+			own.Round(100*time.Millisecond), left, time.Since(cleaned).Round(100*time.Millisecond))
+	})
+}
+
+// tidy deletes every namespace but the system's and every pod, and waits
+// until the pods and those namespaces are gone, or timeout passes. It returns
+// what it deleted.
+func (n *Node) tidy(ctx context.Context, timeout time.Duration) (string, error) {
+	list := func() (namespaces []string, pods map[string][]string, err error) {
+		var nsl corev1.NamespaceList
+		if err := n.get(ctx, "/api/v1/namespaces", &nsl); err != nil {
+			return nil, nil, err
+		}
+		for _, x := range nsl.Items {
+			if !systemNamespaces[x.Name] {
+				namespaces = append(namespaces, x.Name)
+			}
+		}
+		var pl corev1.PodList
+		if err := n.get(ctx, "/api/v1/pods", &pl); err != nil {
+			return nil, nil, err
+		}
+		pods = map[string][]string{}
+		for _, p := range pl.Items {
+			pods[p.Namespace] = append(pods[p.Namespace], p.Name)
+		}
+		return namespaces, pods, nil
+	}
+	namespaces, pods, err := list()
+	if err != nil {
+		return "", err
+	}
+	if len(namespaces) == 0 && len(pods) == 0 {
+		return "", nil
+	}
+	what := fmt.Sprintf("namespaces %v, pods %v", namespaces, pods)
+	// The namespaces first: a namespace being deleted takes no new pods
+	// (a Job's, say); then the pods, each with a grace period of 1 s, so
+	// that the API server keeps them until the kubelet has stopped them.
+	for _, ns := range namespaces {
+		if _, err := n.do(ctx, "DELETE", "/api/v1/namespaces/"+url.PathEscape(ns), "", nil); err != nil && !notFound(err) {
+			return what, err
+		}
+	}
+	for ns := range pods {
+		if _, err := n.do(ctx, "DELETE", "/api/v1/namespaces/"+url.PathEscape(ns)+"/pods?gracePeriodSeconds=1", "", nil); err != nil {
+			return what, err
+		}
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		namespaces, pods, err = list()
+		if err == nil && len(namespaces) == 0 && len(pods) == 0 {
+			return what, nil
+		}
+		if time.Now().After(deadline) {
+			return what, fmt.Errorf("after %v still there: namespaces %v, pods %v (%v)", timeout, namespaces, pods, err)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// get GETs path and decodes the answer into v.
+func (n *Node) get(ctx context.Context, path string, v any) error {
+	b, err := n.do(ctx, "GET", path, "", nil)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, v)
+}
+
+func notFound(err error) bool {
+	var st *StatusError
+	return errors.As(err, &st) && st.Code == 404
 }
 
 // Console returns the last n lines of the guest's console.

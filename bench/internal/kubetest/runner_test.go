@@ -44,7 +44,7 @@ func benchImage(t *testing.T, variants ...string) Image {
 	return img
 }
 
-// TestKubeletRunner is the fourth point: the benchmark's Kubernetes
+// kubeletRunner is the fourth point: the benchmark's Kubernetes
 // runner (go run -C bench . kind) in its existing-cluster mode on the real
 // node, with the controller manager (Jobs) and the scheduler: the cpu,
 // memory and resize scenarios, with short settings since the node is
@@ -53,14 +53,8 @@ func benchImage(t *testing.T, variants ...string) Image {
 // the outcomes: in the memory scenario the untuned pod is OOM-killed and
 // fitgo's completes; in the resize scenario fitgo follows the new limits,
 // the runtime variant's GOMAXPROCS too, and the env variant does not.
-func TestKubeletRunner(t *testing.T) {
-	nodeBinaries(t, true)
+func kubeletRunner(t *testing.T, n *Node, _ string) {
 	kubectl := filepath.Join(CacheDir(), "bin", "kubectl")
-	if fi, err := os.Stat(kubectl); err != nil || fi.Mode()&0o111 == 0 {
-		missingNode(t, "%s is not installed", kubectl)
-	}
-	img := benchImage(t, "untuned", "runtime", "env", "fitgo")
-	n := StartNode(t, NodeOptions{Controllers: true, Images: []Image{img}})
 	kubeconfig := filepath.Join(n.dir, "admin.kubeconfig")
 	// The runner runs kubectl from PATH, as a user's shell would.
 	t.Setenv("PATH", filepath.Dir(kubectl)+string(os.PathListSeparator)+os.Getenv("PATH"))

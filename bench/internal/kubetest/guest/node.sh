@@ -22,6 +22,13 @@ for d in /run /tmp /var; do
 done
 mkdir -p /var/lib/kubelet /var/log /var/lib/containerd
 
+# Where the boot's time goes: each phase's end on the guest's clock (seconds
+# since its kernel started), which the host logs once the node is Ready.
+phase() {
+	echo "FITGO-NODE-PHASE $1 $(cut -d' ' -f1 /proc/uptime)"
+}
+phase init
+
 fail() {
 	echo "FITGO-NODE-ERROR $*"
 	poweroff -f
@@ -40,6 +47,7 @@ hostname localhost
 
 # The controllers the kubelet needs in the root's children.
 echo "+cpuset +cpu +io +memory +pids" >/sys/fs/cgroup/cgroup.subtree_control || fail "cgroup controllers"
+phase network
 
 containerd --config /etc/containerd/config.toml 2>&1 | sed 's/^/containerd: /' &
 i=0
@@ -48,10 +56,13 @@ until ctr version >/dev/null 2>&1; do
 	[ $i -lt 600 ] || fail "containerd did not start"
 	sleep 0.2
 done
+phase containerd
 for img in /images/*.tar; do
 	ctr -n k8s.io images import "$img" >/dev/null || fail "ctr images import $img"
 done
 echo "FITGO-NODE images: $(ctr -n k8s.io images ls -q | tr '\n' ' ')"
+phase images
+echo "FITGO-NODE memory with the images in: $(grep MemAvailable /proc/meminfo)"
 
 kubelet --config=/etc/kubernetes/kubelet.yaml --kubeconfig=/etc/kubernetes/kubelet.kubeconfig \
 	--hostname-override=localhost --node-ip=10.0.2.15 --v="${KUBELET_V:-0}" 2>&1 | sed 's/^/kubelet: /' &

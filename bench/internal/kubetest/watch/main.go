@@ -1,4 +1,4 @@
-// Command watch is the TestKubeletResize probe: fitgo blank-imported, with the
+// Command watch is the TestKubelet/Resize probe: fitgo blank-imported, with the
 // Go runtime's own container support off (the GODEBUG defaults of Go 1.23, as
 // in a module that says go 1.23), so that every change of GOMAXPROCS is
 // fitgo's. It polls the two knobs and the container's cgroup files every few
