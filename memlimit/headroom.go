@@ -121,9 +121,7 @@ func (f *Fit) checkSettings(lim cgroup.Limits, env string) {
 			"divisor other than \"1\"? (in KiB it would be %s); kept", bound.from, env, formatBytes(bound.bytes), l.from,
 			formatBytes(l.bytes), formatBytes(min(bound.bytes, 1<<52)<<10))
 	}
-	if bound.bytes > 0 && (!has || l.source == "/proc/meminfo" || bound.bytes < l.bytes) {
-		l, has = bound, true
-	}
+	l, has, _ = f.bounded(l, has)
 	if u := f.unseen; has && u > 0 && p.SoftLimit(l.bytes-u) == 0 && p.SoftLimit(l.bytes) > 0 {
 		f.unseen = 0
 		f.res.SettingErr = errors.Join(f.res.SettingErr, fmt.Errorf("memlimit: the reserve (FITGO=reserve, Unseen) of %s leaves "+

@@ -271,11 +271,7 @@ type Fit struct {
 // and the upper limit, where set, and the headroom, which counts the
 // others against the upper limit too.
 func (f *Fit) effective(lim cgroup.Limits) (l memLimit, has bool) {
-	l, has = f.limit(lim)
-	bound := f.upper.bytes > 0 && (!has || l.source == "/proc/meminfo" || f.upper.bytes < l.bytes)
-	if bound {
-		l, has = f.upper, true
-	}
+	l, has, bound := f.bounded(f.limit(lim))
 	h, nonGo := lim.Memory.Headroom, int64(0)
 	if own := min(h.Own, f.resident); f.headroom && f.nonGo && h.Source != "" { // the process's non-Go memory is the others'
 		h.Others = max(h.Usage-own, 0)
@@ -293,6 +289,15 @@ func (f *Fit) effective(lim cgroup.Limits) (l memLimit, has bool) {
 	l.unseen = min(f.unseen, l.bytes)
 	l.bytes, l.plain = l.bytes-l.unseen, max(l.plain-l.unseen, 0)
 	return l, has
+}
+
+// bounded is the limit read, l (has: there is one), or the upper limit
+// where it is set and tighter, or l is MemTotal or none (bound: it is).
+func (f *Fit) bounded(l memLimit, has bool) (memLimit, bool, bool) {
+	if u := f.upper; u.bytes > 0 && (!has || l.source == "/proc/meminfo" || u.bytes < l.bytes) {
+		return u, true, true
+	}
+	return l, has, false
 }
 
 // limit is the limit read: the lower of memory.max and memory.high (a limit
