@@ -110,7 +110,7 @@ func start(d deps) (rep Report) {
 	if cfg.MemLimit {
 		rep.MemLimit, _ = d.memlimit(memlimit.Options{KeepExisting: !cfg.InsistMemLimit, Insist: cfg.InsistMemLimit,
 			Logger: logger, Refresh: every, Context: ctx, Limits: shared, NoHeadroom: cfg.NoHeadroom,
-			NoLeakGuard: cfg.NoLeakGuard, NoNonGo: cfg.NoNonGo, Unseen: cfg.Reserve, GC: cfg.GC})
+			NoLeakGuard: cfg.NoLeakGuard, NoNonGo: cfg.NoNonGo, Reserve: cfg.Reserve, GC: cfg.GC})
 	}
 	logStart(d.log(), rep, status(cfg.MaxProcs, rep.MaxProcs.Status), status(cfg.MemLimit, rep.MemLimit.Status))
 	armed.Store(true)

@@ -396,7 +396,7 @@ func TestRealKernelV1Reserve(t *testing.T) {
 			}
 			assert.Equal(t, whole, first.GOMEMLIMIT, first.MemLimit)
 			assert.Contains(t, c.Stderr.String(), "WARN fitgo: fitted the Go runtime to the container")
-			assert.Contains(t, c.Stderr.String(), "the reserve (FITGO=reserve, Unseen) of ")
+			assert.Contains(t, c.Stderr.String(), "the reserve (FITGO=reserve, Reserve) of ")
 		})
 	}
 }

@@ -86,13 +86,13 @@ func (f *Fit) softLimit(l *memLimit, floor int64) int64 {
 }
 
 // setUpper sets the upper limit from o or else the environment variable's
-// value env, and the unseen memory.
+// value env, and the reserve.
 func (f *Fit) setUpper(o *Options, env string) error {
 	v, err := envvar.MemoryLimit(env)
-	f.unseen = o.Unseen
+	f.reserve = o.Reserve
 	switch opt := o.UpperLimit; {
-	case opt < 0 || o.Unseen < 0:
-		return fmt.Errorf("memlimit: invalid options: negative UpperLimit %d or Unseen %d", opt, o.Unseen)
+	case opt < 0 || o.Reserve < 0:
+		return fmt.Errorf("memlimit: invalid options: negative UpperLimit %d or Reserve %d", opt, o.Reserve)
 	case opt > 0:
 		f.upper = memLimit{bytes: opt, source: "Options.UpperLimit", from: "UpperLimit"}
 	case err != nil: // ignored, as if unset
@@ -122,9 +122,9 @@ func (f *Fit) checkSettings(lim cgroup.Limits, env string) {
 			formatBytes(l.bytes), formatBytes(min(bound.bytes, 1<<52)<<10))
 	}
 	l, has, _ = f.bounded(l, has)
-	if u := f.unseen; has && u > 0 && p.SoftLimit(l.bytes-u) == 0 && p.SoftLimit(l.bytes) > 0 {
-		f.unseen = 0
-		f.res.SettingErr = errors.Join(f.res.SettingErr, fmt.Errorf("memlimit: the reserve (FITGO=reserve, Unseen) of %s leaves "+
+	if u := f.reserve; has && u > 0 && p.SoftLimit(l.bytes-u) == 0 && p.SoftLimit(l.bytes) > 0 {
+		f.reserve = 0
+		f.res.SettingErr = errors.Join(f.res.SettingErr, fmt.Errorf("memlimit: the reserve (FITGO=reserve, Reserve) of %s leaves "+
 			"less than the policy's minimum GOMEMLIMIT (%s) of the %s %s limit; ignored", formatBytes(u), formatBytes(p.Min),
 			l.from, formatBytes(l.bytes)))
 	}

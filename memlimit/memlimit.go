@@ -62,13 +62,13 @@ type Options struct {
 	// than the policy's Min, is ignored (SettingErr). The others count
 	// against it as against any limit (NoHeadroom).
 	UpperLimit int64
-	// Unseen is memory, in bytes, held under the limit where fitgo cannot
+	// Reserve is memory, in bytes, held under the limit where fitgo cannot
 	// see it, such as by a sidecar in another container of a pod with a
 	// pod-level limit: it is taken off the limit before the policy, as the
 	// headroom takes off what it sees the other processes hold. 0: none; one
 	// that leaves less than the policy's Min of the limit read at Apply is
 	// ignored (SettingErr). The blank import sets it for FITGO=reserve=.
-	Unseen int64
+	Reserve int64
 	// NoLeakGuard turns off the refresh's leak guard, which steps GOMEMLIMIT
 	// up toward the memory limit while a growing heap pins the GC at it
 	// (Result.LeakGuard). The blank import sets it for FITGO=leakguard=off.
@@ -122,7 +122,7 @@ type memLimit struct {
 	source, from  string
 	others, level int64 // Result.Others and LevelLimit
 	plain         int64 // the limit without the headroom
-	unseen        int64 // Result.Unseen
+	reserve       int64 // Result.Reserve
 	nonGo         int64 // Result.NonGo
 	floor         int64
 	guard         leakGuard
@@ -159,8 +159,8 @@ type Result struct {
 	// when it is the tightest); Limit is then LevelLimit − Others. Both are 0
 	// when the limit itself bound it.
 	Others, LevelLimit int64
-	// Unseen is what Options.Unseen took off: Limit is what is left.
-	Unseen int64
+	// Reserve is what Options.Reserve took off: Limit is what is left.
+	Reserve int64
 	// NonGo is the process's own memory outside the Go runtime (see
 	// Options.NoNonGo), part of Others when they bind the value; 0 when it
 	// is not measured.
@@ -199,7 +199,7 @@ type Result struct {
 		Ceiling    int64
 		Reason     string
 	}
-	// SettingErr is why FITGO_MEMORY_LIMIT (or UpperLimit) or Unseen was
+	// SettingErr is why FITGO_MEMORY_LIMIT (or UpperLimit) or Reserve was
 	// ignored: not a quantity of at least 1 MiB, or one that leaves less than
 	// the policy's Min; the limit is fitted as if it were unset. It also
 	// warns of a FITGO_MEMORY_LIMIT in bytes below the limit read, which is
@@ -224,7 +224,7 @@ type Result struct {
 // setLimit sets the fields of r that describe the limit l.
 func (r *Result) setLimit(l memLimit) {
 	r.Limit, r.Source, r.From, r.LeakGuard = l.bytes, l.source, l.from, l.guard
-	r.Others, r.LevelLimit, r.Floor, r.Unseen, r.NonGo = l.others, l.level, l.floor, l.unseen, l.nonGo
+	r.Others, r.LevelLimit, r.Floor, r.Reserve, r.NonGo = l.others, l.level, l.floor, l.reserve, l.nonGo
 }
 
 // outcome is the part of r that the knob fills in; set puts it in r.
@@ -245,7 +245,7 @@ type Fit struct {
 	env      *env
 	memTotal int64 // MemTotal with SystemMemory, else 0
 	upper    memLimit
-	unseen   int64
+	reserve  int64
 	headroom bool // not NoHeadroom
 	nonGo    bool // not NoNonGo
 	loop     *knob.Loop
@@ -286,8 +286,8 @@ func (f *Fit) effective(lim cgroup.Limits) (l memLimit, has bool) {
 		has = true
 	}
 	l.nonGo = nonGo
-	l.unseen = min(f.unseen, l.bytes)
-	l.bytes, l.plain = l.bytes-l.unseen, max(l.plain-l.unseen, 0)
+	l.reserve = min(f.reserve, l.bytes)
+	l.bytes, l.plain = l.bytes-l.reserve, max(l.plain-l.reserve, 0)
 	return l, has
 }
 
@@ -425,8 +425,8 @@ func (f *Fit) memErr(lim cgroup.Limits, err error) error {
 func tinyReason(p Policy, l memLimit) string {
 	lim := formatBytes(l.bytes) + " " + l.from
 	switch raw := p.raw(l.bytes); {
-	case p.Reserve > 0 && l.bytes-p.Reserve <= 0:
-		return "the reserve (" + formatBytes(p.Reserve) + ") leaves nothing of the " + lim + " limit"
+	case p.Margin > 0 && l.bytes-p.Margin <= 0:
+		return "the margin (" + formatBytes(p.Margin) + ") leaves nothing of the " + lim + " limit"
 	case raw <= 0:
 		return "a " + lim + " limit leaves nothing for a soft limit; GOMEMLIMIT left unset"
 	default:
@@ -548,8 +548,8 @@ func (r Result) String() string {
 	if r.Source != "" {
 		lim = r.From + " " + formatBytes(r.Limit) + " from " + r.Source
 	}
-	if r.Unseen > 0 {
-		lim = "available " + formatBytes(r.Limit) + " = " + r.From + " " + formatBytes(r.Limit+r.Unseen) + " from " + r.Source
+	if r.Reserve > 0 {
+		lim = "available " + formatBytes(r.Limit) + " = " + r.From + " " + formatBytes(r.Limit+r.Reserve) + " from " + r.Source
 	}
 	if r.Others > 0 {
 		lim = "available " + formatBytes(r.Limit) + " = " + r.From + " " + formatBytes(r.LevelLimit) + " − others " +
@@ -558,8 +558,8 @@ func (r Result) String() string {
 	if r.NonGo > 0 {
 		lim += " (own memory outside Go " + formatBytes(r.NonGo) + ")"
 	}
-	if r.Unseen > 0 {
-		lim += " − unseen " + formatBytes(r.Unseen)
+	if r.Reserve > 0 {
+		lim += " − reserve " + formatBytes(r.Reserve)
 	}
 	if r.Floor > 0 {
 		lim += " (held at the floor " + formatBytes(r.Floor) + ")"
@@ -592,8 +592,8 @@ func (r Result) LogValue() slog.Value {
 	if r.NonGo > 0 {
 		lim = append(lim, slog.Int64("non_go", r.NonGo))
 	}
-	if r.Unseen > 0 {
-		lim = append(lim, slog.Int64("unseen", r.Unseen))
+	if r.Reserve > 0 {
+		lim = append(lim, slog.Int64("reserve", r.Reserve))
 	}
 	if r.Floor > 0 {
 		lim = append(lim, slog.Int64("floor", r.Floor))
