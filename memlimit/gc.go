@@ -141,9 +141,10 @@ func (f *Fit) stopGCLocked(why string) {
 	}
 }
 
-// tuneGC sets GOGC for a reading that the knob took at now (following: fitgo
-// still follows the limit). It allocates nothing but for log lines.
-func (f *Fit) tuneGC(now time.Time, following bool, want int64, has bool, l memLimit) {
+// tuneGC sets GOGC for the runtime's reading r that the knob took at now
+// (following: fitgo still follows the limit). It allocates nothing but for
+// log lines.
+func (f *Fit) tuneGC(now time.Time, following bool, want int64, has bool, l memLimit, r gcReading) {
 	p := &f.gc
 	if !p.on {
 		return
@@ -154,7 +155,7 @@ func (f *Fit) tuneGC(now time.Time, following bool, want int64, has bool, l memL
 		g.mu.Unlock()
 		return
 	}
-	r, cur := f.read, int(f.read.gogc)
+	cur := int(r.gogc)
 	mine := p.base
 	if g.owner == f {
 		mine = g.mine

@@ -292,12 +292,12 @@ func TestHeadroomFloorInForce(t *testing.T) {
 // TestHeadroomFloorFromMetrics: the real floor is 1.25 × the live heap plus
 // the runtime's memory outside the heap, so at least the live heap.
 func TestHeadroomFloorFromMetrics(t *testing.T) {
-	f := &Fit{env: &env{}}
+	f := &rule{env: &env{}}
 	keep := make([]byte, 64<<20)
 	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 	runtimeGC()
 	metrics.Read(s)
-	got, _ := f.readRuntime(true, false)
+	got, _, _ := f.readRuntime(true, false)
 	assert.GreaterOrEqual(t, got, int64(s[0].Value.Uint64())*5/4)
 	assert.Greater(t, got, int64(64<<20), "the 64 MiB kept live count")
 	keep[0] = 1
@@ -314,7 +314,7 @@ func TestHeadroomTickAllocs(t *testing.T) {
 	now := time.Now()
 	assert.Zero(t, testing.AllocsPerRun(1000, func() { s.tick(s.f, now, lim, nil) }))
 	assert.Equal(t, int64(200*MiB), res.Status().Others, "the headroom bound the value")
-	require.NotNil(t, s.samples, "the floor's metrics were read")
+	require.NotNil(t, s.rule.samples, "the floor's metrics were read")
 }
 
 func runtimeGC() { runtime.GC() }
@@ -394,18 +394,17 @@ func TestHeadroomNonGo(t *testing.T) {
 // has mapped less what it released to the OS: a heap released by
 // debug.FreeOSMemory leaves it, so it is not taken for memory outside Go.
 func TestHeadroomResidentFromMetrics(t *testing.T) {
-	f := &Fit{env: &env{}}
+	f := &rule{env: &env{}}
 	keep := make([]byte, 64<<20)
 	for i := 0; i < len(keep); i += 4096 {
 		keep[i] = 1
 	}
-	f.readRuntime(true, false)
-	held := f.resident
+	_, held, _ := f.readRuntime(true, false)
 	assert.Greater(t, held, int64(64<<20))
 	keep = nil
 	debug.FreeOSMemory()
-	f.readRuntime(true, false)
-	assert.Less(t, f.resident, held-32<<20, "the released heap is not resident")
+	_, resident, _ := f.readRuntime(true, false)
+	assert.Less(t, resident, held-32<<20, "the released heap is not resident")
 }
 
 // lazyV1 is v1FS (the process in app, 512 MiB there) with the readings

@@ -10,7 +10,6 @@ import (
 	"math"
 	"os"
 	"runtime/debug"
-	"runtime/metrics"
 	"strconv"
 	"time"
 
@@ -240,83 +239,19 @@ func (r *Result) set(o knob.Outcome[int64]) {
 
 // Fit is the management of the memory limit that an Apply started.
 type Fit struct {
-	res      Result
-	f        *knob.Fit[int64, memLimit] // nil when Apply left the limit alone for good
-	env      *env
-	memTotal int64 // MemTotal with SystemMemory, else 0
-	upper    memLimit
-	reserve  int64
-	headroom bool // not NoHeadroom
-	nonGo    bool // not NoNonGo
-	loop     *knob.Loop
-	log      *slog.Logger
+	res  Result
+	f    *knob.Fit[int64, memLimit] // nil when Apply left the limit alone for good
+	env  *env
+	rule rule
+	loop *knob.Loop
+	log  *slog.Logger
 
-	// Used by the refresh's goroutine only: the last reading's value (for
-	// the hysteresis), whether the floor's Warn line was logged, the
-	// runtime/metrics samples, the leak guard, and automemlimit's ratio (0:
-	// it does nothing here) with its rule's text for the hard limit hard.
-	last     int64
-	warned   bool
-	samples  []metrics.Sample
-	resident int64 // what the runtime holds resident, read with the floor
-	guard    guard
+	// Used by the refresh's goroutine only: automemlimit's ratio (0: it does
+	// nothing here) with its rule's text for the hard limit hard.
 	ratio    float64
 	hard     int64
 	otherWhy string
-	read     gcReading // the last reading's, for the GC policy
 	gc       gcPolicy
-}
-
-// effective picks the limit of a reading: the lowest of the limit read
-// and the upper limit, where set, and the headroom, which counts the
-// others against the upper limit too.
-func (f *Fit) effective(lim cgroup.Limits) (l memLimit, has bool) {
-	l, has, bound := f.bounded(f.limit(lim))
-	h, nonGo := lim.Memory.Headroom, int64(0)
-	if own := min(h.Own, f.resident); f.headroom && f.nonGo && h.Source != "" { // the process's non-Go memory is the others'
-		h.Others = max(h.Usage-own, 0)
-		nonGo = min(h.Own-own, h.Others) // not pages charged elsewhere, out of Usage
-		h.Avail = cgroup.Avail(h.Limit, h.Others)
-	}
-	if bound { // a limit like any other, above the level where the headroom sees the others
-		h.From, h.Limit, h.Avail = l.from, l.bytes, cgroup.Avail(l.bytes, h.Others)
-	}
-	if f.headroom && h.Source != "" && h.Others > 0 && h.Avail < h.Limit && (!has || h.Avail < l.bytes) {
-		l = memLimit{bytes: max(h.Avail, 0), source: h.Source, from: h.From, others: h.Others, level: h.Limit, plain: l.bytes}
-		has = true
-	}
-	l.nonGo = nonGo
-	l.reserve = min(f.reserve, l.bytes)
-	l.bytes, l.plain = l.bytes-l.reserve, max(l.plain-l.reserve, 0)
-	return l, has
-}
-
-// bounded is the limit read, l (has: there is one), or the upper limit
-// where it is set and tighter, or l is MemTotal or none (bound: it is).
-func (f *Fit) bounded(l memLimit, has bool) (memLimit, bool, bool) {
-	if u := f.upper; u.bytes > 0 && (!has || l.source == "/proc/meminfo" || u.bytes < l.bytes) {
-		return u, true, true
-	}
-	return l, has, false
-}
-
-// limit is the limit read: the lower of memory.max and memory.high (a limit
-// of 0 is a limit), or MemTotal (with SystemMemory) when there is neither.
-func (f *Fit) limit(lim cgroup.Limits) (l memLimit, has bool) {
-	m := lim.Memory
-	if v, ok := lim.MemoryMax(); ok {
-		l, has = memLimit{bytes: v, source: m.MaxSource, from: "memory.max"}, true
-		if m.Version == cgroup.V1 {
-			l.from = "memory.limit_in_bytes"
-		}
-	}
-	if v, ok := lim.MemoryHigh(); ok && (!has || v < l.bytes) {
-		l, has = memLimit{bytes: v, source: m.HighSource, from: "memory.high"}, true
-	}
-	if !has && f.memTotal > 0 {
-		l, has = memLimit{bytes: f.memTotal, source: "/proc/meminfo", from: "MemTotal"}, true
-	}
-	return l, has
 }
 
 // Apply sets the Go runtime's soft memory limit (GOMEMLIMIT) from the
@@ -360,11 +295,13 @@ func prepare(o *Options) (*Fit, *knob.Decision[int64, memLimit]) {
 		e = &env{Env: knob.Process(processKnob, nil, "memory"), fsys: os.DirFS("/"), gogc: processGOGC}
 	}
 	p := o.Policy.resolved()
-	f := &Fit{env: e, res: Result{Policy: p, Env: e.Getenv("GOMEMLIMIT")}, headroom: !o.NoHeadroom, nonGo: !o.NoNonGo, log: o.Logger}
+	f := &Fit{env: e, res: Result{Policy: p, Env: e.Getenv("GOMEMLIMIT")}, log: o.Logger,
+		rule: rule{p: p, headroom: !o.NoHeadroom, nonGo: !o.NoNonGo, env: e, log: o.Logger}}
 	r := &f.res
 	before, mine := e.Knob.Peek()
 	r.Before, r.After = before, before
-	switch invalid := cmp.Or(o.Policy.validate(), f.setUpper(o, e.Getenv(envvar.MemoryLimitVar))); {
+	invalid, setting := f.rule.setUpper(o, e.Getenv(envvar.MemoryLimitVar))
+	switch invalid, r.SettingErr = cmp.Or(o.Policy.validate(), invalid), setting; {
 	case invalid != nil:
 		r.Err, r.Reason = invalid, "invalid options"
 		return f, nil
@@ -380,16 +317,16 @@ func prepare(o *Options) (*Fit, *knob.Decision[int64, memLimit]) {
 	}
 	var memErr error
 	if o.SystemMemory {
-		f.memTotal, memErr = readMemTotal(e.fsys)
+		f.rule.memTotal, memErr = readMemTotal(e.fsys)
 	}
 	f.ratio = automemlimitRatio(e.Getenv("AUTOMEMLIMIT"))
 	lim, err := e.Limits(o.Limits)
 	r.Memory = lim.Memory
-	f.checkSettings(lim, e.Getenv(envvar.MemoryLimitVar))
-	l, has, want, _ := f.value(lim)
-	f.guard.on = !o.NoLeakGuard // from the first tick on
+	r.SettingErr = errors.Join(r.SettingErr, f.rule.check(lim, e.Getenv(envvar.MemoryLimitVar)))
+	l, has, want, _, _ := f.rule.value(lim)
+	f.rule.guard.on, f.rule.readGC = !o.NoLeakGuard, !o.NoLeakGuard || o.GC // from the first tick on
 	r.setLimit(l)
-	merr := f.memErr(lim, err)
+	merr := f.rule.err(lim, err)
 	noCgroup := errors.Is(merr, cgroup.ErrNoCgroup)
 	noMem := ""
 	if memErr != nil {
@@ -415,59 +352,15 @@ func prepare(o *Options) (*Fit, *knob.Decision[int64, memLimit]) {
 	}, Limit: l, Err: merr, Follow: !noCgroup, Insist: o.Insist, Logger: o.Logger, Refresh: o.Refresh, Context: o.Context}
 }
 
-// memErr is the error of a reading that concerns the memory limit: without
-// a cgroup, MemTotal or the upper limit is still one to follow.
-func (f *Fit) memErr(lim cgroup.Limits, err error) error {
-	return knob.ErrFor(err, lim.Memory.Err, lim.CPU.Err, f.memTotal > 0 || f.upper.bytes > 0)
-}
-
-// tinyReason says why the policy leaves GOMEMLIMIT unset for limit l.
-func tinyReason(p Policy, l memLimit) string {
-	lim := formatBytes(l.bytes) + " " + l.from
-	switch raw := p.raw(l.bytes); {
-	case p.Margin > 0 && l.bytes-p.Margin <= 0:
-		return "the margin (" + formatBytes(p.Margin) + ") leaves nothing of the " + lim + " limit"
-	case raw <= 0:
-		return "a " + lim + " limit leaves nothing for a soft limit; GOMEMLIMIT left unset"
-	default:
-		return formatBytes(raw) + " (from a " + formatBytes(l.bytes) + " limit) is below the minimum of " +
-			formatBytes(p.Min) + ": too little for the heap next to the runtime's own memory; GOMEMLIMIT left unset"
-	}
-}
-
-// value is GOMEMLIMIT for a reading, with the limit it comes from and
-// whether there is one: the policy's value, the floor, the hysteresis and,
-// once the guard is on (the refresh), its steps. The first time the floor
-// holds the value, it logs a Warn line (Plan has no logger).
-func (f *Fit) value(lim cgroup.Limits) (memLimit, bool, int64, guardEvent) {
-	floor, gc := f.readRuntime(f.headroom && lim.Memory.Headroom.Source != "", f.guard.on || f.gc.on)
-	f.read = gc
-	l, has := f.effective(lim)
-	want := f.softLimit(&l, floor)
-	if l.others > 0 && l.floor == 0 && want > f.last && f.last > 0 && want-f.last < f.last/raiseStep {
-		want = f.last // hysteresis: raise only by a step worth taking; a floor is applied as it is reported
-	}
-	f.last = want
-	ev := guardNone
-	if f.guard.on {
-		want, ev = f.guard.step(want, l.bytes, gc, &l)
-	}
-	if l.floor > 0 && !f.warned && f.log != nil {
-		f.warned = true
-		f.log.Warn("fitgo: the other processes leave too little memory; GOMEMLIMIT held at the floor",
-			"GOMEMLIMIT", want, "available", l.bytes, "others", l.others, "source", l.source, "floor", l.floor)
-	}
-	return l, has, want, ev
-}
-
 // tick fits the memory limit to a reading of the refresh loop.
 func (f *Fit) tick(k *knob.Fit[int64, memLimit], now time.Time, lim cgroup.Limits, err error) bool {
 	var rd knob.Reading[int64, memLimit]
+	var rt gcReading
 	gev := guardNone
-	rd.Err = f.memErr(lim, err)
+	rd.Err = f.rule.err(lim, err)
 	if rd.Err == nil {
 		var has bool
-		rd.Limit, has, rd.Want, gev = f.value(lim)
+		rd.Limit, has, rd.Want, gev, rt = f.rule.value(lim)
 		rd.Has = has && rd.Want != 0
 		if gev == guardStep {
 			rd.Why = "by the leak guard"
@@ -476,7 +369,7 @@ func (f *Fit) tick(k *knob.Fit[int64, memLimit], now time.Time, lim cgroup.Limit
 	}
 	keep := k.Step(now, rd)
 	if rd.Err == nil || !keep {
-		f.tuneGC(now, keep, rd.Want, rd.Has, rd.Limit)
+		f.tuneGC(now, keep, rd.Want, rd.Has, rd.Limit, rt)
 	}
 	if keep && gev != guardNone {
 		f.logGuard(gev, rd.Want, rd.Limit)

@@ -1,0 +1,316 @@
+package memlimit
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/metrics"
+	"strconv"
+	"strings"
+
+	"github.com/fitgo/fitgo/cgroup"
+	"github.com/fitgo/fitgo/internal/envvar"
+	"github.com/fitgo/fitgo/internal/knob"
+)
+
+// rule is the memory rule: how a reading of the limits becomes GOMEMLIMIT.
+// Its steps run in this order (value):
+//
+//  1. The limit: the tightest memory.max (v1 memory.limit_in_bytes and
+//     hierarchical_memory_limit) of the hierarchy; a limit of 0 is a limit.
+//  2. memory.high, where it is lower; MemTotal (SystemMemory) when there is
+//     neither; the upper limit (UpperLimit, FITGO_MEMORY_LIMIT) where it is
+//     tighter, or the limit is MemTotal or none.
+//  3. The others: at the level that leaves the process the least, what the
+//     other processes hold comes off that level's limit (not NoHeadroom).
+//  4. Memory outside Go: the process's own memory that the runtime does not
+//     hold counts with the others (not NoNonGo).
+//  5. The reserve (Options.Reserve), held where fitgo cannot see it.
+//  6. Margin and tolerance: the Policy's ratio, Margin and Min.
+//  7. The floor: where the others bind, never below what the live heap needs
+//     (runtime/metrics), spending at most half the policy's margin; and the
+//     hysteresis: up only by a step worth taking.
+//  8. The leak guard, on the refresh: steps toward the limit while a
+//     growing heap pins the GC at GOMEMLIMIT (guard.go).
+//  9. The GC policy's ceiling, from the available memory of step 5 and the
+//     runtime's reading that value returns (gcPolicy.target, at tuneGC).
+//
+// What it does not do: it reads no file itself (cgroup does, once per
+// reading), and it sets nothing; the knob sets what it returns.
+type rule struct {
+	p               Policy   // resolved
+	upper           memLimit // bytes 0: none
+	reserve         int64
+	headroom, nonGo bool  // not NoHeadroom, not NoNonGo
+	memTotal        int64 // MemTotal with SystemMemory, else 0
+	readGC          bool  // the leak guard or the GC policy reads the GC's state
+	env             *env
+	log             *slog.Logger
+
+	// Used by the refresh's goroutine only: the last reading's value (for
+	// the hysteresis), whether the floor's Warn line was logged, the
+	// runtime/metrics samples and the leak guard.
+	last    int64
+	warned  bool
+	samples []metrics.Sample
+	guard   guard
+}
+
+// raiseStep is the hysteresis of the headroom: while the others bind the
+// value, it goes down at once when they grow (the OOM killer does not wait)
+// but up only by at least 1/raiseStep (5 %), so that a co-process whose
+// memory jitters does not move it at every reading.
+const raiseStep = 20
+
+// value is GOMEMLIMIT for a reading, want, with the limit it comes from,
+// whether there is one, what the leak guard did and the runtime's reading
+// for the GC policy. The first time the floor holds the value, it logs a
+// Warn line (Plan has no logger).
+func (r *rule) value(lim cgroup.Limits) (l memLimit, has bool, want int64, ev guardEvent, rt gcReading) {
+	floor, resident, rt := r.readRuntime(r.headroom && lim.Memory.Headroom.Source != "", r.readGC)
+	l, has, bound := r.bounded(r.limit(lim)) // 1, 2
+	h, nonGo := lim.Memory.Headroom, int64(0)
+	if own := min(h.Own, resident); r.headroom && r.nonGo && h.Source != "" { // 4: the process's non-Go memory is the others'
+		h.Others = max(h.Usage-own, 0)
+		nonGo = min(h.Own-own, h.Others) // not pages charged elsewhere, out of Usage
+		h.Avail = cgroup.Avail(h.Limit, h.Others)
+	}
+	if bound { // a limit like any other, above the level where the headroom sees the others
+		h.From, h.Limit, h.Avail = l.from, l.bytes, cgroup.Avail(l.bytes, h.Others)
+	}
+	if r.headroom && h.Source != "" && h.Others > 0 && h.Avail < h.Limit && (!has || h.Avail < l.bytes) { // 3
+		l, has = memLimit{bytes: max(h.Avail, 0), source: h.Source, from: h.From, others: h.Others, level: h.Limit, plain: l.bytes}, true
+	}
+	l.nonGo, l.reserve = nonGo, min(r.reserve, l.bytes) // 5
+	l.bytes, l.plain = l.bytes-l.reserve, max(l.plain-l.reserve, 0)
+	want = r.p.SoftLimit(l.bytes) // 6
+	if l.floor = min(floor, (l.bytes+want)/2, r.p.SoftLimit(l.plain)); l.others == 0 || want == 0 || floor > l.bytes || l.floor <= want {
+		l.floor = 0 // 7: the floor only raises a value the policy sets, never above the value without the others
+	} else {
+		want = l.floor
+	}
+	if l.others > 0 && l.floor == 0 && want > r.last && r.last > 0 && want-r.last < r.last/raiseStep {
+		want = r.last // hysteresis; a floor is applied as it is reported
+	}
+	r.last = want
+	if r.guard.on { // 8
+		want, ev = r.guard.step(want, l.bytes, rt, &l)
+	}
+	if l.floor > 0 && !r.warned && r.log != nil {
+		r.warned = true
+		r.log.Warn("fitgo: the other processes leave too little memory; GOMEMLIMIT held at the floor",
+			"GOMEMLIMIT", want, "available", l.bytes, "others", l.others, "source", l.source, "floor", l.floor)
+	}
+	return l, has, want, ev, rt
+}
+
+// bounded is the limit read, l (has: there is one), or the upper limit
+// where it is set and tighter, or l is MemTotal or none (bound: it is).
+func (r *rule) bounded(l memLimit, has bool) (memLimit, bool, bool) {
+	if u := r.upper; u.bytes > 0 && (!has || l.source == "/proc/meminfo" || u.bytes < l.bytes) {
+		return u, true, true
+	}
+	return l, has, false
+}
+
+// limit is the limit read: the lower of memory.max and memory.high (a limit
+// of 0 is a limit), or MemTotal (with SystemMemory) when there is neither.
+func (r *rule) limit(lim cgroup.Limits) (l memLimit, has bool) {
+	m := lim.Memory
+	if v, ok := lim.MemoryMax(); ok {
+		l, has = memLimit{bytes: v, source: m.MaxSource, from: "memory.max"}, true
+		if m.Version == cgroup.V1 {
+			l.from = "memory.limit_in_bytes"
+		}
+	}
+	if v, ok := lim.MemoryHigh(); ok && (!has || v < l.bytes) {
+		l, has = memLimit{bytes: v, source: m.HighSource, from: "memory.high"}, true
+	}
+	if !has && r.memTotal > 0 {
+		l, has = memLimit{bytes: r.memTotal, source: "/proc/meminfo", from: "MemTotal"}, true
+	}
+	return l, has
+}
+
+// err is the error of a reading that concerns the memory limit: without a
+// cgroup, MemTotal or the upper limit is still one to follow.
+func (r *rule) err(lim cgroup.Limits, err error) error {
+	return knob.ErrFor(err, lim.Memory.Err, lim.CPU.Err, r.memTotal > 0 || r.upper.bytes > 0)
+}
+
+// setUpper sets the upper limit from o or else the environment variable's
+// value env, and the reserve; invalid is an error of the options, setting
+// one of a setting that is ignored (Result.SettingErr).
+func (r *rule) setUpper(o *Options, env string) (invalid, setting error) {
+	v, err := envvar.MemoryLimit(env)
+	r.reserve = o.Reserve
+	switch opt := o.UpperLimit; {
+	case opt < 0 || o.Reserve < 0:
+		return fmt.Errorf("memlimit: invalid options: negative UpperLimit %d or Reserve %d", opt, o.Reserve), nil
+	case opt > 0:
+		r.upper = memLimit{bytes: opt, source: "Options.UpperLimit", from: "UpperLimit"}
+	case err != nil: // ignored, as if unset
+		setting = fmt.Errorf("memlimit: %w; ignored", err)
+	case v > 0:
+		r.upper = memLimit{bytes: v, source: "$" + envvar.MemoryLimitVar, from: envvar.MemoryLimitVar}
+	}
+	if r.upper.bytes > 0 && r.p.SoftLimit(r.upper.bytes) == 0 {
+		setting = fmt.Errorf("memlimit: %s %s leaves less than the policy's minimum GOMEMLIMIT (%s); ignored",
+			r.upper.from, formatBytes(r.upper.bytes), formatBytes(r.p.Min))
+		r.upper = memLimit{}
+	}
+	return nil, setting
+}
+
+// check checks the settings against the limit read at Apply: a reserve that
+// leaves less than the policy's minimum of it is dropped, and a
+// FITGO_MEMORY_LIMIT in bytes below it is kept with a warning, as the
+// downward API's limits.memory with divisor 1 never is.
+func (r *rule) check(lim cgroup.Limits, env string) (setting error) {
+	p, bound := r.p, r.upper
+	l, has := r.limit(lim)
+	_, plain := strconv.ParseUint(strings.TrimSpace(env), 10, 63)
+	if has && bound.from == envvar.MemoryLimitVar && plain == nil && l.source != "/proc/meminfo" && bound.bytes < l.bytes {
+		setting = fmt.Errorf("memlimit: %s=%s (%s) is below the %s limit %s, as limits.memory never is: a downward-API "+
+			"divisor other than \"1\"? (in KiB it would be %s); kept", bound.from, env, formatBytes(bound.bytes), l.from,
+			formatBytes(l.bytes), formatBytes(min(bound.bytes, 1<<52)<<10))
+	}
+	l, has, _ = r.bounded(l, has)
+	if u := r.reserve; has && u > 0 && p.SoftLimit(l.bytes-u) == 0 && p.SoftLimit(l.bytes) > 0 {
+		r.reserve = 0
+		setting = errors.Join(setting, fmt.Errorf("memlimit: the reserve (FITGO=reserve, Reserve) of %s leaves "+
+			"less than the policy's minimum GOMEMLIMIT (%s) of the %s %s limit; ignored", formatBytes(u), formatBytes(p.Min),
+			l.from, formatBytes(l.bytes)))
+	}
+	return setting
+}
+
+// The runtime/metrics a reading reads, in one metrics.Read: the floor's
+// (the first nFloor), then the leak guard's and the GC policy's.
+const (
+	mLive = iota
+	mTotal
+	mObjects
+	mUnused
+	mFree
+	mReleased
+	nFloor
+	mGoal = iota - 1
+	mGOGC
+	mStacks
+	mGlobals
+	mGCCPU
+	mIdleMark
+	mCPU
+	nMetrics
+)
+
+var runtimeMetrics = [nMetrics]string{
+	mLive:     "/gc/heap/live:bytes",
+	mTotal:    "/memory/classes/total:bytes",
+	mObjects:  "/memory/classes/heap/objects:bytes",
+	mUnused:   "/memory/classes/heap/unused:bytes",
+	mFree:     "/memory/classes/heap/free:bytes",
+	mReleased: "/memory/classes/heap/released:bytes",
+	mGoal:     "/gc/heap/goal:bytes",
+	mGOGC:     "/gc/gogc:percent",
+	mStacks:   "/gc/scan/stack:bytes",
+	mGlobals:  "/gc/scan/globals:bytes",
+	mGCCPU:    "/cpu/classes/gc/total:cpu-seconds",
+	mIdleMark: "/cpu/classes/gc/mark/idle:cpu-seconds",
+	mCPU:      "/cpu/classes/total:cpu-seconds",
+}
+
+// readRuntime reads, with one metrics.Read into r.samples (allocated once),
+// the floor and what the runtime holds resident when withFloor, and the
+// GC's state when withGC.
+func (r *rule) readRuntime(withFloor, withGC bool) (floor, resident int64, rt gcReading) {
+	e, n := r.env, 0
+	switch {
+	case withGC && e.gc == nil:
+		n = nMetrics
+	case withFloor && (e.floor == nil || e.resident == nil):
+		n = nFloor
+	}
+	if n > 0 {
+		if r.samples == nil {
+			r.samples = make([]metrics.Sample, nMetrics)
+			for i := range r.samples {
+				r.samples[i].Name = runtimeMetrics[i]
+			}
+		}
+		metrics.Read(r.samples[:n])
+	}
+	s := r.samples
+	switch {
+	case withFloor && e.floor != nil:
+		floor = e.floor()
+	case withFloor:
+		floor = floorOf(s)
+	}
+	switch {
+	case withFloor && e.resident != nil:
+		resident = e.resident()
+	case withFloor: // all the runtime has mapped but what it released to the OS
+		resident = int64(min(u64(s[mTotal])-min(u64(s[mReleased]), u64(s[mTotal])), 1<<62))
+	}
+	switch {
+	case withGC && e.gc != nil:
+		rt = e.gc()
+	case withGC:
+		rt = gcOf(s)
+	}
+	return floor, resident, rt
+}
+
+// floorOf is the floor from samples of runtimeMetrics (the first nFloor):
+// 1.25 × the live heap marked by the last GC plus the runtime's memory
+// outside the heap, the lowest GOMEMLIMIT that does not pin the GC (the heap
+// may grow by a quarter before the next cycle, as with GOGC=25).
+func floorOf(s []metrics.Sample) int64 {
+	live, total := u64(s[mLive]), u64(s[mTotal])
+	nonHeap := uint64(0)
+	if heap := u64(s[mObjects]) + u64(s[mUnused]) + u64(s[mFree]) + u64(s[mReleased]); total > heap {
+		nonHeap = total - heap
+	}
+	return int64(min(live+live/4+nonHeap, 1<<62))
+}
+
+// gcOf is the GC's state from samples of runtimeMetrics.
+func gcOf(s []metrics.Sample) gcReading {
+	// GOGC=off is -1, which the metric gives as a uint64.
+	total := u64(s[mTotal])
+	return gcReading{live: u64(s[mLive]), goal: u64(s[mGoal]), gogc: int64(u64(s[mGOGC])), stacks: u64(s[mStacks]),
+		globals: u64(s[mGlobals]), gcCPU: max(f64(s[mGCCPU])-f64(s[mIdleMark]), 0), cpu: f64(s[mCPU]),
+		other: total - min(total, u64(s[mObjects])+u64(s[mUnused])+u64(s[mReleased]))} // total − objects − unused − released
+}
+
+// u64 and f64 are the value of a sample, 0 when it is not of their kind
+// (the runtime does not have the metric).
+func u64(s metrics.Sample) uint64 {
+	if s.Value.Kind() == metrics.KindUint64 {
+		return s.Value.Uint64()
+	}
+	return 0
+}
+
+func f64(s metrics.Sample) float64 {
+	if s.Value.Kind() == metrics.KindFloat64 {
+		return s.Value.Float64()
+	}
+	return 0
+}
+
+// tinyReason says why the policy leaves GOMEMLIMIT unset for limit l.
+func tinyReason(p Policy, l memLimit) string {
+	lim := formatBytes(l.bytes) + " " + l.from
+	switch raw := p.raw(l.bytes); {
+	case p.Margin > 0 && l.bytes-p.Margin <= 0:
+		return "the margin (" + formatBytes(p.Margin) + ") leaves nothing of the " + lim + " limit"
+	case raw <= 0:
+		return "a " + lim + " limit leaves nothing for a soft limit; GOMEMLIMIT left unset"
+	default:
+		return formatBytes(raw) + " (from a " + formatBytes(l.bytes) + " limit) is below the minimum of " +
+			formatBytes(p.Min) + ": too little for the heap next to the runtime's own memory; GOMEMLIMIT left unset"
+	}
+}
