@@ -3,47 +3,26 @@ package cgroup
 import (
 	"cmp"
 	"errors"
-	"math"
 )
 
-// Avail is what a level with limit bytes leaves the process when the others
-// hold others bytes there: limit − others, or limit when others are within
-// max(limit/32, 8 MiB), taken as the process's own kernel memory and shared
-// memory (see Memory.Headroom).
-func Avail(limit, others int64) int64 {
-	if others > max(limit/32, 8<<20) {
-		return limit - others
-	}
-	return limit
-}
-
-// headroomEval collects the levels of one evaluation.
-type headroomEval struct {
-	h       Headroom
-	own     int64
-	ownRead bool // own has been read (or failed, in h.Err)
-	ownOK   bool
-	lazy    int64 // LazyFree of /proc/self/smaps_rollup, read where a level has such pages
+// usageEval collects Memory.Levels, RssAnon, LazyFree and UsageErr of one
+// evaluation.
+type usageEval struct {
+	levels         []Level
+	rss, lazy      int64
+	err            error
+	ownRead, ownOK bool // rss has been read (or failed, in err)
 }
 
 // level adds the level dir whose own limits are max and high (-1: none);
 // leaf, the process's own cgroup, counts without a limit too.
-func (e *headroomEval) level(w files, v Version, dir string, lmax, high int64, leaf bool) {
-	limit, from := lmax, "memory.max"
-	if v == V1 {
-		from = "memory.limit_in_bytes"
-	}
-	if high >= 0 && (limit < 0 || high < limit) {
-		limit, from = high, "memory.high"
-	}
-	if limit < 0 && !leaf {
+func (e *usageEval) level(w files, v Version, dir string, lmax, high int64, leaf bool) {
+	if lmax < 0 && high < 0 && !leaf {
 		return
-	} else if limit < 0 {
-		limit, from = math.MaxInt64, ""
 	}
 	if !e.ownRead {
 		e.ownRead = true
-		e.own, e.ownOK = e.read(w, "/proc/self", "status", func(b []byte) (int64, error) { return parseProcKB(b, "RssAnon:") })
+		e.rss, e.ownOK = e.read(w, "/proc/self", "status", func(b []byte) (int64, error) { return parseProcKB(b, "RssAnon:") })
 	}
 	if !e.ownOK {
 		return
@@ -61,23 +40,17 @@ func (e *headroomEval) level(w files, v Version, dir string, lmax, high int64, l
 	if lazy > 0 && e.lazy == 0 { // the process's, not written since: the others are held
 		e.lazy, _ = e.read(w, "/proc/self", "smaps_rollup", func(b []byte) (int64, error) { return parseProcKB(b, "LazyFree:") })
 	}
-	lazy = min(lazy, e.lazy)
-	held, own := max(usage-file-lazy, 0), max(e.own-lazy, 0)
-	others := max(held-own, 0)
-	avail := Avail(limit, others)
-	if e.h.Source == "" || avail < e.h.Avail {
-		e.h = Headroom{Source: dir, From: from, Limit: limit, Usage: held, Own: own, Others: others, Avail: avail, Err: e.h.Err}
-	}
+	e.levels = append(e.levels, Level{Dir: dir, Max: lmax, High: high, Usage: usage, File: file, Lazy: lazy})
 }
 
 // read reads dir/name with parse; false when it is missing or bad (the
-// first error kept in h.Err).
-func (e *headroomEval) read(w files, dir, name string, parse func([]byte) (int64, error)) (v int64, ok bool) {
+// first error kept in e.err).
+func (e *usageEval) read(w files, dir, name string, parse func([]byte) (int64, error)) (v int64, ok bool) {
 	found, err := parseFile(w, dir, name, func(b []byte) (err error) {
 		v, err = parse(b)
 		return err
 	})
-	e.h.Err = cmp.Or(e.h.Err, err)
+	e.err = cmp.Or(e.err, err)
 	return v, found && err == nil
 }
 

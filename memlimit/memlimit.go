@@ -50,8 +50,8 @@ type Options struct {
 	// Limits are the limits to fit; nil: Apply reads the memory controller's (cgroup.ReadOnly).
 	Limits *cgroup.Limits
 	// NoHeadroom fits GOMEMLIMIT to the whole limit instead of to what the
-	// other processes under it leave (Memory.Headroom). The blank import sets
-	// it for FITGO=headroom=off.
+	// other processes under it leave (cgroup.Memory.Levels). The blank
+	// import sets it for FITGO=headroom=off.
 	NoHeadroom bool
 	// UpperLimit, when positive, bounds the limit fitgo reads with one known
 	// from outside, such as the pod's limit in a private cgroup namespace. 0:
@@ -118,7 +118,8 @@ func text() knob.Text[int64] {
 // memLimit is the memory limit of a reading, as Result has it.
 type memLimit struct {
 	bytes         int64
-	source, from  string
+	source        string
+	from          limitFile
 	others, level int64 // Result.Others and LevelLimit
 	plain         int64 // the limit without the headroom
 	reserve       int64 // Result.Reserve
@@ -128,7 +129,7 @@ type memLimit struct {
 }
 
 func (l memLimit) LogValue() slog.Value {
-	attrs := []slog.Attr{slog.Int64("bytes", l.bytes), slog.String("source", l.source), slog.String("from", l.from)}
+	attrs := []slog.Attr{slog.Int64("bytes", l.bytes), slog.String("source", l.source), slog.String("from", l.from.String())}
 	if l.others != 0 {
 		attrs = append(attrs, slog.Int64("level_limit", l.level), slog.Int64("others", l.others))
 	}
@@ -153,6 +154,7 @@ type Result struct {
 	// good reading.
 	Limit        int64
 	Source, From string
+	file         limitFile // From
 	// Others is what the other processes held at Source when the headroom
 	// bound the value, LevelLimit the limit there (or the upper limit, From,
 	// when it is the tightest); Limit is then LevelLimit − Others. Both are 0
@@ -222,7 +224,7 @@ type Result struct {
 
 // setLimit sets the fields of r that describe the limit l.
 func (r *Result) setLimit(l memLimit) {
-	r.Limit, r.Source, r.From, r.LeakGuard = l.bytes, l.source, l.from, l.guard
+	r.Limit, r.Source, r.From, r.file, r.LeakGuard = l.bytes, l.source, l.from.String(), l.from, l.guard
 	r.Others, r.LevelLimit, r.Floor, r.Reserve, r.NonGo = l.others, l.level, l.floor, l.reserve, l.nonGo
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"runtime/metrics"
 	"strconv"
 	"strings"
@@ -67,21 +68,18 @@ const raiseStep = 20
 // for the GC policy. The first time the floor holds the value, it logs a
 // Warn line (Plan has no logger).
 func (r *rule) value(lim cgroup.Limits) (l memLimit, has bool, want int64, ev guardEvent, rt gcReading) {
-	floor, resident, rt := r.readRuntime(r.headroom && lim.Memory.Headroom.Source != "", r.readGC)
+	floor, resident, rt := r.readRuntime(r.headroom && len(lim.Memory.Levels) > 0, r.readGC)
 	l, has, bound := r.bounded(r.limit(lim)) // 1, 2
-	h, nonGo := lim.Memory.Headroom, int64(0)
-	if own := min(h.Own, resident); r.headroom && r.nonGo && h.Source != "" { // 4: the process's non-Go memory is the others'
-		h.Others = max(h.Usage-own, 0)
-		nonGo = min(h.Own-own, h.Others) // not pages charged elsewhere, out of Usage
-		h.Avail = cgroup.Avail(h.Limit, h.Others)
+	if h, ok := r.others(lim.Memory, resident); ok && r.headroom {
+		if bound { // a limit like any other, above the level where the headroom sees the others
+			h.from, h.limit, h.avail = l.from, l.bytes, avail(l.bytes, h.others)
+		}
+		if h.others > 0 && h.avail < h.limit && (!has || h.avail < l.bytes) {
+			l, has = memLimit{bytes: max(h.avail, 0), source: h.source, from: h.from, others: h.others, level: h.limit, plain: l.bytes}, true
+		}
+		l.nonGo = h.nonGo
 	}
-	if bound { // a limit like any other, above the level where the headroom sees the others
-		h.From, h.Limit, h.Avail = l.from, l.bytes, cgroup.Avail(l.bytes, h.Others)
-	}
-	if r.headroom && h.Source != "" && h.Others > 0 && h.Avail < h.Limit && (!has || h.Avail < l.bytes) { // 3
-		l, has = memLimit{bytes: max(h.Avail, 0), source: h.Source, from: h.From, others: h.Others, level: h.Limit, plain: l.bytes}, true
-	}
-	l.nonGo, l.reserve = nonGo, min(r.reserve, l.bytes) // 5
+	l.reserve = min(r.reserve, l.bytes) // 5
 	l.bytes, l.plain = l.bytes-l.reserve, max(l.plain-l.reserve, 0)
 	want = r.p.SoftLimit(l.bytes) // 6
 	if l.floor = min(floor, (l.bytes+want)/2, r.p.SoftLimit(l.plain)); l.others == 0 || want == 0 || floor > l.bytes || l.floor <= want {
@@ -104,10 +102,82 @@ func (r *rule) value(lim cgroup.Limits) (l memLimit, has bool, want int64, ev gu
 	return l, has, want, ev, rt
 }
 
+// level is what a level of the hierarchy leaves the process (steps 3, 4):
+// its limit, from its file (math.MaxInt64 and none for the process's own
+// cgroup without one), less what the others hold there.
+type level struct {
+	source                                 string
+	from                                   limitFile
+	limit, held, own, others, avail, nonGo int64
+}
+
+// others is the level of m that leaves the process the least, ok false
+// when there is none or the headroom is off. What a level holds is what the
+// kernel cannot reclaim there, its usage less the page cache and the
+// process's MADV_FREE pages; the process holds its RssAnon, less those
+// pages and, unless NoNonGo, what the runtime does not hold resident (its
+// memory outside Go, which counts with the others'); the others the rest.
+func (r *rule) others(m cgroup.Memory, resident int64) (best level, ok bool) {
+	for _, lv := range m.Levels {
+		h := level{source: lv.Dir, from: memoryMax, limit: lv.Max}
+		if m.Version == cgroup.V1 {
+			h.from = limitInBytes
+		}
+		if lv.High >= 0 && (h.limit < 0 || lv.High < h.limit) {
+			h.from, h.limit = memoryHigh, lv.High
+		} else if h.limit < 0 {
+			h.from, h.limit = noFile, math.MaxInt64
+		}
+		lazy := min(lv.Lazy, m.LazyFree)
+		h.held, h.own = max(lv.Usage-lv.File-lazy, 0), max(m.RssAnon-lazy, 0)
+		goOwn := h.own
+		if r.nonGo {
+			goOwn = min(h.own, resident)
+		}
+		h.others = max(h.held-goOwn, 0)
+		h.nonGo, h.avail = min(h.own-goOwn, h.others), avail(h.limit, h.others) // not pages charged elsewhere, out of held
+		if !ok || h.avail < best.avail {
+			best, ok = h, true
+		}
+	}
+	return best, ok
+}
+
+// avail is what a level with limit bytes leaves the process when the others
+// hold others bytes there: limit − others, or limit when others are within
+// max(limit/32, 8 MiB), taken as the process's own kernel memory and shared
+// memory, so that a process alone sees no change.
+func avail(limit, others int64) int64 {
+	if others > max(limit/32, 8<<20) {
+		return limit - others
+	}
+	return limit
+}
+
+// limitFile is the file a limit comes from (Result.From).
+type limitFile uint8
+
+const (
+	noFile limitFile = iota
+	memoryMax
+	memoryHigh
+	limitInBytes // v1 memory.limit_in_bytes
+	memTotal     // /proc/meminfo
+	upperOption  // Options.UpperLimit
+	upperEnv     // FITGO_MEMORY_LIMIT
+)
+
+func (f limitFile) String() string {
+	return [...]string{"", "memory.max", "memory.high", "memory.limit_in_bytes", "MemTotal", "UpperLimit", envvar.MemoryLimitVar}[f]
+}
+
+// cgroup reports whether the limit is a cgroup's.
+func (f limitFile) cgroup() bool { return f >= memoryMax && f <= limitInBytes }
+
 // bounded is the limit read, l (has: there is one), or the upper limit
 // where it is set and tighter, or l is MemTotal or none (bound: it is).
 func (r *rule) bounded(l memLimit, has bool) (memLimit, bool, bool) {
-	if u := r.upper; u.bytes > 0 && (!has || l.source == "/proc/meminfo" || u.bytes < l.bytes) {
+	if u := r.upper; u.bytes > 0 && (!has || l.from == memTotal || u.bytes < l.bytes) {
 		return u, true, true
 	}
 	return l, has, false
@@ -118,16 +188,16 @@ func (r *rule) bounded(l memLimit, has bool) (memLimit, bool, bool) {
 func (r *rule) limit(lim cgroup.Limits) (l memLimit, has bool) {
 	m := lim.Memory
 	if v, ok := lim.MemoryMax(); ok {
-		l, has = memLimit{bytes: v, source: m.MaxSource, from: "memory.max"}, true
+		l, has = memLimit{bytes: v, source: m.MaxSource, from: memoryMax}, true
 		if m.Version == cgroup.V1 {
-			l.from = "memory.limit_in_bytes"
+			l.from = limitInBytes
 		}
 	}
 	if v, ok := lim.MemoryHigh(); ok && (!has || v < l.bytes) {
-		l, has = memLimit{bytes: v, source: m.HighSource, from: "memory.high"}, true
+		l, has = memLimit{bytes: v, source: m.HighSource, from: memoryHigh}, true
 	}
 	if !has && r.memTotal > 0 {
-		l, has = memLimit{bytes: r.memTotal, source: "/proc/meminfo", from: "MemTotal"}, true
+		l, has = memLimit{bytes: r.memTotal, source: "/proc/meminfo", from: memTotal}, true
 	}
 	return l, has
 }
@@ -148,11 +218,11 @@ func (r *rule) setUpper(o *Options, env string) (invalid, setting error) {
 	case opt < 0 || o.Reserve < 0:
 		return fmt.Errorf("memlimit: invalid options: negative UpperLimit %d or Reserve %d", opt, o.Reserve), nil
 	case opt > 0:
-		r.upper = memLimit{bytes: opt, source: "Options.UpperLimit", from: "UpperLimit"}
+		r.upper = memLimit{bytes: opt, source: "Options.UpperLimit", from: upperOption}
 	case err != nil: // ignored, as if unset
 		setting = fmt.Errorf("memlimit: %w; ignored", err)
 	case v > 0:
-		r.upper = memLimit{bytes: v, source: "$" + envvar.MemoryLimitVar, from: envvar.MemoryLimitVar}
+		r.upper = memLimit{bytes: v, source: "$" + envvar.MemoryLimitVar, from: upperEnv}
 	}
 	if r.upper.bytes > 0 && r.p.SoftLimit(r.upper.bytes) == 0 {
 		setting = fmt.Errorf("memlimit: %s %s leaves less than the policy's minimum GOMEMLIMIT (%s); ignored",
@@ -170,7 +240,7 @@ func (r *rule) check(lim cgroup.Limits, env string) (setting error) {
 	p, bound := r.p, r.upper
 	l, has := r.limit(lim)
 	_, plain := strconv.ParseUint(strings.TrimSpace(env), 10, 63)
-	if has && bound.from == envvar.MemoryLimitVar && plain == nil && l.source != "/proc/meminfo" && bound.bytes < l.bytes {
+	if has && bound.from == upperEnv && plain == nil && l.from != memTotal && bound.bytes < l.bytes {
 		setting = fmt.Errorf("memlimit: %s=%s (%s) is below the %s limit %s, as limits.memory never is: a downward-API "+
 			"divisor other than \"1\"? (in KiB it would be %s); kept", bound.from, env, formatBytes(bound.bytes), l.from,
 			formatBytes(l.bytes), formatBytes(min(bound.bytes, 1<<52)<<10))
@@ -187,23 +257,8 @@ func (r *rule) check(lim cgroup.Limits, env string) (setting error) {
 
 // The runtime/metrics a reading reads, in one metrics.Read: the floor's
 // (the first nFloor), then the leak guard's and the GC policy's.
-const (
-	mLive = iota
-	mTotal
-	mObjects
-	mUnused
-	mFree
-	mReleased
-	nFloor
-	mGoal = iota - 1
-	mGOGC
-	mStacks
-	mGlobals
-	mGCCPU
-	mIdleMark
-	mCPU
-	nMetrics
-)
+const mLive, mTotal, mObjects, mUnused, mFree, mReleased, nFloor = 0, 1, 2, 3, 4, 5, 6
+const mGoal, mGOGC, mStacks, mGlobals, mGCCPU, mIdleMark, mCPU, nMetrics = 6, 7, 8, 9, 10, 11, 12, 13
 
 var runtimeMetrics = [nMetrics]string{
 	mLive:     "/gc/heap/live:bytes",
@@ -303,7 +358,7 @@ func f64(s metrics.Sample) float64 {
 
 // tinyReason says why the policy leaves GOMEMLIMIT unset for limit l.
 func tinyReason(p Policy, l memLimit) string {
-	lim := formatBytes(l.bytes) + " " + l.from
+	lim := formatBytes(l.bytes) + " " + l.from.String()
 	switch raw := p.raw(l.bytes); {
 	case p.Margin > 0 && l.bytes-p.Margin <= 0:
 		return "the margin (" + formatBytes(p.Margin) + ") leaves nothing of the " + lim + " limit"
