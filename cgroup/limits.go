@@ -57,11 +57,10 @@ type Memory struct {
 	// Levels are the levels whose memory the process shares, from Dir up:
 	// those with a limit of their own, and Dir. RssAnon (/proc/self/status)
 	// is the process's anonymous memory, what the heap and stacks are made
-	// of, not RssShmem (maybe charged elsewhere); LazyFree
-	// (/proc/self/smaps_rollup), read only where a level has such pages, its
-	// MADV_FREE pages not written since. UsageErr is why a level's usage or
-	// RssAnon could not be read: that level (or every one) is left out, the
-	// limits are unaffected. A Watcher's Read reuses Levels at the next.
+	// of, not RssShmem (maybe charged elsewhere); LazyFree (smaps_rollup,
+	// read where a level has such pages) its MADV_FREE pages not written
+	// since. UsageErr is why a level (or, without RssAnon, every one) is
+	// left out; the limits are unaffected. A Watcher's Read reuses Levels.
 	Levels            []Level
 	RssAnon, LazyFree int64
 	UsageErr          error

@@ -92,12 +92,10 @@ type Options struct {
 // env is the world Apply works in: the process, or a fake in tests.
 type env struct {
 	knob.Env[int64]
-	fsys  fs.FS            // for /proc/meminfo
-	floor func() int64     // nil: the floor from runtime/metrics
-	gc    func() gcReading // nil: the leak guard's reading from runtime/metrics
-	// resident is the memory the Go runtime holds resident by its own
-	// account; nil: from runtime/metrics.
-	resident func() int64
+	fsys     fs.FS            // for /proc/meminfo
+	floor    func() int64     // nil: the floor from runtime/metrics
+	gc       func() gcReading // nil: the leak guard's reading from runtime/metrics
+	resident func() int64     // nil: what the runtime holds resident, from runtime/metrics
 
 	cgroups fs.FS // for the memory events; nil: the real root
 	gogc    *gogcKnob

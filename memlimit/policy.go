@@ -82,8 +82,8 @@ func (p Policy) validate() error {
 	if p.Margin < 0 {
 		errs = append(errs, fmt.Errorf("negative margin %d", p.Margin))
 	}
-	if len(errs) > 0 {
-		return fmt.Errorf("memlimit: invalid policy: %w", errors.Join(errs...))
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("memlimit: invalid policy: %w", err)
 	}
 	return nil
 }

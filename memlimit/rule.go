@@ -30,7 +30,8 @@ import (
 //  6. Margin and tolerance: the Policy's ratio, Margin and Min.
 //  7. The floor: where the others bind, never below what the live heap needs
 //     (runtime/metrics), spending at most half the policy's margin; and the
-//     hysteresis: up only by a step worth taking.
+//     hysteresis: down at once when the others grow (the OOM killer does not
+//     wait), up only by 5 %, so that a jittering co-process does not move it.
 //  8. The leak guard, on the refresh: steps toward the limit while a
 //     growing heap pins the GC at GOMEMLIMIT (guard.go).
 //  9. The GC policy's ceiling, from the available memory of step 5 and the
@@ -57,10 +58,7 @@ type rule struct {
 	guard   guard
 }
 
-// raiseStep is the hysteresis of the headroom: while the others bind the
-// value, it goes down at once when they grow (the OOM killer does not wait)
-// but up only by at least 1/raiseStep (5 %), so that a co-process whose
-// memory jitters does not move it at every reading.
+// raiseStep is the hysteresis (step 7): up only by at least 1/raiseStep.
 const raiseStep = 20
 
 // value is GOMEMLIMIT for a reading, want, with the limit it comes from,
@@ -72,10 +70,11 @@ func (r *rule) value(lim cgroup.Limits) (l memLimit, has bool, want int64, ev gu
 	l, has, bound := r.bounded(r.limit(lim)) // 1, 2
 	if h, ok := r.others(lim.Memory, resident); ok && r.headroom {
 		if bound { // a limit like any other, above the level where the headroom sees the others
-			h.from, h.limit, h.avail = l.from, l.bytes, avail(l.bytes, h.others)
+			h.from, h.level, h.bytes = l.from, l.bytes, avail(l.bytes, h.others)
 		}
-		if h.others > 0 && h.avail < h.limit && (!has || h.avail < l.bytes) {
-			l, has = memLimit{bytes: max(h.avail, 0), source: h.source, from: h.from, others: h.others, level: h.limit, plain: l.bytes}, true
+		if h.others > 0 && h.bytes < h.level && (!has || h.bytes < l.bytes) {
+			h.bytes, h.plain = max(h.bytes, 0), l.bytes
+			l, has = h, true
 		}
 		l.nonGo = h.nonGo
 	}
@@ -102,51 +101,41 @@ func (r *rule) value(lim cgroup.Limits) (l memLimit, has bool, want int64, ev gu
 	return l, has, want, ev, rt
 }
 
-// level is what a level of the hierarchy leaves the process (steps 3, 4):
-// its limit, from its file (math.MaxInt64 and none for the process's own
-// cgroup without one), less what the others hold there.
-type level struct {
-	source                                 string
-	from                                   limitFile
-	limit, held, own, others, avail, nonGo int64
-}
-
-// others is the level of m that leaves the process the least, ok false
-// when there is none or the headroom is off. What a level holds is what the
-// kernel cannot reclaim there, its usage less the page cache and the
-// process's MADV_FREE pages; the process holds its RssAnon, less those
-// pages and, unless NoNonGo, what the runtime does not hold resident (its
-// memory outside Go, which counts with the others'); the others the rest.
-func (r *rule) others(m cgroup.Memory, resident int64) (best level, ok bool) {
+// others is the level of m that leaves the process the least (steps 3, 4),
+// as a limit: level is its own limit (math.MaxInt64 for the process's
+// cgroup without one), others what the others hold there, bytes the rest.
+func (r *rule) others(m cgroup.Memory, resident int64) (best memLimit, ok bool) {
 	for _, lv := range m.Levels {
-		h := level{source: lv.Dir, from: memoryMax, limit: lv.Max}
+		h := memLimit{source: lv.Dir, from: memoryMax, level: lv.Max}
 		if m.Version == cgroup.V1 {
 			h.from = limitInBytes
 		}
-		if lv.High >= 0 && (h.limit < 0 || lv.High < h.limit) {
-			h.from, h.limit = memoryHigh, lv.High
-		} else if h.limit < 0 {
-			h.from, h.limit = noFile, math.MaxInt64
+		if lv.High >= 0 && (h.level < 0 || lv.High < h.level) {
+			h.from, h.level = memoryHigh, lv.High
+		} else if h.level < 0 {
+			h.from, h.level = noFile, math.MaxInt64
 		}
+		// Held is what the kernel cannot reclaim, less the process's MADV_FREE
+		// pages: the process holds its RssAnon less those, of which the runtime
+		// holds what it has resident; the rest is memory outside Go.
 		lazy := min(lv.Lazy, m.LazyFree)
-		h.held, h.own = max(lv.Usage-lv.File-lazy, 0), max(m.RssAnon-lazy, 0)
-		goOwn := h.own
+		held, own := max(lv.Usage-lv.File-lazy, 0), max(m.RssAnon-lazy, 0)
+		goOwn := own
 		if r.nonGo {
-			goOwn = min(h.own, resident)
+			goOwn = min(own, resident)
 		}
-		h.others = max(h.held-goOwn, 0)
-		h.nonGo, h.avail = min(h.own-goOwn, h.others), avail(h.limit, h.others) // not pages charged elsewhere, out of held
-		if !ok || h.avail < best.avail {
+		h.others = max(held-goOwn, 0)
+		h.nonGo, h.bytes = min(own-goOwn, h.others), avail(h.level, h.others) // not pages charged elsewhere, out of held
+		if !ok || h.bytes < best.bytes {
 			best, ok = h, true
 		}
 	}
 	return best, ok
 }
 
-// avail is what a level with limit bytes leaves the process when the others
-// hold others bytes there: limit − others, or limit when others are within
-// max(limit/32, 8 MiB), taken as the process's own kernel memory and shared
-// memory, so that a process alone sees no change.
+// avail is what limit leaves when the others hold others: limit − others,
+// or limit when others are within max(limit/32, 8 MiB), taken as the
+// process's kernel and shared memory, so that a process alone sees no change.
 func avail(limit, others int64) int64 {
 	if others > max(limit/32, 8<<20) {
 		return limit - others
@@ -154,18 +143,12 @@ func avail(limit, others int64) int64 {
 	return limit
 }
 
-// limitFile is the file a limit comes from (Result.From).
+// limitFile is the file a limit comes from (Result.From): none, memory.max,
+// memory.high, v1 memory.limit_in_bytes, MemTotal, UpperLimit or
+// FITGO_MEMORY_LIMIT.
 type limitFile uint8
 
-const (
-	noFile limitFile = iota
-	memoryMax
-	memoryHigh
-	limitInBytes // v1 memory.limit_in_bytes
-	memTotal     // /proc/meminfo
-	upperOption  // Options.UpperLimit
-	upperEnv     // FITGO_MEMORY_LIMIT
-)
+const noFile, memoryMax, memoryHigh, limitInBytes, memTotal, upperOption, upperEnv limitFile = 0, 1, 2, 3, 4, 5, 6
 
 func (f limitFile) String() string {
 	return [...]string{"", "memory.max", "memory.high", "memory.limit_in_bytes", "MemTotal", "UpperLimit", envvar.MemoryLimitVar}[f]
@@ -294,26 +277,23 @@ func (r *rule) readRuntime(withFloor, withGC bool) (floor, resident int64, rt gc
 				r.samples[i].Name = runtimeMetrics[i]
 			}
 		}
-		metrics.Read(r.samples[:n])
+		s := r.samples
+		metrics.Read(s[:n])
+		if withFloor { // resident: all the runtime has mapped but what it released to the OS
+			floor, resident = floorOf(s), int64(min(u64(s[mTotal])-min(u64(s[mReleased]), u64(s[mTotal])), 1<<62))
+		}
+		if withGC {
+			rt = gcOf(s) // stale when a fake gives it (n is nFloor), and replaced
+		}
 	}
-	s := r.samples
-	switch {
-	case withFloor && e.floor != nil:
+	if withFloor && e.floor != nil {
 		floor = e.floor()
-	case withFloor:
-		floor = floorOf(s)
 	}
-	switch {
-	case withFloor && e.resident != nil:
+	if withFloor && e.resident != nil {
 		resident = e.resident()
-	case withFloor: // all the runtime has mapped but what it released to the OS
-		resident = int64(min(u64(s[mTotal])-min(u64(s[mReleased]), u64(s[mTotal])), 1<<62))
 	}
-	switch {
-	case withGC && e.gc != nil:
+	if withGC && e.gc != nil {
 		rt = e.gc()
-	case withGC:
-		rt = gcOf(s)
 	}
 	return floor, resident, rt
 }
@@ -324,17 +304,13 @@ func (r *rule) readRuntime(withFloor, withGC bool) (floor, resident int64, rt gc
 // may grow by a quarter before the next cycle, as with GOGC=25).
 func floorOf(s []metrics.Sample) int64 {
 	live, total := u64(s[mLive]), u64(s[mTotal])
-	nonHeap := uint64(0)
-	if heap := u64(s[mObjects]) + u64(s[mUnused]) + u64(s[mFree]) + u64(s[mReleased]); total > heap {
-		nonHeap = total - heap
-	}
-	return int64(min(live+live/4+nonHeap, 1<<62))
+	heap := u64(s[mObjects]) + u64(s[mUnused]) + u64(s[mFree]) + u64(s[mReleased])
+	return int64(min(live+live/4+total-min(heap, total), 1<<62))
 }
 
 // gcOf is the GC's state from samples of runtimeMetrics.
 func gcOf(s []metrics.Sample) gcReading {
-	// GOGC=off is -1, which the metric gives as a uint64.
-	total := u64(s[mTotal])
+	total := u64(s[mTotal]) // and GOGC=off is -1, which the metric gives as a uint64
 	return gcReading{live: u64(s[mLive]), goal: u64(s[mGoal]), gogc: int64(u64(s[mGOGC])), stacks: u64(s[mStacks]),
 		globals: u64(s[mGlobals]), gcCPU: max(f64(s[mGCCPU])-f64(s[mIdleMark]), 0), cpu: f64(s[mCPU]),
 		other: total - min(total, u64(s[mObjects])+u64(s[mUnused])+u64(s[mReleased]))} // total − objects − unused − released
