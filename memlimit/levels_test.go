@@ -230,3 +230,25 @@ func TestOthersFromFiles(t *testing.T) {
 		})
 	}
 }
+
+// TestOthersLevelByTheCountApplied: the level chosen is the one that leaves
+// the least by the count that is applied, memory outside Go included. Under
+// a 1000 MiB app and a 1010 MiB pod, with 100 MiB of RssAnon of which the
+// runtime holds 90, the others hold 41 MiB at app (31 without the memory
+// outside Go, within app's margin) and 50 at pod (40, beyond pod's): app
+// leaves 959 MiB, pod 960. Choosing by the count without the memory outside
+// Go took pod.
+func TestOthersLevelByTheCountApplied(t *testing.T) {
+	fsys := headroomV2(100, map[string]string{
+		"pod/app/memory.max": mibs(1000), "pod/app/memory.current": mibs(131), "pod/app/memory.stat": "inactive_file 0\n",
+		"pod/memory.max": mibs(1010), "pod/memory.current": mibs(140), "pod/memory.stat": "inactive_file 0\n",
+	})
+	te := newTestEnv(&fakeKnob{value: noLimit}, fsys)
+	te.resident = func() int64 { return 90 * MiB }
+	r, err := Plan(te.opts(Options{}))
+	require.NoError(t, err)
+	assert.Equal(t, "/sys/fs/cgroup/pod/app", r.Source)
+	assert.Equal(t, 959*MiB, r.Limit)
+	assert.Equal(t, 41*MiB, r.Others)
+	assert.Equal(t, 10*MiB, r.NonGo)
+}
