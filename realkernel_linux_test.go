@@ -391,7 +391,7 @@ func TestRealKernelV1Reserve(t *testing.T) {
 			c.Cmd.Wait()
 			if reserve == "128Mi" {
 				assert.Equal(t, int64(384*mib*9/10), first.GOMEMLIMIT, first.MemLimit)
-				assert.Contains(t, first.MemLimit, "− unseen 128 MiB")
+				assert.Contains(t, first.MemLimit, "− reserve 128 MiB")
 				return
 			}
 			assert.Equal(t, whole, first.GOMEMLIMIT, first.MemLimit)
