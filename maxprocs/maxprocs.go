@@ -72,8 +72,8 @@ var processKnob = knob.New(text(),
 	restoreGOMAXPROCS,
 )
 
-func text() knob.Text[int] {
-	return knob.Text[int]{Name: "GOMAXPROCS", Value: "GOMAXPROCS", Limit: "CPU limit", Key: "cpu_limit", Format: strconv.Itoa}
+func text() knob.Spec[int] {
+	return knob.Spec[int]{Name: "GOMAXPROCS", Value: "GOMAXPROCS", Limit: "CPU limit", Key: "cpu_limit", Format: strconv.Itoa}
 }
 
 // cpuLimit is the CPU limit of a reading.

@@ -101,7 +101,7 @@ type env struct {
 	resident func() int64
 
 	cgroups fs.FS // for the memory events; nil: the real root
-	gogc    *gogcKnob
+	gogc    *knob.Knob[int]
 }
 
 // processKnob is the process's memory limit.
@@ -111,8 +111,8 @@ var processKnob = knob.New(text(),
 	debug.SetMemoryLimit,
 )
 
-func text() knob.Text[int64] {
-	return knob.Text[int64]{Name: "GOMEMLIMIT", Value: "the memory limit", Limit: "memory limit", Key: "memory_limit",
+func text() knob.Spec[int64] {
+	return knob.Spec[int64]{Name: "GOMEMLIMIT", Value: "the memory limit", Limit: "memory limit", Key: "memory_limit",
 		Format: formatBytes}
 }
 
@@ -263,7 +263,6 @@ type Fit struct {
 	ratio    float64
 	hard     int64
 	otherWhy string
-	read     gcReading // the last reading's, for the GC policy
 	gc       gcPolicy
 }
 
@@ -386,7 +385,7 @@ func prepare(o *Options) (*Fit, *knob.Decision[int64, memLimit]) {
 	lim, err := e.Limits(o.Limits)
 	r.Memory = lim.Memory
 	f.checkSettings(lim, e.Getenv(envvar.MemoryLimitVar))
-	l, has, want, _ := f.value(lim)
+	l, has, want, _, _ := f.value(lim)
 	f.guard.on = !o.NoLeakGuard // from the first tick on
 	r.setLimit(l)
 	merr := f.memErr(lim, err)
@@ -439,9 +438,8 @@ func tinyReason(p Policy, l memLimit) string {
 // whether there is one: the policy's value, the floor, the hysteresis and,
 // once the guard is on (the refresh), its steps. The first time the floor
 // holds the value, it logs a Warn line (Plan has no logger).
-func (f *Fit) value(lim cgroup.Limits) (memLimit, bool, int64, guardEvent) {
+func (f *Fit) value(lim cgroup.Limits) (memLimit, bool, int64, guardEvent, gcReading) {
 	floor, gc := f.readRuntime(f.headroom && lim.Memory.Headroom.Source != "", f.guard.on || f.gc.on)
-	f.read = gc
 	l, has := f.effective(lim)
 	want := f.softLimit(&l, floor)
 	if l.others > 0 && l.floor == 0 && want > f.last && f.last > 0 && want-f.last < f.last/raiseStep {
@@ -457,17 +455,18 @@ func (f *Fit) value(lim cgroup.Limits) (memLimit, bool, int64, guardEvent) {
 		f.log.Warn("fitgo: the other processes leave too little memory; GOMEMLIMIT held at the floor",
 			"GOMEMLIMIT", want, "available", l.bytes, "others", l.others, "source", l.source, "floor", l.floor)
 	}
-	return l, has, want, ev
+	return l, has, want, ev, gc
 }
 
 // tick fits the memory limit to a reading of the refresh loop.
 func (f *Fit) tick(k *knob.Fit[int64, memLimit], now time.Time, lim cgroup.Limits, err error) bool {
 	var rd knob.Reading[int64, memLimit]
+	var gc gcReading
 	gev := guardNone
 	rd.Err = f.memErr(lim, err)
 	if rd.Err == nil {
 		var has bool
-		rd.Limit, has, rd.Want, gev = f.value(lim)
+		rd.Limit, has, rd.Want, gev, gc = f.value(lim)
 		rd.Has = has && rd.Want != 0
 		if gev == guardStep {
 			rd.Why = "by the leak guard"
@@ -476,7 +475,7 @@ func (f *Fit) tick(k *knob.Fit[int64, memLimit], now time.Time, lim cgroup.Limit
 	}
 	keep := k.Step(now, rd)
 	if rd.Err == nil || !keep {
-		f.tuneGC(now, keep, rd.Want, rd.Has, rd.Limit)
+		f.tuneGC(now, keep, rd.Want, rd.Has, rd.Limit, gc)
 	}
 	if keep && gev != guardNone {
 		f.logGuard(gev, rd.Want, rd.Limit)

@@ -32,7 +32,7 @@ import (
 
 // Knob is one runtime setting and what fitgo knows about its value.
 type Knob[V comparable] struct {
-	txt Text[V]
+	txt Spec[V]
 	get func() V
 	set func(V) V // sets and returns the previous value
 	// restore puts back the state from before fitgo, whose value was orig,
@@ -52,10 +52,11 @@ type entry[V comparable] struct {
 	value     V    // the value this Apply left in force (updated by its refresh)
 	mine      bool // and fitgo had set it
 	supersede func()
+	yield     func() // stop and undo the Apply, giving its value back
 }
 
 // New returns a Knob over a runtime setting.
-func New[V comparable](txt Text[V], get func() V, set func(V) V, restore func(orig V) V) *Knob[V] {
+func New[V comparable](txt Spec[V], get func() V, set func(V) V, restore func(orig V) V) *Knob[V] {
 	return &Knob[V]{txt: txt, get: get, set: set, restore: restore}
 }
 
@@ -110,15 +111,21 @@ type Fit[V comparable, D any] struct {
 	wake    func()      // tells the refresh loop that the Fit stopped
 	insist  bool        // put fitgo's value back when someone else changes it
 	fresh   bool        // no reading has seen fitgo's value since fitgo set it
+	odd     time.Time   // since when readings find a value fitgo did not set (Spec.Confirm); zero: none
 }
 
-// Text is a knob's wording in log lines and reasons.
-type Text[V comparable] struct {
+// Spec is a knob's wording in log lines and reasons, and its one rule of
+// its own: Confirm.
+type Spec[V comparable] struct {
 	Name   string // "GOMAXPROCS", also the log key of the value
 	Value  string // "GOMAXPROCS", "the memory limit": the value in reasons
 	Limit  string // "CPU limit", the limit in messages
 	Key    string // "cpu_limit", the log key of the limit
 	Format func(V) string
+	// Confirm is how long readings must find a value fitgo did not set
+	// before it counts as someone else's (0: at once). GOGC's usual read,
+	// SetGCPercent(-1) and back, shows -1 until a GC's mark ends.
+	Confirm time.Duration
 }
 
 // ErrFor picks from a reading's error err the part that concerns one
@@ -162,7 +169,8 @@ func Start[V comparable, D any](k *Knob[V], d *Decision[V, D], o Outcome[V]) (*F
 	if a := k.active; a != nil {
 		a.supersede()
 	}
-	f.e = &entry[V]{value: k.get(), mine: k.owned, supersede: func() { f.stopLocked("superseded by a later Apply") }}
+	f.e = &entry[V]{value: k.get(), mine: k.owned, supersede: func() { f.stopLocked("superseded by a later Apply") },
+		yield: func() { f.Stop("superseded by a later Apply"); f.Undo() }}
 	k.stack = append(k.stack, f.e)
 	k.active = f.e
 	return f, true
@@ -226,11 +234,15 @@ func (f *Fit[V, D]) Step(now time.Time, r Reading[V, D]) bool {
 		k.mu.Unlock()
 		return false
 	}
+	if r.Err == nil {
+		f.st.Limit = r.Limit // a good reading, whoever's the value is
+	}
 	var put, ev event
 	for cur, first := k.get(), true; ; first = false {
 		switch u := r.Runtime; {
 		case u != nil && cur != u.Seen: // the runtime's own update raced the reading: left to the next
 		case cur == k.last:
+			f.odd = time.Time{}
 			ev = f.step(now, cur, &r)
 		case u != nil && !k.owned && (cur == u.Adopt[0] || cur == u.Adopt[1]):
 			k.last = cur // the runtime's own update
@@ -238,8 +250,8 @@ func (f *Fit[V, D]) Step(now time.Time, r Reading[V, D]) bool {
 		case f.insist && first: // someone else's change: put fitgo's value back, and judge again
 			put, cur = f.reassert(cur, &r), k.get()
 			continue
-		case !f.insist: // someone else's change: hand the knob over
-			ev = f.handOver(k.last, cur, f.other(cur, &r))
+		case !f.insist: // someone else's change: hand the knob over, once confirmed
+			ev = f.foreign(now, k.last, cur, f.other(cur, &r))
 		} // else another write raced the put-back: left to the next reading
 		break
 	}
@@ -311,22 +323,23 @@ func (f *Fit[V, D]) step(now time.Time, cur V, r *Reading[V, D]) event {
 		if !ok {
 			return f.handOver(cur, got, "")
 		}
-		return f.changed(now, cur, got, ": "+f.k.txt.Limit+" removed")
+		return f.changed(now, cur, got, removed)
 	case !r.Has || r.Want == cur || !k.owned && r.Runtime != nil && r.Runtime.Wait:
 		return f.flush(now, cur)
 	}
 	got, ok := k.write(cur, r.Want)
 	if !ok {
-		return f.handOver(cur, got, "")
+		return f.foreign(now, cur, got, "")
 	}
-	if r.Why != "" {
-		return f.changed(now, cur, got, " "+r.Why)
-	}
-	return f.changed(now, cur, got, ": "+f.k.txt.Limit+" changed")
+	return f.changed(now, cur, got, r.Why)
 }
 
-// changed records a change the refresh made; the lock is held.
-func (f *Fit[V, D]) changed(now time.Time, from, to V, what string) event {
+// removed is the why of a change to the state from before fitgo.
+const removed = "\x00removed"
+
+// changed records a change the refresh made for why (Reading.Why, removed,
+// or "": the limit changed); the lock is held.
+func (f *Fit[V, D]) changed(now time.Time, from, to V, why string) event {
 	f.e.value, f.e.mine = to, f.k.owned
 	f.st.Updates++
 	f.st.LastUpdate, f.fresh = now, true
@@ -334,8 +347,21 @@ func (f *Fit[V, D]) changed(now time.Time, from, to V, what string) event {
 		f.logs.from = from
 	}
 	f.logs.held++
-	f.logs.what = what
+	f.logs.why = why
 	return f.flush(now, to)
+}
+
+// foreign is a reading's finding of cur, a value fitgo did not set, over
+// from: the knob is handed over once Spec.Confirm has passed since the first
+// such finding; the lock is held.
+func (f *Fit[V, D]) foreign(now time.Time, from, cur V, by string) event {
+	if c := f.k.txt.Confirm; c > 0 && (f.odd.IsZero() || now.Sub(f.odd) < c) {
+		if f.odd.IsZero() {
+			f.odd = now
+		}
+		return event{}
+	}
+	return f.handOver(from, cur, by)
 }
 
 // handOver gives up the knob to whoever set cur over from (by: the likely
@@ -349,8 +375,8 @@ func (f *Fit[V, D]) handOver(from, cur V, by string) event {
 		args: f.changeArgs(cur, from, by)}
 }
 
-// stop stops following for reason.
-func (f *Fit[V, D]) stop(reason string) {
+// Stop stops following for reason, leaving the value as it is.
+func (f *Fit[V, D]) Stop(reason string) {
 	f.k.mu.Lock()
 	f.stopLocked(reason)
 	f.k.mu.Unlock()
@@ -369,6 +395,17 @@ func (f *Fit[V, D]) stopLocked(reason string) {
 	}
 	if f.wake != nil {
 		f.wake()
+	}
+}
+
+// Yield undoes the Apply in force, if any, as a later Apply that takes the
+// knob over and sets no value of its own must: its value is given back.
+func (k *Knob[V]) Yield() {
+	k.mu.Lock()
+	a := k.active
+	k.mu.Unlock()
+	if a != nil {
+		a.yield()
 	}
 }
 
@@ -465,7 +502,7 @@ func (f *Fit[V, D]) Join(ctx context.Context, every time.Duration, open func() (
 	f.k.mu.Lock()
 	f.wake = l.Wake
 	if ctx != nil { // AfterFunc calls stop in a goroutine of its own
-		f.release = context.AfterFunc(ctx, func() { f.stop("stopped: " + context.Cause(ctx).Error()) })
+		f.release = context.AfterFunc(ctx, func() { f.Stop("stopped: " + context.Cause(ctx).Error()) })
 	}
 	f.k.mu.Unlock()
 	l.Add(func(now time.Time, lim cgroup.Limits, err error) bool { return step(f, now, lim, err) }, f.Following)
@@ -509,7 +546,7 @@ type coalescer[V comparable] struct {
 	at   time.Time // of the last line
 	held int       // changes since, not logged
 	from V         // the value before the first of them
-	what string
+	why  string
 }
 
 // flush logs the held-back changes unless the last line is too recent; the
@@ -525,5 +562,12 @@ func (f *Fit[V, D]) flush(now time.Time, cur V) event {
 	if n > 1 {
 		args = append(args, "changes", n)
 	}
-	return event{level: slog.LevelInfo, msg: "fitgo: " + f.k.txt.Name + " updated" + c.what, args: args}
+	what := " " + c.why
+	switch c.why {
+	case removed:
+		what = ": " + f.k.txt.Limit + " removed"
+	case "":
+		what = ": " + f.k.txt.Limit + " changed"
+	}
+	return event{level: slog.LevelInfo, msg: "fitgo: " + f.k.txt.Name + " updated" + what, args: args}
 }

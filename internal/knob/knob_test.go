@@ -30,7 +30,7 @@ func (f *fakeKnob) knob() *Knob[int] {
 		f.val = n
 		return p
 	}
-	return New(Text[int]{Name: "X", Value: "x", Limit: "x limit", Key: "x_limit", Format: strconv.Itoa},
+	return New(Spec[int]{Name: "X", Value: "x", Limit: "x limit", Key: "x_limit", Format: strconv.Itoa},
 		func() int { return f.val }, set, func(orig int) int { f.restores++; return set(orig) })
 }
 
@@ -304,8 +304,8 @@ func TestReadErrorWarnsOnce(t *testing.T) {
 func TestStopAndUndoAreIdempotent(t *testing.T) {
 	fk := &fakeKnob{val: 8}
 	s := apply(t, fk.knob(), 4, nil)
-	s.stop("stopped")
-	s.stop("stopped")
+	s.Stop("stopped")
+	s.Stop("stopped")
 	assert.Equal(t, "stopped", s.State().Reason)
 	assert.Equal(t, 4, fk.val, "Stop keeps the value")
 	s.Undo()
