@@ -114,7 +114,7 @@ func (f *Fit) startGC(o *Options, later bool) {
 		case !later:
 			p.why = gcNoLimit
 		default:
-			p.fit, _ = knob.Start(g, &knob.Decision[int, gcState]{Limit: gcState{why: gcWaiting}, Follow: true, Refresh: o.Refresh},
+			p.fit, _ = knob.Start(g, &knob.Common{Refresh: o.Refresh}, &knob.Reading[int, gcState]{Limit: gcState{why: gcWaiting}},
 				knob.Outcome[int]{Before: cur, After: cur})
 		}
 	}

@@ -121,6 +121,7 @@ type Spec[V comparable] struct {
 	Value  string // "GOMAXPROCS", "the memory limit": the value in reasons
 	Limit  string // "CPU limit", the limit in messages
 	Key    string // "cpu_limit", the log key of the limit
+	Pkg    string // "maxprocs", the package in errors
 	Format func(V) string
 	// Confirm is how long readings must find a value fitgo did not set
 	// before it counts as someone else's (0: at once). GOGC's usual read,
@@ -144,12 +145,12 @@ func ErrFor(err, own, other error, beyond bool) error {
 	return err
 }
 
-// Start begins the Fit of an Apply that read o.Before (with Peek) and
-// decided d: to set o.After (when o.Changed) or to leave the value alone, and
-// to follow the limit (when d.follows). It fails, doing nothing, when the
-// value is no longer o.Before: the caller decides again. The Fit supersedes
-// any earlier one.
-func Start[V comparable, D any](k *Knob[V], d *Decision[V, D], o Outcome[V]) (*Fit[V, D], bool) {
+// Start begins the Fit of an Apply with options c that read o.Before (with
+// Peek) and decided, from the reading rd, to set o.After (when o.Changed) or
+// to leave the value alone; the Fit follows the limit when there is a
+// cgroup and a refresh. It fails, doing nothing, when the value is no longer
+// o.Before: the caller decides again. The Fit supersedes any earlier one.
+func Start[V comparable, D any](k *Knob[V], c *Common, rd *Reading[V, D], o Outcome[V]) (*Fit[V, D], bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	cur := k.get()
@@ -165,7 +166,8 @@ func Start[V comparable, D any](k *Knob[V], d *Decision[V, D], o Outcome[V]) (*F
 			return nil, false
 		}
 	}
-	f := &Fit[V, D]{k: k, log: d.Logger, st: State[V, D]{Following: d.follows(), Limit: d.Limit, Err: d.Err}, insist: d.Insist, fresh: true}
+	follow := c.Refresh > 0 && !errors.Is(rd.Err, cgroup.ErrNoCgroup)
+	f := &Fit[V, D]{k: k, log: c.Logger, st: State[V, D]{Following: follow, Limit: rd.Limit, Err: rd.Err}, insist: c.Insist, fresh: true}
 	if a := k.active; a != nil {
 		a.supersede()
 	}
@@ -195,10 +197,11 @@ func (f *Fit[V, D]) Moved() (V, bool) {
 
 // Reading is what one reading of the limits calls for.
 type Reading[V comparable, D any] struct {
-	Err   error // the limit cannot be read: change nothing
-	Limit D     // the limit read
-	Want  V     // the value the policy gives for it
-	Has   bool  // false: none (no limit): put back the state from before fitgo
+	Err   error  // the limit cannot be read: change nothing
+	Limit D      // the limit read
+	Want  V      // the value the policy gives for it
+	Has   bool   // false: none (no limit): put back the state from before fitgo
+	None  string // why there is none, at Apply
 	// Other is the value another library's rule gives for this reading,
 	// and OtherWhy names the rule ("" for none): a change to it right after
 	// fitgo set the value is likely that library's.
@@ -489,11 +492,11 @@ func (f *Fit[V, D]) Why(s State[V, D]) string {
 // finding it where Apply stores it.
 type Step[V comparable, D any] func(f *Fit[V, D], now time.Time, lim cgroup.Limits, err error) bool
 
-// Join makes a following Fit a member of the Loop that ctx carries (see
+// join makes a following Fit a member of the Loop that ctx carries (see
 // WithLoop) or, without one, of a new Loop of its own at the interval every
 // over open (ticked by ticks when not nil), and returns the Loop. step is
 // the Fit's package's reading of a tick. The Fit stops when ctx is done.
-func (f *Fit[V, D]) Join(ctx context.Context, every time.Duration, open func() (Source, error), ticks <-chan time.Time,
+func (f *Fit[V, D]) join(ctx context.Context, every time.Duration, open func() (Source, error), ticks <-chan time.Time,
 	step Step[V, D]) *Loop {
 	l := LoopOf(ctx)
 	if l == nil {
