@@ -20,8 +20,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/fitgo/fitgo/internal/testprog"
-	"github.com/fitgo/fitgo/internal/testprog/cgv1"
+	"github.com/fitgo/fitgo/internal/rig/testprog"
+	"github.com/fitgo/fitgo/internal/rig/testprog/cgv1"
 )
 
 // TestPodmanCPULimitEnv runs the blank-import program in real containers
@@ -38,7 +38,7 @@ func TestPodmanCPULimitEnv(t *testing.T) {
 	if runtime.NumCPU() < 2 {
 		t.Skip("needs at least 2 CPUs, so that a 1-CPU limit shows")
 	}
-	image := podmanImage(t, podman, "./internal/testprog/blank")
+	image := podmanImage(t, podman, "./internal/rig/testprog/blank")
 	parent := fmt.Sprintf("fitgo-podman-%d-%08x", os.Getpid(), rand.Uint32())
 	dir := filepath.Join(cgv1.CPU, parent)
 	require.NoError(t, os.Mkdir(dir, 0o755))

@@ -15,8 +15,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/fitgo/fitgo/internal/testprog"
-	"github.com/fitgo/fitgo/internal/testprog/cgv1"
+	"github.com/fitgo/fitgo/internal/rig/testprog"
+	"github.com/fitgo/fitgo/internal/rig/testprog/cgv1"
 )
 
 // The real-kernel tests run a program that blank-imports fitgo in a child
@@ -35,7 +35,7 @@ const mib = 1 << 20
 // ticks); here the wait is only a cap for a hung program.
 func TestRealKernelV1BlankImport(t *testing.T) {
 	cgv1.Require(t)
-	prog := cgv1.Build(t, "./internal/testprog/blank")
+	prog := cgv1.Build(t, "./internal/rig/testprog/blank")
 	for _, tc := range []struct {
 		name     string
 		env      []string
@@ -94,7 +94,7 @@ func TestRealKernelV1BlankImport(t *testing.T) {
 // limit changes.
 func TestRealKernelV1HandOver(t *testing.T) {
 	cgv1.Require(t)
-	prog := cgv1.Build(t, "./internal/testprog/blank")
+	prog := cgv1.Build(t, "./internal/rig/testprog/blank")
 	cg := cgv1.NewPair(t)
 	cg.SetParentCPU(t, 50000)
 	cg.SetParentMemory(t, 512*mib)
@@ -130,7 +130,7 @@ func TestRealKernelV1Rounding(t *testing.T) {
 	if runtime.NumCPU() < 2 {
 		t.Skip("needs at least 2 CPUs: with one, every rule gives 1")
 	}
-	prog := cgv1.Build(t, "./internal/testprog/blank")
+	prog := cgv1.Build(t, "./internal/rig/testprog/blank")
 	for _, tc := range []struct {
 		quota   int // µs per 100 ms period
 		setting string
@@ -163,7 +163,7 @@ func TestRealKernelV1Rounding(t *testing.T) {
 // GOMEMLIMIT alone as "set in the environment".)
 func TestRealKernelV1StartupEnvironment(t *testing.T) {
 	cgv1.Require(t)
-	prog := cgv1.Build(t, "./internal/testprog/blankunset")
+	prog := cgv1.Build(t, "./internal/rig/testprog/blankunset")
 	cg := cgv1.NewPair(t)
 	cg.SetParentCPU(t, 50000)
 	cg.SetParentMemory(t, 512*mib)
@@ -181,7 +181,7 @@ func TestRealKernelV1StartupEnvironment(t *testing.T) {
 // the loop kept its first open error for good and never followed again.)
 func TestRealKernelV1FollowsAfterFailedOpen(t *testing.T) {
 	cgv1.Require(t)
-	prog := cgv1.Build(t, "./internal/testprog/blankhog")
+	prog := cgv1.Build(t, "./internal/rig/testprog/blankhog")
 	cg := cgv1.NewPair(t)
 	cg.SetParentCPU(t, 50000)
 	c := cg.StartIn(t, prog, "FITGO=refresh=100ms")
@@ -205,7 +205,7 @@ func TestRealKernelV1FollowsAfterFailedOpen(t *testing.T) {
 // TestRealKernelV1Disabled: FITGO=off leaves everything alone, silently.
 func TestRealKernelV1Disabled(t *testing.T) {
 	cgv1.Require(t)
-	prog := cgv1.Build(t, "./internal/testprog/blank")
+	prog := cgv1.Build(t, "./internal/rig/testprog/blank")
 	cg := cgv1.NewPair(t)
 	cg.SetParentCPU(t, 50000)
 	cg.SetParentMemory(t, 512*mib)
@@ -245,7 +245,7 @@ func TestRealKernelV1RuntimeContainerSupport(t *testing.T) {
 	if err != nil {
 		t.Skip("needs taskset (util-linux)")
 	}
-	prog := cgv1.Build(t, "./internal/testprog/blankgo125")
+	prog := cgv1.Build(t, "./internal/rig/testprog/blankgo125")
 
 	t.Run("parent limit the runtime misses", func(t *testing.T) {
 		cg := cgv1.NewPair(t)
@@ -315,7 +315,7 @@ func TestRealKernelV1RuntimeContainerSupport(t *testing.T) {
 // follow the memory limit, while it still manages GOMAXPROCS.
 func TestRealKernelV1KeepsEarlierLimit(t *testing.T) {
 	cgv1.Require(t)
-	prog := cgv1.Build(t, "./internal/testprog/blankpreset")
+	prog := cgv1.Build(t, "./internal/rig/testprog/blankpreset")
 	cg := cgv1.NewPair(t)
 	cg.SetParentCPU(t, 50000)
 	cg.SetParentMemory(t, 512*mib)
@@ -339,7 +339,7 @@ func TestRealKernelV1KeepsEarlierLimit(t *testing.T) {
 // 1Ki) is kept with the line at Warn (issue 31, point 5).
 func TestRealKernelV1MemoryLimitEnv(t *testing.T) {
 	cgv1.Require(t)
-	prog := cgv1.Build(t, "./internal/testprog/blank")
+	prog := cgv1.Build(t, "./internal/rig/testprog/blank")
 	for _, tc := range []struct {
 		env  string
 		want int64
@@ -379,7 +379,7 @@ func TestRealKernelV1MemoryLimitEnv(t *testing.T) {
 // 31, point 5).
 func TestRealKernelV1Reserve(t *testing.T) {
 	cgv1.Require(t)
-	prog := cgv1.Build(t, "./internal/testprog/blank")
+	prog := cgv1.Build(t, "./internal/rig/testprog/blank")
 	for _, reserve := range []string{"128Mi", "496Mi", "512Mi", "600Mi", "7Ei"} {
 		t.Run(reserve, func(t *testing.T) {
 			cg := cgv1.NewPair(t)
