@@ -89,7 +89,7 @@ func (a *Apply[V, D]) Run(o Outcome[V], plan bool) (*Fit[V, D], *Loop, Outcome[V
 	}
 	rd := a.Read(lim, err)
 	for {
-		before, mine := k.Peek()
+		before, mine := k.peek()
 		o.Before, o.After, o.Changed, o.Reason, o.Err = before, before, false, "", nil
 		if a.Keep != nil && !mine {
 			if o.Reason = a.Keep(before); o.Reason != "" {
@@ -118,7 +118,7 @@ func (a *Apply[V, D]) Run(o Outcome[V], plan bool) (*Fit[V, D], *Loop, Outcome[V
 			return f, nil, o
 		}
 		l := f.join(a.Context, a.Refresh, a.Env.Open, a.Env.Ticks, a.Tick)
-		o.Refresh, o.Following = l.Every(), true
+		o.Refresh, o.Following = l.every, true
 		return f, l, o
 	}
 }
@@ -136,7 +136,7 @@ func (f *Fit[V, D]) Fill(k *Knob[V], o Outcome[V]) (Outcome[V], D, bool) {
 	if st.Following {
 		o.Err = st.Err
 	}
-	if why := f.Why(st); why != "" {
+	if why := f.why(st); why != "" {
 		o.Reason = why
 	}
 	return o, st.Limit, true

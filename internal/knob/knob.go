@@ -61,10 +61,10 @@ func New[V comparable](txt Spec[V], get func() V, set func(V) V, restore func(or
 }
 
 // Current returns the runtime's value.
-func (k *Knob[V]) Current() V { v, _ := k.Peek(); return v }
+func (k *Knob[V]) Current() V { v, _ := k.peek(); return v }
 
-// Peek returns the runtime's value and whether fitgo set it.
-func (k *Knob[V]) Peek() (cur V, mine bool) {
+// peek returns the runtime's value and whether fitgo set it.
+func (k *Knob[V]) peek() (cur V, mine bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	cur = k.get()
@@ -146,7 +146,7 @@ func ErrFor(err, own, other error, beyond bool) error {
 }
 
 // Start begins the Fit of an Apply with options c that read o.Before (with
-// Peek) and decided, from the reading rd, to set o.After (when o.Changed) or
+// peek) and decided, from the reading rd, to set o.After (when o.Changed) or
 // to leave the value alone; the Fit follows the limit when there is a
 // cgroup and a refresh. It fails, doing nothing, when the value is no longer
 // o.Before: the caller decides again. The Fit supersedes any earlier one.
@@ -458,10 +458,10 @@ type State[V comparable, D any] struct {
 	LastUpdate time.Time
 }
 
-// Why is the reason a Status gives for the state: someone else's change,
+// why is the reason a Status gives for the state: someone else's change,
 // a failing reading, or why following stopped; "" when there is none to add
 // to the reason of Apply.
-func (f *Fit[V, D]) Why(s State[V, D]) string {
+func (f *Fit[V, D]) why(s State[V, D]) string {
 	txt := &f.k.txt
 	switch {
 	case s.Following && s.Err != nil:
@@ -472,19 +472,19 @@ func (f *Fit[V, D]) Why(s State[V, D]) string {
 		return ""
 	}
 	// Someone else changed the value: fitgo handed it over or put it back.
-	why := txt.Value + " was changed from " + txt.Format(s.From) + " to " + txt.Format(s.To)
+	reason := txt.Value + " was changed from " + txt.Format(s.From) + " to " + txt.Format(s.To)
 	if s.By != "" {
-		why += " by another library, matching " + s.By
+		reason += " by another library, matching " + s.By
 	} else {
-		why += " outside fitgo"
+		reason += " outside fitgo"
 	}
 	switch {
 	case !s.HandedOver:
-		return why + "; fitgo put its value back (insist, " + strconv.Itoa(s.Kept) + " times)"
+		return reason + "; fitgo put its value back (insist, " + strconv.Itoa(s.Kept) + " times)"
 	case s.By != "":
-		return why + "; no longer managed (to keep fitgo's value: FITGO=insist=on or Options.Insist)"
+		return reason + "; no longer managed (to keep fitgo's value: FITGO=insist=on or Options.Insist)"
 	}
-	return why + "; no longer managed"
+	return reason + "; no longer managed"
 }
 
 // Step is a package's reading of a tick for the Fit f: the refresh
@@ -503,14 +503,14 @@ func (f *Fit[V, D]) join(ctx context.Context, every time.Duration, open func() (
 		l = NewLoop(every, open, ticks)
 	}
 	f.k.mu.Lock()
-	f.wake = l.Wake
+	f.wake = l.wake
 	if ctx != nil { // AfterFunc calls stop in a goroutine of its own
 		f.release = context.AfterFunc(ctx, func() { f.Stop("stopped: " + context.Cause(ctx).Error()) })
 	}
 	f.k.mu.Unlock()
-	l.Add(func(now time.Time, lim cgroup.Limits, err error) bool { return step(f, now, lim, err) }, f.Following)
+	l.add(func(now time.Time, lim cgroup.Limits, err error) bool { return step(f, now, lim, err) }, f.Following)
 	if !f.Following() {
-		l.Wake() // superseded or stopped before it joined
+		l.wake() // superseded or stopped before it joined
 	}
 	return l
 }
@@ -537,14 +537,14 @@ func (f *Fit[V, D]) emit(ev event) {
 	}
 }
 
-// LogEvery is how often a Fit logs the changes its refresh makes: the first
-// change at once; later ones within LogEvery of the last line are held back
+// logEvery is how often a Fit logs the changes its refresh makes: the first
+// change at once; later ones within logEvery of the last line are held back
 // and logged as one line (with their count) at the first reading after the
 // period, so that a flapping limit cannot flood the logs. The value itself
 // follows every reading.
-const LogEvery = 10 * time.Second
+const logEvery = 10 * time.Second
 
-// coalescer holds back change lines within LogEvery of the last one.
+// coalescer holds back change lines within logEvery of the last one.
 type coalescer[V comparable] struct {
 	at   time.Time // of the last line
 	held int       // changes since, not logged
@@ -556,7 +556,7 @@ type coalescer[V comparable] struct {
 // lock is held. It does not allocate when there is nothing to log.
 func (f *Fit[V, D]) flush(now time.Time, cur V) event {
 	c := &f.logs
-	if c.held == 0 || !c.at.IsZero() && now.Sub(c.at) < LogEvery {
+	if c.held == 0 || !c.at.IsZero() && now.Sub(c.at) < logEvery {
 		return event{}
 	}
 	n, from := c.held, c.from
