@@ -148,7 +148,7 @@ func (f *Fit) tuneGC(now time.Time, following bool, want int64, has bool, l memL
 	if cur := int(r.gogc); v > cur && cur > p.base && v-cur < cur/raiseStep {
 		v = cur // hysteresis: raise only by a step worth taking
 	}
-	was := p.fit.Following()
+	was := p.fit.State().Following
 	p.fit.Step(now, knob.Reading[int, gcState]{Want: v, Has: v != p.base, Limit: gcState{ceiling, why}})
 	if f.log == nil || p.logged && !was {
 		return

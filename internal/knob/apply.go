@@ -68,7 +68,10 @@ type Apply[V comparable, D any] struct {
 	Keep func(before V) string
 	Read func(lim cgroup.Limits, err error) Reading[V, D]
 	Same func(want V) string
-	Tick Step[V, D]
+	// Tick is the package's reading at each refresh tick; the refresh may
+	// run it before Run returns, so it gets the Fit rather than finding it
+	// where the package stores it.
+	Tick func(f *Fit[V, D], now time.Time, lim cgroup.Limits, err error) bool
 }
 
 // Run runs the Apply over o, the package's Result part: it starts the Fit
@@ -114,7 +117,7 @@ func (a *Apply[V, D]) Run(o Outcome[V], plan bool) (*Fit[V, D], *Loop, Outcome[V
 		if !ok {
 			continue // the value changed: decide again
 		}
-		if !f.Following() {
+		if !f.following() {
 			return f, nil, o
 		}
 		l := f.join(a.Context, a.Refresh, a.Env.Open, a.Env.Ticks, a.Tick)

@@ -178,8 +178,8 @@ func Start[V comparable, D any](k *Knob[V], c *Common, rd *Reading[V, D], o Outc
 	return f, true
 }
 
-// Following reports whether the Fit still follows the limit.
-func (f *Fit[V, D]) Following() bool {
+// following reports whether the Fit still follows the limit.
+func (f *Fit[V, D]) following() bool {
 	f.k.mu.Lock()
 	defer f.k.mu.Unlock()
 	return f.st.Following
@@ -487,17 +487,12 @@ func (f *Fit[V, D]) why(s State[V, D]) string {
 	return reason + "; no longer managed"
 }
 
-// Step is a package's reading of a tick for the Fit f: the refresh
-// goroutine may run it before Apply returns, so it gets f rather than
-// finding it where Apply stores it.
-type Step[V comparable, D any] func(f *Fit[V, D], now time.Time, lim cgroup.Limits, err error) bool
-
 // join makes a following Fit a member of the Loop that ctx carries (see
 // WithLoop) or, without one, of a new Loop of its own at the interval every
 // over open (ticked by ticks when not nil), and returns the Loop. step is
 // the Fit's package's reading of a tick. The Fit stops when ctx is done.
 func (f *Fit[V, D]) join(ctx context.Context, every time.Duration, open func() (Source, error), ticks <-chan time.Time,
-	step Step[V, D]) *Loop {
+	step func(f *Fit[V, D], now time.Time, lim cgroup.Limits, err error) bool) *Loop {
 	l := LoopOf(ctx)
 	if l == nil {
 		l = NewLoop(every, open, ticks)
@@ -508,8 +503,8 @@ func (f *Fit[V, D]) join(ctx context.Context, every time.Duration, open func() (
 		f.release = context.AfterFunc(ctx, func() { f.Stop("stopped: " + context.Cause(ctx).Error()) })
 	}
 	f.k.mu.Unlock()
-	l.add(func(now time.Time, lim cgroup.Limits, err error) bool { return step(f, now, lim, err) }, f.Following)
-	if !f.Following() {
+	l.add(func(now time.Time, lim cgroup.Limits, err error) bool { return step(f, now, lim, err) }, f.following)
+	if !f.following() {
 		l.wake() // superseded or stopped before it joined
 	}
 	return l

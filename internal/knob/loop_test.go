@@ -280,6 +280,6 @@ func TestAlreadyDoneContext(t *testing.T) {
 	l := f.join(ctx, time.Hour, func() (Source, error) { t.Error("opened"); return nil, nil }, make(chan time.Time),
 		func(*Fit[int, string], time.Time, cgroup.Limits, error) bool { return true })
 	waitDone(t, l.Done())
-	assert.False(t, f.Following())
+	assert.False(t, f.following())
 	assert.Equal(t, "stopped: context canceled", f.State().Reason)
 }
