@@ -109,8 +109,9 @@ type Result struct {
 	Policy Policy
 	// Env is the GOMAXPROCS environment variable at start-up, "" when unset.
 	Env string
-	// SettingErr is why FITGO_CPU_LIMIT was ignored: it is not a positive
-	// CPU quantity. The limit is fitted as if it were unset.
+	// SettingErr is why FITGO_CPU_LIMIT was ignored (it is not a positive
+	// CPU quantity), or GOMAXPROCS, which the runtime ignores too (it is not
+	// a positive integer). The limit is fitted as if it were unset.
 	SettingErr error
 	// Runtime says what the Go runtime does about GOMAXPROCS by itself, and
 	// why: from Go 1.25 it derives it from the leaf cgroup (RuntimeAware)
@@ -211,6 +212,8 @@ func prepare(o *Options) (*Fit, *knob.Apply[int, cpuLimit]) {
 		a.Left = "not Linux: no cgroup limits"
 	case set:
 		a.Left = "GOMAXPROCS=" + strconv.Itoa(n) + " is set in the environment"
+	case r.Env != "":
+		r.SettingErr = errors.Join(r.SettingErr, errors.New("maxprocs: GOMAXPROCS="+r.Env+" is not a positive integer: the Go runtime ignores it; ignored"))
 	}
 	def := -1 // the runtime's default for the reading at Apply, when it could be read
 	a.Read = func(lim cgroup.Limits, err error) knob.Reading[int, cpuLimit] {
