@@ -113,9 +113,9 @@ func start(d deps) (rep Report) {
 		o.Logger, o.Refresh, o.Context, o.Limits = logger, cfg.every, ctx, shared
 		rep.MemLimit, _ = d.memlimit(*o)
 	}
-	mr, lr := status(cfg.maxprocs, rep.MaxProcs.Status), status(cfg.memlimit, rep.MemLimit.Status)
-	lines := func() { logStart(d.log(), err, mr, lr) }
-	if mr != nil && mr.Following || lr != nil && lr.Following {
+	procs, mem := status(cfg.maxprocs, rep.MaxProcs.Status), status(cfg.memlimit, rep.MemLimit.Status)
+	lines := func() { logStart(d.log(), err, procs, mem) }
+	if procs != nil && procs.Following || mem != nil && mem.Following {
 		first <- lines
 	} else {
 		lines()
