@@ -31,7 +31,7 @@
 //	                    the memory available (memlimit's GC policy)
 //	reserve=<bytes>     take this much (64Mi, 67108864) off the memory limit
 //	                    before the ratio, for what fitgo cannot see, such as
-//	                    a sidecar under a pod-level limit (memlimit's Unseen)
+//	                    a sidecar under a pod-level limit (memlimit's Reserve)
 //
 // FITGO_MEMORY_LIMIT is a memory limit known from outside, such as a
 // pod-level limit that a private cgroup namespace hides: bytes, as the
@@ -48,11 +48,13 @@
 // or a FITGO_CPU_LIMIT that is not a positive quantity, is ignored as if
 // unset, and reported in its knob's Status (SettingErr).
 //
-// It logs one Info line through slog.Default when it changes something at
-// start-up and a Debug line otherwise, a Warn line when a setting was not
-// understood, never a warning for running outside a container; later changes of the refresh go to slog.Default as configured
-// then, and a flapping limit is logged at most once per ten seconds. It
-// never panics, exits or blocks: an error is in the Report.
+// It logs at its first reading of the limits, a second after start, through
+// slog.Default as main has set it by then (with refresh=off, at init; a
+// program that exits sooner logs nothing): a Warn line for each setting not
+// understood, the error as its message, then an Info line when it changed
+// something, else Debug, never a warning for running outside a container.
+// Later changes go there too, a flapping limit at most once per ten seconds.
+// It never panics, exits or blocks: an error is in the Report.
 //
 // For other policies, logging or lifetimes, do not import this package: call
 // maxprocs.Apply and memlimit.Apply in main.

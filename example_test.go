@@ -2,6 +2,7 @@ package fitgo_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"time"
@@ -30,10 +31,13 @@ func ExampleReport() {
 	// level=INFO msg=fitgo report.GOMAXPROCS.fitgo=off report.GOMAXPROCS.value=N report.GOMEMLIMIT.fitgo=off report.GOMEMLIMIT.value=N report.setting=off
 }
 
-// The blank import's report, logged once at start-up: what was set, from
-// which limits, and why.
+// What the blank import did at start-up, and what is in force now, for a
+// debug endpoint or a health check. The blank import logs its start-up lines
+// itself: logging the Report again would repeat them.
 func ExampleStartup() {
-	slog.Info("fitgo", "report", fitgo.Startup())
+	r := fitgo.Startup()
+	fmt.Println(r.MaxProcs.Status())
+	fmt.Println(r.MemLimit.Status())
 }
 
 // Instead of the blank import: both knobs applied in main with a policy of

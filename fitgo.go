@@ -1,11 +1,11 @@
 package fitgo
 
 import (
-	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -48,8 +48,8 @@ func init() {
 		read:     cgroup.Read,
 		maxprocs: maxprocs.Apply,
 		memlimit: memlimit.Apply,
-		loop: func(d time.Duration, mp func() maxprocs.Result) *knob.Loop {
-			return knob.NewLoop(d, openHinted(nil, d, slog.Default, mp), nil)
+		loop: func(d time.Duration, mp func() maxprocs.Result, first <-chan func()) *knob.Loop {
+			return knob.NewLoop(d, openHinted(nil, d, slog.Default, mp, first), nil)
 		},
 		log: slog.Default,
 	})
@@ -64,36 +64,39 @@ type deps struct {
 	read     func() (cgroup.Limits, error)
 	maxprocs func(maxprocs.Options) (*maxprocs.Fit, error)
 	memlimit func(memlimit.Options) (*memlimit.Fit, error)
-	loop     func(time.Duration, func() maxprocs.Result) *knob.Loop // its hint speaks of GOMAXPROCS as maxprocs fits it
-	log      func() *slog.Logger                                    // the logger of the one start-up line
+	loop     func(time.Duration, func() maxprocs.Result, <-chan func()) *knob.Loop // see openHinted
+	log      func() *slog.Logger                                                   // the logger of the start-up lines
 }
 
 // start applies both knobs as the blank import does: it reads the limits
 // once, hands them to both, and runs one refresh loop for the two. It never
-// panics.
+// panics. It logs the start-up lines at the loop's first reading, through
+// slog.Default as main has set it by then (at init it is still the default
+// text handler); with no loop, or nothing for it to follow, at once.
 func start(d deps) (rep Report) {
+	first := make(chan func(), 1) // the start-up lines, for the loop's first reading
+	defer close(first)
 	defer func() {
 		if p := recover(); p != nil {
 			rep.Err = fmt.Errorf("fitgo: recovered from a panic at start-up: %v", p)
 		}
 	}()
 	rep.Setting = d.getenv(envVar)
-	cfg, err := envvar.FITGO(rep.Setting)
+	cfg, err := parseFITGO(rep.Setting)
 	rep.SettingErr = err
 
 	// The packages log refresh events (changes, hand-overs) to whatever
 	// slog.Default is when they happen, once the program has had a chance to
-	// configure logging; at start-up this function logs one line itself.
+	// configure logging; this function logs the start-up lines itself.
 	var armed atomic.Bool
 	logger := slog.New(&laterHandler{armed: &armed})
-	ctx, every := context.Background(), time.Duration(0)
+	ctx := context.Background()
 	var mp atomic.Pointer[maxprocs.Fit] // the hint's, once Apply returned
-	if cfg.Refresh {
-		every = knob.Interval(cmp.Or(cfg.Interval, defaultRefresh))
-		ctx = knob.WithLoop(ctx, d.loop(every, func() maxprocs.Result { return mp.Load().Status() }))
+	if cfg.every > 0 {
+		ctx = knob.WithLoop(ctx, d.loop(cfg.every, func() maxprocs.Result { return mp.Load().Status() }, first))
 	}
 	var shared *cgroup.Limits
-	if cfg.MaxProcs || cfg.MemLimit {
+	if cfg.maxprocs || cfg.memlimit {
 		// The controllers' errors are in lim. An error of the whole reading
 		// (no cgroup at all, say) is not: then each knob reads again and
 		// reports it.
@@ -101,47 +104,53 @@ func start(d deps) (rep Report) {
 			shared = &lim
 		}
 	}
-	if cfg.MaxProcs {
-		o := maxprocs.Options{KeepExisting: !cfg.InsistMaxProcs, Insist: cfg.InsistMaxProcs, Logger: logger, Refresh: every, Context: ctx, Limits: shared}
-		o.Rounding = maxprocs.Rounding(slices.Index(envvar.Roundings[:], cfg.Rounding) + 1) // "": the default
-		rep.MaxProcs, _ = d.maxprocs(o)
+	if o := &cfg.mp; cfg.maxprocs {
+		o.Logger, o.Refresh, o.Context, o.Limits = logger, cfg.every, ctx, shared
+		rep.MaxProcs, _ = d.maxprocs(*o)
 		mp.Store(rep.MaxProcs)
 	}
-	if cfg.MemLimit {
-		rep.MemLimit, _ = d.memlimit(memlimit.Options{KeepExisting: !cfg.InsistMemLimit, Insist: cfg.InsistMemLimit,
-			Logger: logger, Refresh: every, Context: ctx, Limits: shared, NoHeadroom: cfg.NoHeadroom,
-			NoLeakGuard: cfg.NoLeakGuard, NoNonGo: cfg.NoNonGo, Reserve: cfg.Reserve, GC: cfg.GC})
+	if o := &cfg.ml; cfg.memlimit {
+		o.Logger, o.Refresh, o.Context, o.Limits = logger, cfg.every, ctx, shared
+		rep.MemLimit, _ = d.memlimit(*o)
 	}
-	logStart(d.log(), rep, status(cfg.MaxProcs, rep.MaxProcs.Status), status(cfg.MemLimit, rep.MemLimit.Status))
+	procs, mem := status(cfg.maxprocs, rep.MaxProcs.Status), status(cfg.memlimit, rep.MemLimit.Status)
+	lines := func() { logStart(d.log(), err, procs, mem) }
+	if procs != nil && procs.Following || mem != nil && mem.Following {
+		first <- lines
+	} else {
+		lines()
+	}
 	armed.Store(true)
 	return rep
 }
 
-// logStart writes the start-up line: one Info line when something changed,
-// otherwise a Debug line (which the default logger drops), never a warning
-// for running outside a container, which is normal; but a Warn line when
-// FITGO, FITGO_CPU_LIMIT or FITGO_MEMORY_LIMIT was not understood (the packages' own Warn is
-// dropped at start-up). A knob's Result is nil when FITGO turned it off.
-func logStart(l *slog.Logger, rep Report, mp *maxprocs.Result, ml *memlimit.Result) {
+// logStart writes the start-up lines: a Warn line for each setting of FITGO,
+// FITGO_CPU_LIMIT or FITGO_MEMORY_LIMIT not understood, the error as its
+// message (the packages' own are dropped at start-up); then one Info line
+// when something changed, otherwise a Debug line (which the default logger
+// drops), never a warning for running outside a container, which is normal.
+// A knob's Result is nil when FITGO turned it off.
+func logStart(l *slog.Logger, settingErr error, mp *maxprocs.Result, ml *memlimit.Result) {
 	if l == nil {
 		return
 	}
-	k := knobs(mp, ml)
-	args := []any{k[0], k[1]}
-	if rep.SettingErr != nil {
-		args = append(args, "setting_err", rep.SettingErr.Error())
+	errs := []error{settingErr}
+	if mp != nil {
+		errs = append(errs, mp.SettingErr)
 	}
-	if rep.Err != nil {
-		args = append(args, "err", rep.Err.Error())
+	if ml != nil {
+		errs = append(errs, ml.SettingErr)
+	}
+	if err := errors.Join(errs...); err != nil {
+		for _, msg := range strings.Split(err.Error(), "\n") {
+			l.Warn("fitgo: " + msg)
+		}
 	}
 	level, msg := slog.LevelDebug, "fitgo: nothing to change"
 	if mp != nil && mp.Changed || ml != nil && ml.Changed {
 		level, msg = slog.LevelInfo, "fitgo: fitted the Go runtime to the container"
 	}
-	if rep.SettingErr != nil || mp != nil && mp.SettingErr != nil || ml != nil && ml.SettingErr != nil {
-		level = slog.LevelWarn
-	}
-	l.Log(context.Background(), level, msg, args...)
+	l.LogAttrs(context.Background(), level, msg, knobs(mp, ml)...)
 }
 
 // status is a knob's Status for the log lines: nil when it is not on.

@@ -55,7 +55,7 @@ func (f *fakeDeps) deps() deps {
 			}
 			return nil, nil
 		},
-		loop: func(d time.Duration, procs func() maxprocs.Result) *knob.Loop {
+		loop: func(d time.Duration, procs func() maxprocs.Result, _ <-chan func()) *knob.Loop {
 			f.loops, f.procs = append(f.loops, d), procs
 			return knob.NewLoop(d, nil, nil)
 		},
@@ -166,7 +166,7 @@ func TestStartRecoversPanics(t *testing.T) {
 func TestLogStart(t *testing.T) {
 	var buf bytes.Buffer
 	logger := slog.New(slog.NewTextHandler(&buf, nil)) // Info and above
-	logStart(logger, Report{},
+	logStart(logger, nil,
 		&maxprocs.Result{Before: 8, After: 1, Changed: true, Limit: 0.5, Source: "/sys/fs/cgroup/pod"},
 		&memlimit.Result{Before: math.MaxInt64, After: 483183820, Changed: true, Limit: 512 << 20, Source: "/sys/fs/cgroup/pod", From: "memory.max"})
 	out := buf.String()
@@ -176,32 +176,109 @@ func TestLogStart(t *testing.T) {
 
 	// Nothing changed (no container): nothing at Info, nothing at Warn.
 	buf.Reset()
-	logStart(logger, Report{},
+	logStart(logger, nil,
 		&maxprocs.Result{Before: 8, After: 8, Reason: "no CPU limit"},
 		&memlimit.Result{Before: math.MaxInt64, After: math.MaxInt64, Reason: "no memory limit"})
 	assert.Empty(t, buf.String())
 
 	// Even a bad cgroup file is a Debug line at start-up, not a warning: the
-	// program's logging is not configured yet; the error is in the Report.
-	logStart(logger, Report{}, &maxprocs.Result{Err: errors.New("cgroup: bad")}, &memlimit.Result{})
+	// program's logging may not be configured yet; the error is in the Report.
+	logStart(logger, nil, &maxprocs.Result{Err: errors.New("cgroup: bad")}, &memlimit.Result{})
 	assert.Empty(t, buf.String())
 	debugLogger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	logStart(debugLogger, Report{}, &maxprocs.Result{Err: errors.New("cgroup: bad")}, &memlimit.Result{})
+	logStart(debugLogger, nil, &maxprocs.Result{Err: errors.New("cgroup: bad")}, &memlimit.Result{})
 	assert.Contains(t, buf.String(), `level=DEBUG msg="fitgo: nothing to change"`)
 	assert.Contains(t, buf.String(), `GOMAXPROCS.err="cgroup: bad"`)
 
-	// A setting not understood is a Warn line, written: the packages' own
-	// Warn lines are dropped at start-up.
+	// A setting not understood gets a Warn line of its own, the error as its
+	// message, whatever the level of the line after it: one for each field
+	// of FITGO and each error of a knob's SettingErr (the packages' own Warn
+	// lines are dropped at start-up).
+	for _, tc := range []struct {
+		fitgo  string
+		mp, ml error
+		warns  []string
+	}{
+		{"rounding=round", nil, nil, []string{`level=WARN msg="fitgo: FITGO: \"rounding=round\": want floor, ceil or nearest"`}},
+		{"rounding=round,bogus=1", nil, nil, []string{`msg="fitgo: FITGO: \"rounding=round\": want floor, ceil or nearest"`, `msg="fitgo: FITGO: unknown setting \"bogus\" (want maxprocs,`}},
+		{"", errors.New("maxprocs: FITGO_CPU_LIMIT: bad; ignored"), nil, []string{`level=WARN msg="fitgo: maxprocs: FITGO_CPU_LIMIT: bad; ignored"`}},
+		{"bogus=1", nil, errors.Join(errors.New("memlimit: one; ignored"), errors.New("memlimit: two")), []string{`"fitgo: FITGO: unknown setting`, `level=WARN msg="fitgo: memlimit: one; ignored"`, `level=WARN msg="fitgo: memlimit: two"`}},
+	} {
+		buf.Reset()
+		_, err := parseFITGO(tc.fitgo)
+		logStart(logger, err, &maxprocs.Result{SettingErr: tc.mp}, &memlimit.Result{Changed: true, SettingErr: tc.ml})
+		lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+		require.Len(t, lines, len(tc.warns)+1, buf.String())
+		for i, want := range tc.warns {
+			assert.Contains(t, lines[i], want)
+		}
+		assert.Contains(t, lines[len(tc.warns)], `level=INFO msg="fitgo: fitted the Go runtime to the container"`)
+	}
+	// A knob that FITGO turned off has no Result: only FITGO's error.
 	buf.Reset()
-	logStart(logger, Report{SettingErr: errors.New("FITGO: bad")}, &maxprocs.Result{}, &memlimit.Result{})
-	assert.Contains(t, buf.String(), `level=WARN msg="fitgo: nothing to change"`)
-	buf.Reset()
-	logStart(logger, Report{}, &maxprocs.Result{}, &memlimit.Result{Changed: true, SettingErr: errors.New("FITGO_MEMORY_LIMIT: bad")})
-	assert.Contains(t, buf.String(), `level=WARN msg="fitgo: fitted the Go runtime to the container"`)
-	buf.Reset()
-	logStart(logger, Report{}, &maxprocs.Result{SettingErr: errors.New("FITGO_CPU_LIMIT: bad")}, nil)
-	assert.Contains(t, buf.String(), `level=WARN msg="fitgo: nothing to change"`)
-	assert.Contains(t, buf.String(), `GOMAXPROCS.setting_err="FITGO_CPU_LIMIT: bad"`)
+	logStart(logger, errors.New("FITGO: bad"), nil, nil)
+	assert.Equal(t, 1, strings.Count(buf.String(), "level=WARN"), buf.String())
+}
+
+// noLimits is a refresh loop's Source that reads no limits.
+type noLimits struct{}
+
+func (noLimits) Read() (cgroup.Limits, error) { return cgroup.Limits{}, nil }
+func (noLimits) Close() error                 { return nil }
+
+// TestStartLogsAtFirstReading: with a refresh loop, the start-up lines go
+// out at its first reading, through the logger as main has set it by then
+// (a JSON handler), not at init: a setting not understood as a Warn line of
+// its own, then the line of what was done. With refresh=off, they go out at
+// init.
+func TestStartLogsAtFirstReading(t *testing.T) {
+	var early, late bytes.Buffer
+	var logger atomic.Pointer[slog.Logger] // slog.Default, as main sets it
+	logger.Store(slog.New(slog.NewTextHandler(&early, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	ticks := make(chan time.Time)
+	var opens atomic.Int32
+	f := &fakeDeps{env: map[string]string{envVar: "rounding=round,insist=maxprocs,memlimit=off"}}
+	d := f.deps()
+	d.log = logger.Load
+	d.maxprocs = func(o maxprocs.Options) (*maxprocs.Fit, error) {
+		o.Limits = &cgroup.Limits{} // no CPU limit: GOMAXPROCS left alone, and followed
+		return maxprocs.Apply(o)
+	}
+	d.loop = func(every time.Duration, procs func() maxprocs.Result, first <-chan func()) *knob.Loop {
+		return knob.NewLoop(every, func() (knob.Source, error) {
+			opens.Add(1)
+			src, err := openHinted(throttledFS(), every, logger.Load, procs, first)() // logs the start-up lines
+			src.Close()
+			return noLimits{}, err
+		}, ticks)
+	}
+	rep := start(d)
+	require.NotNil(t, rep.MaxProcs)
+	defer rep.MaxProcs.Undo()
+	require.True(t, rep.MaxProcs.Status().Following, rep.MaxProcs.Status().Reason)
+	assert.Empty(t, early.String(), "nothing at init")
+
+	// main sets its JSON handler; then the loop's first reading.
+	logger.Store(slog.New(slog.NewJSONHandler(&late, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	ticks <- time.Now()
+	ticks <- time.Now() // received once the first reading is done
+	assert.Empty(t, early.String())
+	assert.EqualValues(t, 1, opens.Load())
+	lines := strings.Split(strings.TrimSpace(late.String()), "\n")
+	require.Len(t, lines, 2, late.String())
+	assert.Contains(t, lines[0], `"level":"WARN","msg":"fitgo: FITGO: \"rounding=round\": want floor, ceil or nearest"}`)
+	assert.Contains(t, lines[1], `"level":"DEBUG","msg":"fitgo: nothing to change","GOMAXPROCS":{"before":`)
+	assert.Contains(t, lines[1], `"GOMEMLIMIT":{"fitgo":"off","value":`)
+
+	// Later readings log nothing more.
+	ticks <- time.Now()
+	ticks <- time.Now()
+	assert.Equal(t, 2, strings.Count(late.String(), "\n"))
+
+	// refresh=off: at init.
+	f = &fakeDeps{env: map[string]string{envVar: "rounding=round,refresh=off"}, logger: logger.Load()}
+	start(f.deps())
+	assert.Equal(t, 4, strings.Count(late.String(), "\n"), late.String())
 }
 
 // TestStartReserve: FITGO=reserve gives the memory limit's Options.Reserve;
@@ -321,7 +398,7 @@ func TestLogOff(t *testing.T) {
 	}
 }
 
-// TestLogLong: a FITGO of 128 KiB makes neither the start-up line nor a
+// TestLogLong: a FITGO of 128 KiB makes neither the start-up lines nor a
 // Report's log line long: the setting is cut as its errors quote it.
 func TestLogLong(t *testing.T) {
 	setting := "memlimit=off," + strings.Repeat("x", 128<<10)
@@ -331,9 +408,10 @@ func TestLogLong(t *testing.T) {
 	rep := start(f.deps())
 	slog.New(slog.NewTextHandler(&buf, nil)).Info("fitgo", "report", rep)
 	lines := strings.Split(buf.String(), "\n")
-	require.Len(t, lines, 3)
-	for _, line := range lines[:2] {
+	require.Len(t, lines, 4) // the setting's Warn, the start-up line, the Report's
+	for _, line := range lines[:3] {
 		assert.Less(t, len(line), 1000, line)
 	}
-	assert.Contains(t, lines[1], `report.setting="`+setting[:40]+`..."`)
+	assert.Contains(t, lines[0], `\"`+setting[13:13+40]+`...\": want off or key=value`)
+	assert.Contains(t, lines[2], `report.setting="`+setting[:40]+`..."`)
 }

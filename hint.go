@@ -92,10 +92,13 @@ type hinted struct {
 }
 
 // openHinted returns the Source opener of a loop reading fsys (nil: the real
-// root, opened as Read opens it) every interval, warning through log with
-// procs, maxprocs' Status.
-func openHinted(fsys fs.FS, interval time.Duration, log func() *slog.Logger, procs func() maxprocs.Result) func() (knob.Source, error) {
+// root, as Read opens it) every interval, warning through log with procs,
+// maxprocs' Status; it first calls what first gives until first is closed.
+func openHinted(fsys fs.FS, interval time.Duration, log func() *slog.Logger, procs func() maxprocs.Result, first <-chan func()) func() (knob.Source, error) {
 	return func() (knob.Source, error) {
+		for f := range first {
+			f()
+		}
 		w, err := cgroup.NewWatcher(fsys)
 		if err != nil {
 			return nil, err

@@ -99,6 +99,14 @@ func throttledFS() fstest.MapFS {
 	}
 }
 
+// started is the start-up lines' channel of openHinted once start-up is
+// done and the lines were logged: closed.
+func started() <-chan func() {
+	c := make(chan func())
+	close(c)
+	return c
+}
+
 // hintLines drives the blank import's Source over throttledFS (1.5 cores)
 // through three windows of throttled readings, with procs as maxprocs'
 // Status, and returns the lines it logged (log: whether it has a logger).
@@ -111,7 +119,7 @@ func hintLines(t *testing.T, log bool, procs func() maxprocs.Result) []string {
 	if !log {
 		getLog = func() *slog.Logger { return nil }
 	}
-	src, err := openHinted(fsys, time.Minute/4, getLog, procs)()
+	src, err := openHinted(fsys, time.Minute/4, getLog, procs, started())()
 	require.NoError(t, err)
 	for i := 1; i <= 12; i++ { // three windows of four readings
 		fsys["sys/fs/cgroup/app/cpu.stat"].Data = []byte(fmt.Sprintf("nr_periods %d\nnr_throttled %d\nthrottled_usec %d\n", 100*i, 60*i, 30000*i))
@@ -243,7 +251,7 @@ func TestLogHintConsider(t *testing.T) {
 // blank import's Source allocates nothing.
 func TestHintedReadAllocatesNothing(t *testing.T) {
 	logger := slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil))
-	src, err := openHinted(throttledFS(), time.Second, func() *slog.Logger { return logger }, (*maxprocs.Fit)(nil).Status)()
+	src, err := openHinted(throttledFS(), time.Second, func() *slog.Logger { return logger }, (*maxprocs.Fit)(nil).Status, started())()
 	require.NoError(t, err)
 	defer src.Close()
 	src.Read()

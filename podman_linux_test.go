@@ -20,8 +20,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/fitgo/fitgo/internal/testprog"
-	"github.com/fitgo/fitgo/internal/testprog/cgv1"
+	"github.com/fitgo/fitgo/internal/rig/testprog"
+	"github.com/fitgo/fitgo/internal/rig/testprog/cgv1"
 )
 
 // TestPodmanCPULimitEnv runs the blank-import program in real containers
@@ -38,7 +38,7 @@ func TestPodmanCPULimitEnv(t *testing.T) {
 	if runtime.NumCPU() < 2 {
 		t.Skip("needs at least 2 CPUs, so that a 1-CPU limit shows")
 	}
-	image := podmanImage(t, podman, "./internal/testprog/blank")
+	image := podmanImage(t, podman, "./internal/rig/testprog/blank")
 	parent := fmt.Sprintf("fitgo-podman-%d-%08x", os.Getpid(), rand.Uint32())
 	dir := filepath.Join(cgv1.CPU, parent)
 	require.NoError(t, os.Mkdir(dir, 0o755))
@@ -112,7 +112,8 @@ func podmanImage(t *testing.T, podman, pkg string) string {
 
 // podmanRun runs the image's /app in a container under the cgroup parent
 // with extra podman run arguments, and returns the program's first state
-// and its stderr (the start-up line). The timeout is only a cap for a hung
+// and its stderr (the start-up line: with FITGO=refresh=off, at init, for
+// /app exits before a first reading). The timeout is only a cap for a hung
 // runtime.
 func podmanRun(t *testing.T, podman, parent, image string, args ...string) (testprog.State, string) {
 	t.Helper()
@@ -120,7 +121,7 @@ func podmanRun(t *testing.T, podman, parent, image string, args ...string) (test
 	defer cancel()
 	cmd := exec.CommandContext(ctx, podman, append(append([]string{"--cgroup-manager=cgroupfs", "run", "--rm",
 		"--runtime", "runc", "--network", "none", "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=4096:4096",
-		"--cgroup-parent=/" + parent}, args...), image, "/app")...)
+		"--cgroup-parent=/" + parent, "-e", "FITGO=refresh=off"}, args...), image, "/app")...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

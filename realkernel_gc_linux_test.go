@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/fitgo/fitgo/internal/testprog"
-	"github.com/fitgo/fitgo/internal/testprog/cgv1"
+	"github.com/fitgo/fitgo/internal/rig/testprog"
+	"github.com/fitgo/fitgo/internal/rig/testprog/cgv1"
 )
 
 // TestRealKernelV1GCPolicy: a blank-import program with FITGO=gc=auto,
@@ -23,7 +23,7 @@ import (
 // only cap a hung program.
 func TestRealKernelV1GCPolicy(t *testing.T) {
 	cgv1.Require(t)
-	prog := cgv1.Build(t, "./internal/testprog/blank")
+	prog := cgv1.Build(t, "./internal/rig/testprog/blank")
 	cg := cgv1.NewPair(t)
 	cgv1.SetMemory(t, cg.MemChild, 1024*mib)
 	c := cg.StartIn(t, prog, "FITGO=refresh=100ms,gc=auto")
@@ -70,7 +70,7 @@ func TestRealKernelV1GCPolicy(t *testing.T) {
 // only lets about ten readings pass.
 func TestRealKernelV1GCPolicyMaxGOGC(t *testing.T) {
 	cgv1.Require(t)
-	prog := cgv1.Build(t, "./internal/testprog/blank")
+	prog := cgv1.Build(t, "./internal/rig/testprog/blank")
 	cg := cgv1.NewPair(t) // no memory limit set
 	c := cg.StartIn(t, prog, "FITGO=refresh=100ms,gc=auto", "FITGO_MEMORY_LIMIT=200T")
 	first, ok := c.Next(t, 30*time.Second)
@@ -105,7 +105,7 @@ func TestRealKernelV1GCPolicyMaxGOGC(t *testing.T) {
 // reports the GOGC in force. The waits only cap a hung program.
 func TestRealKernelV1GCPolicyReadGOGC(t *testing.T) {
 	cgv1.Require(t)
-	prog := cgv1.Build(t, "./internal/testprog/blank")
+	prog := cgv1.Build(t, "./internal/rig/testprog/blank")
 	cg := cgv1.NewPair(t) // no memory limit set
 	c := cg.StartIn(t, prog, "FITGO=refresh=10ms,gc=auto", "FITGO_MEMORY_LIMIT=1Gi")
 	_, ok := c.Next(t, 30*time.Second)

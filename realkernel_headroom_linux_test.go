@@ -18,11 +18,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/fitgo/fitgo/internal/testprog"
-	"github.com/fitgo/fitgo/internal/testprog/cgv1"
+	"github.com/fitgo/fitgo/internal/rig/testprog"
+	"github.com/fitgo/fitgo/internal/rig/testprog/cgv1"
 )
 
-// sidecar is a running internal/testprog/sidecar.
+// sidecar is a running internal/rig/testprog/sidecar.
 type sidecar struct {
 	stdin io.WriteCloser
 	lines chan string
@@ -79,8 +79,8 @@ func (s *sidecar) expect(t *testing.T, want string) {
 // figure. The waits only cap a hung program.
 func TestRealKernelV1Headroom(t *testing.T) {
 	cgv1.Require(t)
-	prog := cgv1.Build(t, "./internal/testprog/blank")
-	side := cgv1.Build(t, "./internal/testprog/sidecar")
+	prog := cgv1.Build(t, "./internal/rig/testprog/blank")
+	side := cgv1.Build(t, "./internal/rig/testprog/sidecar")
 	exact := int64(312 * mib * 9 / 10)
 	for _, layout := range []string{"sibling", "co-process"} {
 		t.Run(layout, func(t *testing.T) {
@@ -140,8 +140,8 @@ func removeDir(t *testing.T, dir string) {
 // after the reads, and then less.
 func TestRealKernelV1HeadroomPageCache(t *testing.T) {
 	cgv1.Require(t)
-	prog := cgv1.Build(t, "./internal/testprog/blank")
-	side := cgv1.Build(t, "./internal/testprog/sidecar")
+	prog := cgv1.Build(t, "./internal/rig/testprog/blank")
+	side := cgv1.Build(t, "./internal/rig/testprog/sidecar")
 	whole, exact := int64(512*mib*9/10), int64(412*mib*9/10)
 	for _, reader := range []string{"own", "neighbour"} {
 		t.Run(reader, func(t *testing.T) {
@@ -197,8 +197,8 @@ func TestRealKernelV1HeadroomPageCache(t *testing.T) {
 // its GOMEMLIMIT for 100 readings of its RssAnon: no OOM kill.
 func TestRealKernelV1HeadroomShmemElsewhere(t *testing.T) {
 	cgv1.Require(t)
-	prog := cgv1.Build(t, "./internal/testprog/blank")
-	side := cgv1.Build(t, "./internal/testprog/sidecar")
+	prog := cgv1.Build(t, "./internal/rig/testprog/blank")
+	side := cgv1.Build(t, "./internal/rig/testprog/sidecar")
 	owner, cg := cgv1.NewPair(t), cgv1.NewPair(t)
 	shm, err := os.MkdirTemp("/dev/shm", "fitgo-test-")
 	require.NoError(t, err)
@@ -325,8 +325,8 @@ func procStatusOK(pid int, key string) (int64, bool) {
 // fix it got 0.9 × 512 MiB throughout. The waits only cap a hung program.
 func TestRealKernelV1HeadroomUpperBound(t *testing.T) {
 	cgv1.Require(t)
-	prog := cgv1.Build(t, "./internal/testprog/blank")
-	side := cgv1.Build(t, "./internal/testprog/sidecar")
+	prog := cgv1.Build(t, "./internal/rig/testprog/blank")
+	side := cgv1.Build(t, "./internal/rig/testprog/sidecar")
 	exact := int64(312 * mib * 9 / 10)
 	for _, tc := range []struct {
 		name  string
@@ -386,8 +386,8 @@ func TestRealKernelV1HeadroomUpperBound(t *testing.T) {
 // below a reported floor. The waits only cap a hung program.
 func TestRealKernelV1HeadroomFloorInForce(t *testing.T) {
 	cgv1.Require(t)
-	prog := cgv1.Build(t, "./internal/testprog/blank")
-	side := cgv1.Build(t, "./internal/testprog/sidecar")
+	prog := cgv1.Build(t, "./internal/rig/testprog/blank")
+	side := cgv1.Build(t, "./internal/rig/testprog/sidecar")
 	cg := cgv1.NewPair(t)
 	cgv1.SetMemory(t, cg.MemChild, 512*mib)
 	startSidecar(t, side, cg.MemChild, "200")

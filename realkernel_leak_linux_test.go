@@ -16,19 +16,19 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/fitgo/fitgo/internal/testprog"
-	"github.com/fitgo/fitgo/internal/testprog/cgv1"
+	"github.com/fitgo/fitgo/internal/rig/testprog"
+	"github.com/fitgo/fitgo/internal/rig/testprog/cgv1"
 )
 
 // TestRealKernelV1LeakGuard: a blank-import program leaks under a 256 MiB
-// v1 limit (internal/testprog/blankleak) until the cgroup OOM-kills it.
+// v1 limit (internal/rig/testprog/blankleak) until the cgroup OOM-kills it.
 // With the leak guard, its Warn line appears and GOMEMLIMIT rises above
 // 0.9 × 256 MiB, at most to the limit, before the kill; with
 // FITGO=leakguard=off, GOMEMLIMIT stays at 0.9 × 256 MiB to the end. The
 // waits only cap a hung program.
 func TestRealKernelV1LeakGuard(t *testing.T) {
 	cgv1.Require(t)
-	prog := cgv1.Build(t, "./internal/testprog/blankleak")
+	prog := cgv1.Build(t, "./internal/rig/testprog/blankleak")
 	policy := int64(256 * mib * 9 / 10)
 	for _, tc := range []struct {
 		name, fitgo string
@@ -79,7 +79,7 @@ func TestRealKernelV1LeakGuard(t *testing.T) {
 }
 
 // TestRealKernelV1LeakGuardGivesBack: a blank-import program with a 250 ms
-// refresh under a 256 MiB v1 limit (internal/testprog/blanksaw), counted in
+// refresh under a 256 MiB v1 limit (internal/rig/testprog/blanksaw), counted in
 // its own ticks of 250 ms. A sawtooth, built to 210 MiB and then in 12 s
 // teeth that fall to 160 MiB and rise back, takes no step in the five
 // teeth after its first (a step the first took may be given back);
@@ -87,7 +87,7 @@ func TestRealKernelV1LeakGuard(t *testing.T) {
 // 120 ticks of the heap's fall. The waits only cap a hung program.
 func TestRealKernelV1LeakGuardGivesBack(t *testing.T) {
 	cgv1.Require(t)
-	prog := cgv1.Build(t, "./internal/testprog/blanksaw")
+	prog := cgv1.Build(t, "./internal/rig/testprog/blanksaw")
 	policy := int64(256 * mib * 9 / 10)
 	start := func(t *testing.T, env ...string) func() testprog.State {
 		cg := cgv1.NewPair(t)

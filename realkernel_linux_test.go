@@ -15,8 +15,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/fitgo/fitgo/internal/testprog"
-	"github.com/fitgo/fitgo/internal/testprog/cgv1"
+	"github.com/fitgo/fitgo/internal/rig/testprog"
+	"github.com/fitgo/fitgo/internal/rig/testprog/cgv1"
 )
 
 // The real-kernel tests run a program that blank-imports fitgo in a child
@@ -35,7 +35,7 @@ const mib = 1 << 20
 // ticks); here the wait is only a cap for a hung program.
 func TestRealKernelV1BlankImport(t *testing.T) {
 	cgv1.Require(t)
-	prog := cgv1.Build(t, "./internal/testprog/blank")
+	prog := cgv1.Build(t, "./internal/rig/testprog/blank")
 	for _, tc := range []struct {
 		name     string
 		env      []string
@@ -74,8 +74,9 @@ func TestRealKernelV1BlankImport(t *testing.T) {
 			assert.True(t, s.MaxProcsFollowing)
 			assert.True(t, s.MemLimitFollowing)
 
-			// One start-up line through the default logger (stderr), then one
-			// Info line per change made by the refresh loop.
+			// One start-up line through the default logger (stderr), at the
+			// first reading, then one Info line per change made by the
+			// refresh loop.
 			c.Stdin.Close()
 			c.Cmd.Wait()
 			lines := strings.Split(strings.TrimSpace(c.Stderr.String()), "\n")
@@ -94,7 +95,7 @@ func TestRealKernelV1BlankImport(t *testing.T) {
 // limit changes.
 func TestRealKernelV1HandOver(t *testing.T) {
 	cgv1.Require(t)
-	prog := cgv1.Build(t, "./internal/testprog/blank")
+	prog := cgv1.Build(t, "./internal/rig/testprog/blank")
 	cg := cgv1.NewPair(t)
 	cg.SetParentCPU(t, 50000)
 	cg.SetParentMemory(t, 512*mib)
@@ -130,7 +131,7 @@ func TestRealKernelV1Rounding(t *testing.T) {
 	if runtime.NumCPU() < 2 {
 		t.Skip("needs at least 2 CPUs: with one, every rule gives 1")
 	}
-	prog := cgv1.Build(t, "./internal/testprog/blank")
+	prog := cgv1.Build(t, "./internal/rig/testprog/blank")
 	for _, tc := range []struct {
 		quota   int // µs per 100 ms period
 		setting string
@@ -163,7 +164,7 @@ func TestRealKernelV1Rounding(t *testing.T) {
 // GOMEMLIMIT alone as "set in the environment".)
 func TestRealKernelV1StartupEnvironment(t *testing.T) {
 	cgv1.Require(t)
-	prog := cgv1.Build(t, "./internal/testprog/blankunset")
+	prog := cgv1.Build(t, "./internal/rig/testprog/blankunset")
 	cg := cgv1.NewPair(t)
 	cg.SetParentCPU(t, 50000)
 	cg.SetParentMemory(t, 512*mib)
@@ -181,7 +182,7 @@ func TestRealKernelV1StartupEnvironment(t *testing.T) {
 // the loop kept its first open error for good and never followed again.)
 func TestRealKernelV1FollowsAfterFailedOpen(t *testing.T) {
 	cgv1.Require(t)
-	prog := cgv1.Build(t, "./internal/testprog/blankhog")
+	prog := cgv1.Build(t, "./internal/rig/testprog/blankhog")
 	cg := cgv1.NewPair(t)
 	cg.SetParentCPU(t, 50000)
 	c := cg.StartIn(t, prog, "FITGO=refresh=100ms")
@@ -205,7 +206,7 @@ func TestRealKernelV1FollowsAfterFailedOpen(t *testing.T) {
 // TestRealKernelV1Disabled: FITGO=off leaves everything alone, silently.
 func TestRealKernelV1Disabled(t *testing.T) {
 	cgv1.Require(t)
-	prog := cgv1.Build(t, "./internal/testprog/blank")
+	prog := cgv1.Build(t, "./internal/rig/testprog/blank")
 	cg := cgv1.NewPair(t)
 	cg.SetParentCPU(t, 50000)
 	cg.SetParentMemory(t, 512*mib)
@@ -245,7 +246,7 @@ func TestRealKernelV1RuntimeContainerSupport(t *testing.T) {
 	if err != nil {
 		t.Skip("needs taskset (util-linux)")
 	}
-	prog := cgv1.Build(t, "./internal/testprog/blankgo125")
+	prog := cgv1.Build(t, "./internal/rig/testprog/blankgo125")
 
 	t.Run("parent limit the runtime misses", func(t *testing.T) {
 		cg := cgv1.NewPair(t)
@@ -315,7 +316,7 @@ func TestRealKernelV1RuntimeContainerSupport(t *testing.T) {
 // follow the memory limit, while it still manages GOMAXPROCS.
 func TestRealKernelV1KeepsEarlierLimit(t *testing.T) {
 	cgv1.Require(t)
-	prog := cgv1.Build(t, "./internal/testprog/blankpreset")
+	prog := cgv1.Build(t, "./internal/rig/testprog/blankpreset")
 	cg := cgv1.NewPair(t)
 	cg.SetParentCPU(t, 50000)
 	cg.SetParentMemory(t, 512*mib)
@@ -332,22 +333,23 @@ func TestRealKernelV1KeepsEarlierLimit(t *testing.T) {
 
 // TestRealKernelV1MemoryLimitEnv: FITGO_MEMORY_LIMIT as a Kubernetes
 // quantity bounds the parent's 512 MiB; a value that is not a positive one
-// is ignored, GOMEMLIMIT fitted to the cgroup's limit all the same, with the
-// start-up line at Warn on stderr (GOMAXPROCS is unchanged: no CPU limit);
-// so is one that leaves less than the policy's minimum (17Mi), and a plain
-// number of bytes below the cgroup's limit (33554432: 32Gi with divisor
-// 1Ki) is kept with the line at Warn (issue 31, point 5).
+// is ignored, GOMEMLIMIT fitted to the cgroup's limit all the same, with a
+// Warn line whose message is the error before the start-up line on stderr
+// (GOMAXPROCS is unchanged: no CPU limit), once; so is one that leaves less
+// than the policy's minimum (17Mi), and a plain number of bytes below the
+// cgroup's limit (33554432: 32Gi with divisor 1Ki) is kept with a Warn line
+// (issue 31, point 5).
 func TestRealKernelV1MemoryLimitEnv(t *testing.T) {
 	cgv1.Require(t)
-	prog := cgv1.Build(t, "./internal/testprog/blank")
+	prog := cgv1.Build(t, "./internal/rig/testprog/blank")
 	for _, tc := range []struct {
 		env  string
 		want int64
-		warn string // the setting_err; "": the line at Info
+		warn string // the Warn line's message after "memlimit: "; "": none
 	}{
 		{"256Mi", 256 * mib * 9 / 10, ""},
-		{"1e9", 512 * mib * 9 / 10, `FITGO_MEMORY_LIMIT: \"1e9\": want bytes, at least 1Mi`},
-		{"0", 512 * mib * 9 / 10, `FITGO_MEMORY_LIMIT: \"0\": want bytes, at least 1Mi`},
+		{"1e9", 512 * mib * 9 / 10, `FITGO_MEMORY_LIMIT: "1e9": want bytes, at least 1Mi`},
+		{"0", 512 * mib * 9 / 10, `FITGO_MEMORY_LIMIT: "0": want bytes, at least 1Mi`},
 		{"17Mi", 512 * mib * 9 / 10, "FITGO_MEMORY_LIMIT 17 MiB leaves less than the policy's minimum GOMEMLIMIT (16 MiB); ignored"},
 		{"33554432", 32 * mib * 9 / 10, `FITGO_MEMORY_LIMIT=33554432 (32 MiB) is below the memory.limit_in_bytes limit 512 MiB`},
 	} {
@@ -358,28 +360,37 @@ func TestRealKernelV1MemoryLimitEnv(t *testing.T) {
 			first, ok := c.Next(t, 10*time.Second)
 			require.True(t, ok, "stderr: %s", c.Stderr)
 			assert.Equal(t, tc.want, first.GOMEMLIMIT, first.MemLimit)
-			c.Stdin.Close()
-			c.Cmd.Wait()
-			line := strings.TrimSpace(c.Stderr.String())
-			require.NotContains(t, line, "\n")
+			lines := startupLines(t, c)
 			if tc.warn != "" {
-				assert.Contains(t, line, "WARN fitgo: fitted the Go runtime to the container")
-				assert.Contains(t, line, `GOMEMLIMIT.setting_err="memlimit: `+tc.warn)
-			} else {
-				assert.Contains(t, line, "INFO fitgo: fitted the Go runtime to the container")
+				require.Len(t, lines, 2, c.Stderr)
+				assert.Contains(t, lines[0], "WARN fitgo: memlimit: "+tc.warn)
 			}
+			assert.Contains(t, lines[len(lines)-1], "INFO fitgo: fitted the Go runtime to the container")
 		})
 	}
+}
+
+// startupLines waits for the blank import's start-up lines on c's stderr,
+// logged at its first reading, and returns them once the program has
+// exited. The wait is only a cap for a hung program.
+func startupLines(t *testing.T, c *cgv1.Child) []string {
+	t.Helper()
+	for start := time.Now(); !strings.Contains(c.Stderr.String(), "fitgo: fitted the Go runtime"); time.Sleep(20 * time.Millisecond) {
+		require.Less(t, time.Since(start), 10*time.Second, "no start-up line within 10s; stderr: %s", c.Stderr)
+	}
+	c.Stdin.Close()
+	c.Cmd.Wait()
+	return strings.Split(strings.TrimSpace(c.Stderr.String()), "\n")
 }
 
 // TestRealKernelV1Reserve: FITGO=reserve takes memory that fitgo cannot see
 // off the parent's 512 MiB before the ratio: 0.9 × 384 MiB with 128Mi. One
 // that leaves less than the policy's minimum (496Mi, 512Mi, 600Mi, 7Ei) is
-// ignored, named in a Warn start-up line, and the whole limit fitted (issue
-// 31, point 5).
+// ignored, named in a Warn line of its own, and the whole limit fitted
+// (issue 31, point 5).
 func TestRealKernelV1Reserve(t *testing.T) {
 	cgv1.Require(t)
-	prog := cgv1.Build(t, "./internal/testprog/blank")
+	prog := cgv1.Build(t, "./internal/rig/testprog/blank")
 	for _, reserve := range []string{"128Mi", "496Mi", "512Mi", "600Mi", "7Ei"} {
 		t.Run(reserve, func(t *testing.T) {
 			cg := cgv1.NewPair(t)
@@ -387,16 +398,17 @@ func TestRealKernelV1Reserve(t *testing.T) {
 			c := cg.StartIn(t, prog, "FITGO=reserve="+reserve)
 			first, ok := c.Next(t, 10*time.Second)
 			require.True(t, ok, "stderr: %s", c.Stderr)
-			c.Stdin.Close()
-			c.Cmd.Wait()
+			lines := startupLines(t, c)
 			if reserve == "128Mi" {
 				assert.Equal(t, int64(384*mib*9/10), first.GOMEMLIMIT, first.MemLimit)
 				assert.Contains(t, first.MemLimit, "− reserve 128 MiB")
+				assert.Len(t, lines, 1, c.Stderr)
 				return
 			}
 			assert.Equal(t, whole, first.GOMEMLIMIT, first.MemLimit)
-			assert.Contains(t, c.Stderr.String(), "WARN fitgo: fitted the Go runtime to the container")
-			assert.Contains(t, c.Stderr.String(), "the reserve (FITGO=reserve, Reserve) of ")
+			require.Len(t, lines, 2, c.Stderr)
+			assert.Contains(t, lines[0], "WARN fitgo: memlimit: the reserve (FITGO=reserve, Reserve) of ")
+			assert.Contains(t, lines[1], "INFO fitgo: fitted the Go runtime to the container")
 		})
 	}
 }

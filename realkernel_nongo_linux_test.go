@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/fitgo/fitgo/internal/testprog"
-	"github.com/fitgo/fitgo/internal/testprog/cgv1"
+	"github.com/fitgo/fitgo/internal/rig/testprog"
+	"github.com/fitgo/fitgo/internal/rig/testprog/cgv1"
 )
 
 // nonGoCase is a blank-import program alone under a 512 MiB v1 limit,
@@ -103,7 +103,7 @@ func TestRealKernelV1NonGoCgo(t *testing.T) {
 	if _, err := exec.LookPath("gcc"); err != nil {
 		t.Skip("no gcc to build the cgo test program")
 	}
-	c := nonGoCase{prog: cgv1.Build(t, "./internal/testprog/blankcgo"), hold: "cmalloc 150", free: "cfree"}
+	c := nonGoCase{prog: cgv1.Build(t, "./internal/rig/testprog/blankcgo"), hold: "cmalloc 150", free: "cfree"}
 	ch := c.start(t)
 	c.heldAndFreed(t, ch)
 	c.heldAndFreed(t, ch) // and again, on the same process
@@ -112,7 +112,7 @@ func TestRealKernelV1NonGoCgo(t *testing.T) {
 // TestRealKernelV1NonGoMmap: the same through 150 MiB of anonymous mmap.
 func TestRealKernelV1NonGoMmap(t *testing.T) {
 	cgv1.Require(t)
-	c := nonGoCase{prog: cgv1.Build(t, "./internal/testprog/blank"), hold: "anon 150", free: "unanon"}
+	c := nonGoCase{prog: cgv1.Build(t, "./internal/rig/testprog/blank"), hold: "anon 150", free: "unanon"}
 	ch := c.start(t)
 	c.heldAndFreed(t, ch)
 }
@@ -128,7 +128,7 @@ func TestRealKernelV1NonGoMmap(t *testing.T) {
 // list, out of the cgroup's usage that the headroom counts.
 func TestRealKernelV1NonGoReleasedHeap(t *testing.T) {
 	cgv1.Require(t)
-	c := nonGoCase{prog: cgv1.Build(t, "./internal/testprog/blank"), hold: "anon 150", free: "unanon"}
+	c := nonGoCase{prog: cgv1.Build(t, "./internal/rig/testprog/blank"), hold: "anon 150", free: "unanon"}
 	for _, godebug := range []string{"", "madvdontneed=0"} {
 		t.Run("GODEBUG="+godebug, func(t *testing.T) {
 			ch := c.start(t, "GODEBUG="+godebug)
@@ -165,8 +165,8 @@ func lazilyFreedAndRegrown(t *testing.T, ch *cgv1.Child) {
 func TestRealKernelV1NonGoLazyFree(t *testing.T) {
 	cgv1.Require(t)
 	t.Run("co-process", func(t *testing.T) {
-		c := nonGoCase{prog: cgv1.Build(t, "./internal/testprog/blank")}
-		side := cgv1.Build(t, "./internal/testprog/sidecar")
+		c := nonGoCase{prog: cgv1.Build(t, "./internal/rig/testprog/blank")}
+		side := cgv1.Build(t, "./internal/rig/testprog/sidecar")
 		cg := cgv1.NewPair(t)
 		cgv1.SetMemory(t, cg.MemChild, 512*mib)
 		ch := cg.StartIn(t, c.prog, "FITGO=refresh=100ms", "GODEBUG=madvdontneed=0")
@@ -187,7 +187,7 @@ func TestRealKernelV1NonGoLazyFree(t *testing.T) {
 		if _, err := exec.LookPath("gcc"); err != nil {
 			t.Skip("no gcc to build the cgo test program")
 		}
-		c := nonGoCase{prog: cgv1.Build(t, "./internal/testprog/blankcgo"), hold: "cmalloc 150", free: "cfree"}
+		c := nonGoCase{prog: cgv1.Build(t, "./internal/rig/testprog/blankcgo"), hold: "cmalloc 150", free: "cfree"}
 		ch := c.start(t, "GODEBUG=madvdontneed=0")
 		lazilyFreedAndRegrown(t, ch)
 		c.heldAndFreed(t, ch)

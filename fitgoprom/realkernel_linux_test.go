@@ -17,15 +17,15 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/fitgo/fitgo/internal/testprog/cgv1"
-	"github.com/fitgo/fitgo/internal/vmtest/probe/report"
+	"github.com/fitgo/fitgo/internal/rig/testprog/cgv1"
+	"github.com/fitgo/fitgo/internal/rig/vmtest/probe/report"
 )
 
 // TestRealKernelV1 runs internal/promprobe, built with go build, in cgroups
 // of its own in the host's v1 cpu and memory hierarchies, limited to half a
 // CPU and 256 MiB: two goroutines spin for 1.5 s, then a pedantic registry
 // gathers the collector. (cgroup v2 is tested in the qemu rig:
-// internal/vmtest.)
+// internal/rig/vmtest.)
 func TestRealKernelV1(t *testing.T) {
 	cgv1.Require(t)
 	bin := filepath.Join(t.TempDir(), "promprobe")

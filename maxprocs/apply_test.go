@@ -405,3 +405,23 @@ func TestStartupEnvironment(t *testing.T) {
 	e := knob.Process(processKnob, nil, "cpu")
 	assert.NotNil(t, e.Getenv, "the process's start-up environment")
 }
+
+// TestGOMAXPROCSIgnored: a GOMAXPROCS the runtime ignores (not a positive
+// int32) is fitted over as if unset, and the Result says so in SettingErr,
+// which the blank import logs as a Warn line.
+func TestGOMAXPROCSIgnored(t *testing.T) {
+	for _, env := range []string{"two", "0", "-1", "2147483648"} {
+		t.Run(env, func(t *testing.T) {
+			fk := &fakeKnob{value: 8, def: 8}
+			te := newTestEnv(fk, 8, oldRT, v2FS("50000 100000", ""))
+			te.Getenv = func(k string) string { return map[string]string{"GOMAXPROCS": env}[k] }
+			res, err := Plan(te.opts(Options{}))
+			require.NoError(t, err)
+			assert.True(t, res.Changed)
+			assert.Equal(t, 1, res.After)
+			require.Error(t, res.SettingErr)
+			assert.Equal(t, "maxprocs: GOMAXPROCS="+env+" is not a positive integer: the Go runtime ignores it; ignored",
+				res.SettingErr.Error())
+		})
+	}
+}

@@ -72,8 +72,9 @@ var processKnob = knob.New(text(),
 	restoreGOMAXPROCS,
 )
 
-func text() knob.Text[int] {
-	return knob.Text[int]{Name: "GOMAXPROCS", Value: "GOMAXPROCS", Limit: "CPU limit", Key: "cpu_limit", Format: strconv.Itoa}
+func text() knob.Spec[int] {
+	return knob.Spec[int]{Name: "GOMAXPROCS", Value: "GOMAXPROCS", Limit: "CPU limit", Key: "cpu_limit", Pkg: "maxprocs",
+		Format: strconv.Itoa}
 }
 
 // cpuLimit is the CPU limit of a reading.
@@ -108,8 +109,9 @@ type Result struct {
 	Policy Policy
 	// Env is the GOMAXPROCS environment variable at start-up, "" when unset.
 	Env string
-	// SettingErr is why FITGO_CPU_LIMIT was ignored: it is not a positive
-	// CPU quantity. The limit is fitted as if it were unset.
+	// SettingErr is why FITGO_CPU_LIMIT was ignored (it is not a positive
+	// CPU quantity), or GOMAXPROCS, which the runtime ignores too (it is not
+	// a positive integer). The limit is fitted as if it were unset.
 	SettingErr error
 	// Runtime says what the Go runtime does about GOMAXPROCS by itself, and
 	// why: from Go 1.25 it derives it from the leaf cgroup (RuntimeAware)
@@ -140,7 +142,7 @@ func (r *Result) outcome() knob.Outcome[int] {
 
 func (r *Result) set(o knob.Outcome[int]) {
 	r.Before, r.After, r.Changed, r.Following, r.Reason, r.Err = o.Before, o.After, o.Changed, o.Following, o.Reason, o.Err
-	r.SettingErr, r.Refresh, r.Updates, r.LastUpdate = o.SettingErr, o.Refresh, o.Updates, o.LastUpdate
+	r.Refresh, r.Updates, r.LastUpdate = o.Refresh, o.Updates, o.LastUpdate // SettingErr is the package's
 }
 
 // Fit is the management of GOMAXPROCS that an Apply started.
@@ -173,78 +175,69 @@ type Fit struct {
 // When the limit cannot be read or the options are invalid, it returns the
 // error, also in the Result. A later Apply takes over from an earlier one.
 func Apply(o Options) (*Fit, error) {
-	f, d := prepare(&o)
+	f, a := prepare(&o)
 	var out knob.Outcome[int]
-	f.f, f.loop, out = d.Settle(&f.env.Env, f.res.outcome(), f.tick)
+	f.f, f.loop, out = a.Run(f.res.outcome(), false)
 	f.res.set(out)
-	f.env.Knob.LogApply(o.Logger, out, "result", f.res, "runtime", f.res.Runtime)
+	f.env.Knob.LogApply(o.Logger, f.res.outcome(), "result", f.res, "runtime", f.res.Runtime)
 	return f, f.res.Err
 }
 
 // Plan reports what Apply would do with the same options, without changing
 // GOMAXPROCS or starting a refresh.
 func Plan(o Options) (Result, error) {
-	f, d := prepare(&o)
-	out, _ := d.Plan(f.env.Knob, f.res.outcome())
+	f, a := prepare(&o)
+	_, _, out := a.Run(f.res.outcome(), true)
 	f.res.set(out)
 	return f.res, f.res.Err
 }
 
-// prepare reads the limits for Apply and Plan and returns the decision to
-// make, nil when GOMAXPROCS is left alone before any reading.
-func prepare(o *Options) (*Fit, *knob.Decision[int, cpuLimit]) {
+// prepare makes the Apply of the options, with the Fit it fills in.
+func prepare(o *Options) (*Fit, *knob.Apply[int, cpuLimit]) {
 	e := o.env
 	if e == nil {
 		e = &env{Env: knob.Process(processKnob, nil, "cpu"), numCPU: (&statusFile{name: "/proc/self/status"}).affinity, rt: systemRuntime()}
 	}
-	p := o.Policy.resolved()
-	f := &Fit{env: e, ncpu: e.numCPU(), res: Result{Policy: p, Env: e.Getenv("GOMAXPROCS"),
+	f := &Fit{env: e, ncpu: e.numCPU(), res: Result{Policy: o.Policy.resolved(), Env: e.Getenv("GOMAXPROCS"),
 		Runtime: e.rt.why, RuntimeAware: e.rt.aware, RuntimeUpdates: e.rt.updates}}
 	r := &f.res
 	r.NumCPU = f.ncpu
-	r.Before = e.Knob.Current()
-	r.After = r.Before
+	a := &knob.Apply[int, cpuLimit]{Env: &e.Env, Tick: f.tick, Common: knob.Common{Insist: o.Insist, Logger: o.Logger,
+		Refresh: o.Refresh, Context: o.Context, Limits: o.Limits}}
 	n, set := envvar.GOMAXPROCS(r.Env)
-	switch invalid := cmp.Or(o.Policy.validate(), f.setUpper(o.UpperLimit, e.Getenv(envvar.CPULimitVar))); {
-	case invalid != nil:
-		r.Err, r.Reason = invalid, "invalid options"
-		return f, nil
+	switch a.Err = cmp.Or(o.Policy.validate(), f.setUpper(o.UpperLimit, e.Getenv(envvar.CPULimitVar))); {
+	case a.Err != nil:
+		a.Left = "invalid options"
 	case e.GOOS != "linux":
-		r.Reason = "not Linux: no cgroup limits"
-		return f, nil
+		a.Left = "not Linux: no cgroup limits"
 	case set:
-		r.Reason = "GOMAXPROCS=" + strconv.Itoa(n) + " is set in the environment"
-		return f, nil
+		a.Left = "GOMAXPROCS=" + strconv.Itoa(n) + " is set in the environment"
+	case r.Env != "":
+		r.SettingErr = errors.Join(r.SettingErr, errors.New("maxprocs: GOMAXPROCS="+r.Env+" is not a positive integer: the Go runtime ignores it; ignored"))
 	}
-	lim, err := e.Limits(o.Limits)
-	seen, has, want, def := f.derive(lim)
-	q := seen.cores
-	f.seen, r.CPU, r.Limit, r.Source = seen, lim.CPU, q, seen.source
-	f.rt.Adopt = [2]int{def, def}
-	cerr := f.cpuErr(lim, err)
-	noCgroup := errors.Is(cerr, cgroup.ErrNoCgroup)
-	return f, &knob.Decision[int, cpuLimit]{Decide: func(out knob.Outcome[int], mine bool) (knob.Outcome[int], bool) {
-		switch before := out.Before; {
-		case noCgroup:
-			out.Reason = "no cgroup information (no /proc/self/cgroup)"
-		case o.KeepExisting && !mine && def > 0 && before != def && cerr == nil:
-			out.Reason = "GOMAXPROCS is already " + strconv.Itoa(before) + ", not the runtime's default " +
-				strconv.Itoa(def) + ": set by the program or a library, and kept"
-			return out, false
-		case cerr != nil:
-			out.Err = fmt.Errorf("maxprocs: reading the CPU limit: %w", cerr)
-			out.Reason = "the CPU limit cannot be read"
-		case !has:
-			out.Reason = "no CPU limit"
-		default:
-			if want != before {
-				out.After, out.Changed = want, true
-			} else {
-				out.Reason = sameReason(want, q, f.ncpu, e.rt)
-			}
+	def := -1 // the runtime's default for the reading at Apply, when it could be read
+	a.Read = func(lim cgroup.Limits, err error) knob.Reading[int, cpuLimit] {
+		rd := knob.Reading[int, cpuLimit]{Err: f.cpuErr(lim, err), None: "no CPU limit"}
+		rd.Limit, rd.Has, rd.Want, f.rt.Adopt[0] = f.derive(lim)
+		f.seen, r.CPU, r.Limit, r.Source, f.rt.Adopt[1] = rd.Limit, lim.CPU, rd.Limit.cores, rd.Limit.source, f.rt.Adopt[0]
+		if errors.Is(rd.Err, cgroup.ErrNoCgroup) {
+			rd.None = "no cgroup information (no /proc/self/cgroup)"
+		} else if rd.Err == nil {
+			def = f.rt.Adopt[0]
 		}
-		return out, true
-	}, Limit: f.seen, Err: cerr, Follow: !noCgroup, Insist: o.Insist, Logger: o.Logger, Refresh: o.Refresh, Context: o.Context}
+		return rd
+	}
+	a.Same = func(want int) string { return sameReason(want, r.Limit, f.ncpu, e.rt) }
+	if o.KeepExisting {
+		a.Keep = func(before int) string {
+			if def <= 0 || before == def {
+				return "" // the runtime's own value, or one that cannot be told from it
+			}
+			return "GOMAXPROCS is already " + strconv.Itoa(before) + ", not the runtime's default " + strconv.Itoa(def) +
+				": set by the program or a library, and kept"
+		}
+	}
+	return f, a
 }
 
 // cpuErr is the error of a reading that concerns the CPU limit: without a

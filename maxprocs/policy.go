@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-
-	"github.com/fitgo/fitgo/internal/envvar"
 )
 
 // Rounding is how a fractional CPU limit becomes a whole GOMAXPROCS. Every
@@ -44,7 +42,7 @@ func (r Rounding) rule() Rounding {
 // rule).
 func (r Rounding) text() string {
 	if n := r.rule(); n >= Floor && n <= Nearest {
-		return envvar.Roundings[n-1]
+		return [...]string{"floor", "ceil", "nearest"}[n-1]
 	}
 	return "Rounding(" + strconv.Itoa(int(r)) + ")"
 }

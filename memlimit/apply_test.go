@@ -2,14 +2,14 @@ package memlimit
 
 import (
 	"bytes"
+	"github.com/fitgo/fitgo/cgroup"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"log/slog"
 	"sync"
 	"testing"
 	"testing/fstest"
 	"time"
-
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 func TestApplyTable(t *testing.T) {
@@ -345,4 +345,21 @@ func TestKeepExisting(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, 256*MiB, fit.Status().After)
 	})
+}
+
+// TestKeepExistingRechecked: KeepExisting is decided with the value Apply
+// decides on. A limit the program sets while Apply reads the cgroup files
+// is kept, not overwritten (it was checked before the reading only).
+func TestKeepExistingRechecked(t *testing.T) {
+	fk := &fakeKnob{value: noLimit}
+	te := newTestEnv(fk, nil)
+	te.src.set(memLimits(512*MiB, 0))
+	te.Read = func() (cgroup.Limits, error) { fk.appSet(300 * MiB); return te.src.Read() }
+	res, err := Apply(te.opts(Options{KeepExisting: true, Refresh: time.Hour}))
+	require.NoError(t, err)
+	t.Cleanup(res.Undo)
+	v, sets := fk.get()
+	assert.Equal(t, 300*MiB, v)
+	assert.Zero(t, sets, "no write over the program's value")
+	assert.Equal(t, "the memory limit is already 300 MiB: set by the program or a library, and kept", res.Status().Reason)
 }

@@ -6,8 +6,9 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 	"strconv"
-	"sync"
 	"time"
+
+	"github.com/fitgo/fitgo/internal/knob"
 )
 
 // The GC policy (Options.GC, FITGO=gc=auto). GOGC=100 runs a GC cycle each
@@ -53,48 +54,38 @@ const (
 	gcUndone    = "undone: GOGC given back"
 )
 
-// gogcKnob is GOGC as fitgo manages it: the Apply in force (latest), whose
-// value is in force, and the value from before fitgo.
-type gogcKnob struct {
-	mu            sync.Mutex
-	set           func(int) int // debug.SetGCPercent
-	latest, owner *Fit          // owner: nil when the value is not fitgo's
-	mine, orig    int
+// processGOGC is the process's GOGC, a knob like the memory limit: the GC
+// policy's Fit on it follows the memory limit's refresh, and hands over once
+// the readings find a value it did not set for gcConfirm.
+var processGOGC = knob.New(gcSpec(), readGOGC(), debug.SetGCPercent, debug.SetGCPercent)
+
+func gcSpec() knob.Spec[int] {
+	return knob.Spec[int]{Name: "GOGC", Value: "GOGC", Limit: "memory available", Key: "heap_ceiling", Format: strconv.Itoa,
+		Confirm: gcConfirm}
 }
 
-var processGOGC = &gogcKnob{set: debug.SetGCPercent}
-
-// giveBack puts the value from before fitgo back when f's is in force,
-// unless someone else changed it; g.mu is held.
-func (g *gogcKnob) giveBack(f *Fit) {
-	if g.owner != f {
-		return
-	}
-	g.owner = nil
-	if prev := g.set(g.orig); prev != g.mine {
-		g.set(prev)
-	}
-}
-
-// gcPolicy is a Fit's state of the policy, Result.GC. on does not change
-// after Apply; the rest is guarded by the gogcKnob's mu.
-type gcPolicy struct {
-	on, done bool
-	base     int
-	ceiling  int64
-	why      string
-	logged   bool      // the first raise was logged
-	odd      time.Time // since when the readings find a GOGC not the policy's; zero: none
-}
-
-// gogcNow is GOGC now, read without setting it.
-func (f *Fit) gogcNow() int {
-	if f.env.gc != nil {
-		return int(f.env.gc().gogc)
-	}
+// readGOGC reads GOGC without setting it. The knob calls it with its lock
+// held, so one sample serves every call.
+func readGOGC() func() int {
 	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
-	metrics.Read(s)
-	return int(int64(u64(s[0])))
+	return func() int { metrics.Read(s); return int(int64(u64(s[0]))) } // off is -1, as a uint64
+}
+
+// gcState is what a reading of the GC policy found: the heap ceiling it
+// aims at (0: none) and why.
+type gcState struct {
+	ceiling int64
+	why     string
+}
+
+// gcPolicy is a Fit's GC policy: on does not change after Apply; fit is the
+// Fit on GOGC (nil: the policy did not start, for why), base the program's
+// GOGC; logged: the first raise was logged (the refresh's goroutine only).
+type gcPolicy struct {
+	on, logged bool
+	base       int
+	why        string
+	fit        *knob.Fit[int, gcState]
 }
 
 // startGC starts the policy of an Apply, before its refresh starts. An
@@ -102,103 +93,72 @@ func (f *Fit) gogcNow() int {
 // policy first, giving its value back: this one decides.
 func (f *Fit) startGC(o *Options, later bool) {
 	g := f.env.gogc
-	g.mu.Lock()
-	defer g.mu.Unlock()
 	if later {
-		g.latest.stopGCLocked("superseded by a later Apply")
-		g.latest = f
+		g.Yield()
 	}
 	if !o.GC {
 		return
 	}
-	cur := f.gogcNow()
 	p := &f.gc
-	p.on, p.base, p.why = true, cur, gcWaiting
-	switch env := f.env.Getenv("GOGC"); {
-	case env != "":
-		p.done, p.why = true, "GOGC="+env+" is set in the environment: left alone"
-	case cur != 100:
-		p.done, p.why = true, "GOGC is "+strconv.Itoa(cur)+": set by the program, and left alone"
-	case o.Refresh <= 0:
-		p.done, p.why = true, gcNoRefresh
-	case o.Context != nil:
+	p.on = true
+	for p.fit == nil && p.why == "" {
+		cur := g.Current()
+		p.base = cur
+		switch env := f.env.Getenv("GOGC"); {
+		case env != "":
+			p.why = "GOGC=" + env + " is set in the environment: left alone"
+		case cur != 100:
+			p.why = "GOGC is " + strconv.Itoa(cur) + ": set by the program, and left alone"
+		case o.Refresh <= 0:
+			p.why = gcNoRefresh
+		case !later:
+			p.why = gcNoLimit
+		default:
+			p.fit, _ = knob.Start(g, &knob.Common{Refresh: o.Refresh}, &knob.Reading[int, gcState]{Limit: gcState{why: gcWaiting}},
+				knob.Outcome[int]{Before: cur, After: cur})
+		}
+	}
+	if p.fit != nil && o.Context != nil {
 		context.AfterFunc(o.Context, func() { f.stopGC(gcStopped) })
 	}
 }
 
-// stopGC ends the policy, giving the value from before fitgo back.
+// stopGC ends the policy for why, giving the value from before fitgo back.
 func (f *Fit) stopGC(why string) {
-	f.env.gogc.mu.Lock()
-	defer f.env.gogc.mu.Unlock()
-	f.stopGCLocked(why)
-}
-
-// stopGCLocked is stopGC (f may be nil) with the gogcKnob's mu held.
-func (f *Fit) stopGCLocked(why string) {
-	if f != nil && f.gc.on && !f.gc.done {
-		f.gc.done, f.gc.why, f.gc.ceiling = true, why, 0
-		f.env.gogc.giveBack(f)
+	if p := f.gc.fit; p != nil {
+		p.Stop(why)
+		p.Undo()
 	}
 }
 
-// tuneGC sets GOGC for the runtime's reading r that the knob took at now
-// (following: fitgo still follows the limit). It allocates nothing but for
-// log lines.
+// tuneGC steps GOGC at a reading r that the memory limit's Fit took at now
+// (following: it still follows the limit), where it set want (has: fitgo's
+// value is in force) for the available memory l. It allocates nothing but
+// for log lines.
 func (f *Fit) tuneGC(now time.Time, following bool, want int64, has bool, l memLimit, r gcReading) {
 	p := &f.gc
-	if !p.on {
+	if p.fit == nil {
 		return
 	}
-	g := f.env.gogc
-	g.mu.Lock()
-	if p.done {
-		g.mu.Unlock()
+	if !following {
+		f.stopGC(gcStopped)
 		return
 	}
-	cur := int(r.gogc)
-	mine := p.base
-	if g.owner == f {
-		mine = g.mine
+	v, ceiling, why := p.target(want, has, l, r)
+	if cur := int(r.gogc); v > cur && cur > p.base && v-cur < cur/raiseStep {
+		v = cur // hysteresis: raise only by a step worth taking
 	}
-	var msg string
-	switch odd := cur != mine && following; {
-	case odd && p.odd.IsZero():
-		p.odd = now // someone else's value, or a passing read: later readings tell
-	case odd && now.Sub(p.odd) < gcConfirm:
-	case cur != mine: // confirmed: someone else's; the owner is f or nil
-		g.owner, p.done, p.why, p.ceiling = nil, true, gcHandOver, 0
-		msg = "fitgo: GOGC changed by someone else; the GC policy stops"
-	case !following:
-		f.stopGCLocked(gcStopped)
-	default:
-		var v int
-		p.odd = time.Time{}
-		v, p.ceiling, p.why = p.target(want, has, l, r)
-		if v > cur && cur > p.base && v-cur < cur/raiseStep {
-			v = cur // hysteresis: raise only by a step worth taking
-		}
-		if v == cur {
-			break
-		}
-		if prev := g.set(v); prev != cur {
-			g.set(prev) // someone wrote in between: later readings tell
-			p.odd = now
-			break
-		}
-		if g.owner == nil {
-			g.orig = cur
-		}
-		g.owner, g.mine, cur = f, v, v
-		if v == p.base {
-			g.owner = nil
-		} else if !p.logged {
-			p.logged, msg = true, "fitgo: GOGC raised by the GC policy"
-		}
+	was := p.fit.State().Following
+	p.fit.Step(now, knob.Reading[int, gcState]{Want: v, Has: v != p.base, Limit: gcState{ceiling, why}})
+	if f.log == nil || p.logged && !was {
+		return
 	}
-	ceiling := p.ceiling
-	g.mu.Unlock()
-	if msg != "" && f.log != nil {
-		f.log.Info(msg, "GOGC", cur, "heap_ceiling", ceiling, "available", l.bytes)
+	switch st := p.fit.State(); {
+	case st.HandedOver && was:
+		f.log.Info("fitgo: GOGC changed by someone else; the GC policy stops", "GOGC", st.Value, "was", st.From)
+	case !p.logged && st.Updates > 0: // the first change is a raise
+		p.logged = true
+		f.log.Info("fitgo: GOGC raised by the GC policy", "GOGC", st.Value, "heap_ceiling", ceiling, "available", l.bytes)
 	}
 }
 
@@ -227,12 +187,22 @@ func (p *gcPolicy) target(want int64, has bool, l memLimit, r gcReading) (int, i
 
 // gcResult fills in r.GC from the live state and GOGC now.
 func (f *Fit) gcResult(r *Result) {
-	if !f.gc.on {
+	p := &f.gc
+	if !p.on {
 		return
 	}
-	f.env.gogc.mu.Lock()
-	defer f.env.gogc.mu.Unlock()
-	r.GC.On, r.GC.GOGC, r.GC.Base, r.GC.Ceiling, r.GC.Reason = true, f.gogcNow(), f.gc.base, f.gc.ceiling, f.gc.why
+	r.GC.On, r.GC.Base, r.GC.GOGC, r.GC.Reason = true, p.base, f.env.gogc.Current(), p.why
+	if p.fit == nil {
+		return
+	}
+	switch st := p.fit.State(); {
+	case st.HandedOver:
+		r.GC.GOGC, r.GC.Reason = st.Value, gcHandOver
+	case !st.Following:
+		r.GC.GOGC, r.GC.Reason = st.Value, st.Reason
+	default:
+		r.GC.GOGC, r.GC.Ceiling, r.GC.Reason = st.Value, st.Limit.ceiling, st.Limit.why
+	}
 }
 
 // gcText is r.GC for String, "" when the policy is off.

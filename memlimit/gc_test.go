@@ -449,8 +449,8 @@ func TestGCPolicyTransientWrite(t *testing.T) {
 	res, s := applyFollowing(t, te, Options{GC: true})
 	require.True(t, s.tick(s.f, time.Now(), memLimits(1024*MiB, 0), nil))
 	calls, was := 0, 0
-	set := te.env.gogc.set
-	te.env.gogc.set = func(n int) int {
+	set := te.setGOGC
+	te.setGOGC = func(n int) int {
 		switch calls++; calls {
 		case 1: // the program's first call lands before the write
 			was = te.gogc.set(-1)

@@ -136,10 +136,12 @@ func memLimits(max, high int64) cgroup.Limits {
 
 type testEnv struct {
 	*env
-	fk    *fakeKnob
-	gogc  *fakeGOGC
-	src   *fakeSource
-	tickC chan time.Time
+	fk   *fakeKnob
+	gogc *fakeGOGC
+	// setGOGC is the GOGC knob's setter: te.gogc.set unless a test wraps it.
+	setGOGC func(int) int
+	src     *fakeSource
+	tickC   chan time.Time
 }
 
 func newTestEnv(fk *fakeKnob, fsys fstest.MapFS) *testEnv {
@@ -150,8 +152,16 @@ func newTestEnv(fk *fakeKnob, fsys fstest.MapFS) *testEnv {
 			Read: src.Read, Open: func() (knob.Source, error) { return src, nil }, Ticks: te.tickC},
 		fsys: fsys, cgroups: fsys, // a nil MapFS is an empty tree: never the real root
 		resident: func() int64 { return 1 << 62 }, // no memory outside Go
-		gogc:     &gogcKnob{set: te.gogc.set},
 	}
+	te.setGOGC = te.gogc.set
+	set := func(n int) int { return te.setGOGC(n) }
+	te.env.gogc = knob.New(gcSpec(), func() int {
+		if te.env.gc != nil { // GOGC as the runtime/metrics reading shows it
+			return int(te.env.gc().gogc)
+		}
+		v, _ := te.gogc.get()
+		return v
+	}, set, set)
 	if fsys != nil {
 		src.setReading(cgroup.ReadFS(fsys))
 	}

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"io/fs"
 	"log/slog"
 	"math"
@@ -98,7 +97,7 @@ type env struct {
 	resident func() int64     // nil: what the runtime holds resident, from runtime/metrics
 
 	cgroups fs.FS // for the memory events; nil: the real root
-	gogc    *gogcKnob
+	gogc    *knob.Knob[int]
 }
 
 // processKnob is the process's memory limit.
@@ -108,8 +107,8 @@ var processKnob = knob.New(text(),
 	debug.SetMemoryLimit,
 )
 
-func text() knob.Text[int64] {
-	return knob.Text[int64]{Name: "GOMEMLIMIT", Value: "the memory limit", Limit: "memory limit", Key: "memory_limit",
+func text() knob.Spec[int64] {
+	return knob.Spec[int64]{Name: "GOMEMLIMIT", Value: "the memory limit", Limit: "memory limit", Key: "memory_limit", Pkg: "memlimit",
 		Format: formatBytes}
 }
 
@@ -234,7 +233,7 @@ func (r *Result) outcome() knob.Outcome[int64] {
 
 func (r *Result) set(o knob.Outcome[int64]) {
 	r.Before, r.After, r.Changed, r.Following, r.Reason, r.Err = o.Before, o.After, o.Changed, o.Following, o.Reason, o.Err
-	r.SettingErr, r.Refresh, r.Updates, r.LastUpdate = o.SettingErr, o.Refresh, o.Updates, o.LastUpdate
+	r.Refresh, r.Updates, r.LastUpdate = o.Refresh, o.Updates, o.LastUpdate // SettingErr is the package's
 }
 
 // Fit is the management of the memory limit that an Apply started.
@@ -264,15 +263,15 @@ type Fit struct {
 // limit cannot be read or the options are invalid. A later Apply takes over
 // from an earlier one.
 func Apply(o Options) (*Fit, error) {
-	f, d := prepare(&o)
-	f.startGC(&o, d != nil)
+	f, a := prepare(&o)
+	f.startGC(&o, a.Left == "")
 	var out knob.Outcome[int64]
-	f.f, f.loop, out = d.Settle(&f.env.Env, f.res.outcome(), f.tick)
+	f.f, f.loop, out = a.Run(f.res.outcome(), false)
 	f.res.set(out)
 	if f.loop == nil {
 		f.stopGC(gcNoLimit)
 	}
-	f.env.Knob.LogApply(o.Logger, out, "result", f.res)
+	f.env.Knob.LogApply(o.Logger, f.res.outcome(), "result", f.res)
 	return f, f.res.Err
 }
 
@@ -280,16 +279,15 @@ func Apply(o Options) (*Fit, error) {
 // the memory limit, starting a refresh or logging.
 func Plan(o Options) (Result, error) {
 	o.Logger = nil
-	f, d := prepare(&o)
-	out, _ := d.Plan(f.env.Knob, f.res.outcome())
+	f, a := prepare(&o)
+	_, _, out := a.Run(f.res.outcome(), true)
 	f.res.set(out)
 	f.readEvents(&f.res)
 	return f.res, f.res.Err
 }
 
-// prepare reads the limits for Apply and Plan and returns the decision to
-// make, nil when the memory limit is left alone before any reading.
-func prepare(o *Options) (*Fit, *knob.Decision[int64, memLimit]) {
+// prepare makes the Apply of the options, with the Fit it fills in.
+func prepare(o *Options) (*Fit, *knob.Apply[int64, memLimit]) {
 	e := o.env
 	if e == nil {
 		e = &env{Env: knob.Process(processKnob, nil, "memory"), fsys: os.DirFS("/"), gogc: processGOGC}
@@ -298,78 +296,77 @@ func prepare(o *Options) (*Fit, *knob.Decision[int64, memLimit]) {
 	f := &Fit{env: e, res: Result{Policy: p, Env: e.Getenv("GOMEMLIMIT")}, log: o.Logger,
 		rule: rule{p: p, headroom: !o.NoHeadroom, nonGo: !o.NoNonGo, env: e, log: o.Logger}}
 	r := &f.res
-	before, mine := e.Knob.Peek()
-	r.Before, r.After = before, before
+	a := &knob.Apply[int64, memLimit]{Env: &e.Env, Tick: f.tick, Common: knob.Common{Insist: o.Insist, Logger: o.Logger,
+		Refresh: o.Refresh, Context: o.Context, Limits: o.Limits}}
 	invalid, setting := f.rule.setUpper(o, e.Getenv(envvar.MemoryLimitVar))
-	switch invalid, r.SettingErr = cmp.Or(o.Policy.validate(), invalid), setting; {
-	case invalid != nil:
-		r.Err, r.Reason = invalid, "invalid options"
-		return f, nil
+	switch a.Err, r.SettingErr = cmp.Or(o.Policy.validate(), invalid), setting; {
+	case a.Err != nil:
+		a.Left = "invalid options"
 	case e.GOOS != "linux":
-		r.Reason = "not Linux: no cgroup limits"
-		return f, nil
+		a.Left = "not Linux: no cgroup limits"
 	case r.Env != "": // "off" or a byte count: the runtime does not start with another
-		r.Reason = "GOMEMLIMIT=" + r.Env + " is set in the environment"
-		return f, nil
-	case o.KeepExisting && before != noLimit && !mine:
-		r.Reason = "the memory limit is already " + formatBytes(before) + ": set by the program or a library, and kept"
-		return f, nil
+		a.Left = "GOMEMLIMIT=" + r.Env + " is set in the environment"
 	}
-	var memErr error
-	if o.SystemMemory {
-		f.rule.memTotal, memErr = readMemTotal(e.fsys)
-	}
-	f.ratio = automemlimitRatio(e.Getenv("AUTOMEMLIMIT"))
-	lim, err := e.Limits(o.Limits)
-	r.Memory = lim.Memory
-	r.SettingErr = errors.Join(r.SettingErr, f.rule.check(lim, e.Getenv(envvar.MemoryLimitVar)))
-	l, has, want, _, _ := f.rule.value(lim)
-	f.rule.guard.on, f.rule.readGC = !o.NoLeakGuard, !o.NoLeakGuard || o.GC // from the first tick on
-	r.setLimit(l)
-	merr := f.rule.err(lim, err)
-	noCgroup := errors.Is(merr, cgroup.ErrNoCgroup)
-	noMem := ""
-	if memErr != nil {
-		noMem = "; no system memory either: " + memErr.Error()
-	}
-	return f, &knob.Decision[int64, memLimit]{Decide: func(out knob.Outcome[int64], _ bool) (knob.Outcome[int64], bool) {
-		switch {
-		case noCgroup:
-			out.Reason = "no cgroup information (no /proc/self/cgroup)" + noMem
-		case merr != nil:
-			out.Err = fmt.Errorf("memlimit: reading the memory limit: %w", merr)
-			out.Reason = "the memory limit cannot be read"
-		case !has:
-			out.Reason = "no memory limit" + noMem
-		case want == 0:
-			out.Reason = tinyReason(p, l)
-		case want == out.Before:
-			out.Reason = "GOMEMLIMIT is already " + formatBytes(want)
-		default:
-			out.After, out.Changed = want, true
+	if o.KeepExisting {
+		a.Keep = func(before int64) string {
+			if before == noLimit {
+				return ""
+			}
+			return "the memory limit is already " + formatBytes(before) + ": set by the program or a library, and kept"
 		}
-		return out, true
-	}, Limit: l, Err: merr, Follow: !noCgroup, Insist: o.Insist, Logger: o.Logger, Refresh: o.Refresh, Context: o.Context}
+	}
+	a.Read = func(lim cgroup.Limits, err error) knob.Reading[int64, memLimit] {
+		var memErr error
+		if o.SystemMemory {
+			f.rule.memTotal, memErr = readMemTotal(e.fsys)
+		}
+		f.ratio = automemlimitRatio(e.Getenv("AUTOMEMLIMIT"))
+		r.Memory = lim.Memory
+		r.SettingErr = errors.Join(r.SettingErr, f.rule.check(lim, e.Getenv(envvar.MemoryLimitVar)))
+		rd, _, _ := f.reading(lim, err)
+		f.rule.guard.on, f.rule.readGC = !o.NoLeakGuard, !o.NoLeakGuard || o.GC // from the first tick on
+		r.setLimit(rd.Limit)
+		noMem := ""
+		if memErr != nil {
+			noMem = "; no system memory either: " + memErr.Error()
+		}
+		switch {
+		case errors.Is(rd.Err, cgroup.ErrNoCgroup):
+			rd.None = "no cgroup information (no /proc/self/cgroup)" + noMem
+		case rd.Limit.from == noFile:
+			rd.None = "no memory limit" + noMem
+		default:
+			rd.None = tinyReason(p, rd.Limit)
+		}
+		return rd
+	}
+	a.Same = func(want int64) string { return "GOMEMLIMIT is already " + formatBytes(want) }
+	return f, a
+}
+
+// reading is the knob's Reading of the limits lim, read with err, at Apply
+// and at each tick: whether fitgo has a value is decided here only. It
+// returns the leak guard's event and the runtime's reading with it.
+func (f *Fit) reading(lim cgroup.Limits, err error) (rd knob.Reading[int64, memLimit], gev guardEvent, gc gcReading) {
+	if rd.Err = f.rule.err(lim, err); rd.Err != nil {
+		return rd, guardNone, gc
+	}
+	var has bool
+	rd.Limit, has, rd.Want, gev, gc = f.rule.value(lim)
+	rd.Has = has && rd.Want != 0
+	if gev == guardStep {
+		rd.Why = "by the leak guard"
+	}
+	rd.Other, rd.OtherWhy = f.automemlimit(lim)
+	return rd, gev, gc
 }
 
 // tick fits the memory limit to a reading of the refresh loop.
 func (f *Fit) tick(k *knob.Fit[int64, memLimit], now time.Time, lim cgroup.Limits, err error) bool {
-	var rd knob.Reading[int64, memLimit]
-	var rt gcReading
-	gev := guardNone
-	rd.Err = f.rule.err(lim, err)
-	if rd.Err == nil {
-		var has bool
-		rd.Limit, has, rd.Want, gev, rt = f.rule.value(lim)
-		rd.Has = has && rd.Want != 0
-		if gev == guardStep {
-			rd.Why = "by the leak guard"
-		}
-		rd.Other, rd.OtherWhy = f.automemlimit(lim)
-	}
+	rd, gev, gc := f.reading(lim, err)
 	keep := k.Step(now, rd)
 	if rd.Err == nil || !keep {
-		f.tuneGC(now, keep, rd.Want, rd.Has, rd.Limit, rt)
+		f.tuneGC(now, keep, rd.Want, rd.Has, rd.Limit, gc)
 	}
 	if keep && gev != guardNone {
 		f.logGuard(gev, rd.Want, rd.Limit)

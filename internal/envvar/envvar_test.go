@@ -7,14 +7,11 @@ import (
 	"os"
 	"regexp"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 // atoiCases are shared by the tables and the fuzz seeds. modern is the
@@ -155,92 +152,6 @@ func TestGODEBUG(t *testing.T) {
 	}
 }
 
-func TestFITGO(t *testing.T) {
-	def := Fitgo{MaxProcs: true, MemLimit: true, Refresh: true}
-	for _, tc := range []struct {
-		in   string
-		want Fitgo
-		err  string
-	}{
-		{"", def, ""},
-		{"off", Fitgo{Refresh: true}, ""},
-		{" off ", Fitgo{Refresh: true}, ""},
-		{"maxprocs=off", Fitgo{MemLimit: true, Refresh: true}, ""},
-		{"memlimit=off", Fitgo{MaxProcs: true, Refresh: true}, ""},
-		{"memlimit=off, maxprocs = off", Fitgo{Refresh: true}, ""},
-		{"off,maxprocs=on", Fitgo{MaxProcs: true, Refresh: true}, ""},
-		{"refresh=off", Fitgo{MaxProcs: true, MemLimit: true}, ""},
-		{"refresh=250ms", Fitgo{MaxProcs: true, MemLimit: true, Refresh: true, Interval: 250 * time.Millisecond}, ""},
-		{"refresh=2s,refresh=on", def, ""},
-		{"refresh=off,refresh=1m", Fitgo{MaxProcs: true, MemLimit: true, Refresh: true, Interval: time.Minute}, ""},
-		{",,", def, ""},
-		{"headroom=off", Fitgo{MaxProcs: true, MemLimit: true, Refresh: true, NoHeadroom: true}, ""},
-		{"headroom=off,headroom=on", def, ""},
-		{"headroom=no", def, `"headroom=no": want on or off`},
-		{"leakguard=off", Fitgo{MaxProcs: true, MemLimit: true, Refresh: true, NoLeakGuard: true}, ""},
-		{"leakguard=off,leakguard=on", def, ""},
-		{"leakguard=no", def, `"leakguard=no": want on or off`},
-		{"headroom=off,leakguard=off", Fitgo{MaxProcs: true, MemLimit: true, Refresh: true, NoHeadroom: true, NoLeakGuard: true}, ""},
-		{"nongo=off", Fitgo{MaxProcs: true, MemLimit: true, Refresh: true, NoNonGo: true}, ""},
-		{" nongo = off , nongo=on", def, ""},
-		{"nongo=", def, `"nongo=": want on or off`},
-		{"nongo=0", def, `"nongo=0": want on or off`},
-		{"refresh=0s", def, `"refresh=0s"`},
-		{"refresh=-1s", def, `"refresh=-1s"`},
-		{"refresh=soon", def, `"refresh=soon"`},
-		{"maxprocs=no", def, `"maxprocs=no": want on or off`},
-		{"memlimit=0.8", def, `"memlimit=0.8": want on or off`},
-		{"gomaxprocs=off", def, `unknown setting "gomaxprocs"`},
-		{"of", def, `"of": want off or key=value`},
-		{"OFF", def, `"OFF"`},
-		{"bogus,memlimit=off", Fitgo{MaxProcs: true, Refresh: true}, `"bogus"`},
-		{"rounding=floor", Fitgo{MaxProcs: true, MemLimit: true, Refresh: true, Rounding: "floor"}, ""},
-		{"rounding=ceil", Fitgo{MaxProcs: true, MemLimit: true, Refresh: true, Rounding: "ceil"}, ""},
-		{" rounding = nearest ", Fitgo{MaxProcs: true, MemLimit: true, Refresh: true, Rounding: "nearest"}, ""},
-		{"rounding=ceil,rounding=floor", Fitgo{MaxProcs: true, MemLimit: true, Refresh: true, Rounding: "floor"}, ""},
-		{"rounding=ceil,rounding=up", Fitgo{MaxProcs: true, MemLimit: true, Refresh: true, Rounding: "ceil"}, `"rounding=up": want floor, ceil or nearest`},
-		{"rounding=Ceil", def, `"rounding=Ceil"`},
-		{"rounding=", def, `"rounding="`},
-		{"rounding=on", def, `"rounding=on"`},
-		{"maxprocs=off,rounding=ceil", Fitgo{MemLimit: true, Refresh: true, Rounding: "ceil"}, ""},
-		{"insist=on", Fitgo{MaxProcs: true, MemLimit: true, Refresh: true, InsistMaxProcs: true, InsistMemLimit: true}, ""},
-		{"insist=maxprocs", Fitgo{MaxProcs: true, MemLimit: true, Refresh: true, InsistMaxProcs: true}, ""},
-		{" insist = memlimit ", Fitgo{MaxProcs: true, MemLimit: true, Refresh: true, InsistMemLimit: true}, ""},
-		{"insist=on,insist=maxprocs", Fitgo{MaxProcs: true, MemLimit: true, Refresh: true, InsistMaxProcs: true}, ""},
-		{"insist=on,insist=off", def, ""},
-		{"insist=both", def, `"insist=both": want on, off, maxprocs or memlimit`},
-		{"insist", def, `"insist": want off or key=value`},
-		{"gc=auto", Fitgo{MaxProcs: true, MemLimit: true, Refresh: true, GC: true}, ""},
-		{" gc = auto ,gc=off", def, ""},
-		{"gc=on", def, `"gc=on": want auto or off`},
-		{"gc=auto,gc=x", Fitgo{MaxProcs: true, MemLimit: true, Refresh: true, GC: true}, `"gc=x": want auto or off`},
-		{"reserve=64Mi", Fitgo{MaxProcs: true, MemLimit: true, Refresh: true, Reserve: 64 << 20}, ""},
-		{" reserve = 67108864 ", Fitgo{MaxProcs: true, MemLimit: true, Refresh: true, Reserve: 64 << 20}, ""},
-		{"reserve=0.5Gi,reserve=100M", Fitgo{MaxProcs: true, MemLimit: true, Refresh: true, Reserve: 100e6}, ""},
-		{"reserve=64Mi,reserve=0", def, ""},
-		{"reserve=64Mi,reserve=-1", Fitgo{MaxProcs: true, MemLimit: true, Refresh: true, Reserve: 64 << 20}, `"reserve=-1": want a quantity of bytes`},
-		{"reserve=", def, `"reserve=": want a quantity of bytes`},
-		{"reserve", def, `"reserve": want off or key=value`},
-		{"reserve=64MB", def, `"reserve=64MB"`},
-		{"reserve=64 Mi", def, `"reserve=64 Mi"`},
-		{"reserve=1e9", def, `"reserve=1e9"`},
-		{"reserve=99999999999999999999", def, `"reserve=99999999999999999999"`},
-		{"reserve=8Ei", def, `"reserve=8Ei"`},
-		{"reserve=off", def, `"reserve=off"`},
-	} {
-		t.Run(tc.in, func(t *testing.T) {
-			got, err := FITGO(tc.in)
-			assert.Equal(t, tc.want, got)
-			if tc.err == "" {
-				assert.NoError(t, err)
-			} else {
-				require.Error(t, err)
-				assert.Contains(t, err.Error(), tc.err)
-			}
-		})
-	}
-}
-
 func FuzzLegacyAtoi(f *testing.F) {
 	for _, tc := range atoiCases {
 		f.Add(tc.in, tc.bits == 64)
@@ -322,70 +233,6 @@ func FuzzGODEBUG(f *testing.F) {
 			t.Fatalf("from = %d", from)
 		}
 	})
-}
-
-func FuzzFITGO(f *testing.F) {
-	for _, s := range []string{"", "off", "maxprocs=off", "memlimit=off,refresh=250ms", "refresh=off", "x", "refresh=-1s", " off , maxprocs=on ", "rounding=nearest", "rounding=ceil,rounding=x", "insist=on", "insist=memlimit,insist=x", "headroom=off", "headroom=on,headroom=x", "leakguard=off", "leakguard=on,leakguard=x", "reserve=64Mi", "reserve=1Gi,reserve=-1", "reserve=", "nongo=off", "nongo=on,nongo=x", "gc=auto", "gc=auto,gc=x"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		got, err := FITGO(s)
-		if got.Interval < 0 || !got.Refresh && got.Interval != 0 {
-			t.Fatalf("FITGO(%q) = %+v", s, got)
-		}
-		if !slices.Contains([]string{"", "floor", "ceil", "nearest"}, got.Rounding) {
-			t.Fatalf("FITGO(%q): rounding %q", s, got.Rounding)
-		}
-		if err == nil && strings.TrimSpace(strings.ReplaceAll(s, ",", "")) == "" && got != (Fitgo{MaxProcs: true, MemLimit: true, Refresh: true}) {
-			t.Fatalf("FITGO(%q) = %+v; want the defaults", s, got)
-		}
-		if (got.InsistMaxProcs || got.InsistMemLimit) && !strings.Contains(s, "insist") {
-			t.Fatalf("FITGO(%q) = %+v: insists without an insist field", s, got)
-		}
-		if got.NoHeadroom && !strings.Contains(s, "headroom") {
-			t.Fatalf("FITGO(%q) = %+v: headroom off without a headroom field", s, got)
-		}
-		if got.Reserve < 0 || got.Reserve > 0 && !strings.Contains(s, "reserve") {
-			t.Fatalf("FITGO(%q) = %+v: reserve without a reserve field", s, got)
-		}
-		if got.GC && !strings.Contains(s, "auto") {
-			t.Fatalf("FITGO(%q) = %+v: GC policy on without gc=auto", s, got)
-		}
-		if got.NoLeakGuard && !strings.Contains(s, "leakguard") {
-			t.Fatalf("FITGO(%q) = %+v: leak guard off without a leakguard field", s, got)
-		}
-		if got.NoNonGo && !strings.Contains(s, "nongo") {
-			t.Fatalf("FITGO(%q) = %+v: non-Go memory off without a nongo field", s, got)
-		}
-		if err != nil && len(err.Error()) > maxErrText {
-			t.Fatalf("FITGO(%q): error of %d bytes", s, len(err.Error()))
-		}
-	})
-}
-
-// maxErrText bounds FITGO's error text: maxErrs fields quoted to maxField
-// bytes (escaped, at most 4 bytes a byte, plus the message), and the count.
-const maxErrText = maxErrs*(4*maxField+150) + 60
-
-// TestFITGOErrorIsCapped: a malformed FITGO of any size gives an error of a
-// few hundred bytes: the first fields, then how many more. (Before, 40 KB of
-// bad fields made a 740 KB error, and one 100 KB field a 100 KB one.)
-func TestFITGOErrorIsCapped(t *testing.T) {
-	many := strings.Repeat("bogus=1,", 5000)
-	_, err := FITGO(many)
-	require.Error(t, err)
-	assert.Less(t, len(err.Error()), maxErrText)
-	assert.Equal(t, 3, strings.Count(err.Error(), `unknown setting "bogus"`))
-	assert.Contains(t, err.Error(), "FITGO: and 4997 more fields not understood")
-
-	_, err = FITGO(strings.Repeat("x", 100000))
-	require.Error(t, err)
-	assert.Less(t, len(err.Error()), maxErrText)
-	assert.Contains(t, err.Error(), `"`+strings.Repeat("x", maxField)+`..."`)
-
-	got, err := FITGO(many + "memlimit=off")
-	require.Error(t, err)
-	assert.False(t, got.MemLimit, "the good field still applies")
 }
 
 func TestMemoryLimit(t *testing.T) {
@@ -585,6 +432,10 @@ func FuzzQuantity(f *testing.F) {
 		}
 	})
 }
+
+// maxErrText bounds an error's text: the value quoted to 40 bytes (Short;
+// escaped, at most 4 bytes a byte), and the message.
+const maxErrText = 4*40 + 250
 
 // FuzzCPULimit: a value is accepted only in one of its three forms, and
 // then read as Quantity reads it in millicores (a bare integer with an m).

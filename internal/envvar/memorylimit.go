@@ -25,3 +25,12 @@ func MemoryLimit(s string) (int64, error) {
 	}
 	return 0, fmt.Errorf("%s: %q: want bytes, at least 1Mi, such as 536870912 or 512Mi", MemoryLimitVar, Short(s))
 }
+
+// Short is s cut to 40 bytes, as the errors quote it: a malformed value
+// cannot make a huge log line.
+func Short(s string) string {
+	if len(s) > 40 {
+		return s[:40] + "..."
+	}
+	return s
+}

@@ -2,6 +2,8 @@ package knob
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io/fs"
 	"log/slog"
 	"runtime"
@@ -28,14 +30,6 @@ func Process[V comparable](k *Knob[V], fsys fs.FS, controller string) Env[V] {
 	return Env[V]{GOOS: runtime.GOOS, Getenv: envvar.Startup(), Knob: k, Read: read, Open: OpenProcess}
 }
 
-// Limits returns the limits to fit: *given, or a reading.
-func (e *Env[V]) Limits(given *cgroup.Limits) (cgroup.Limits, error) {
-	if given != nil {
-		return *given, nil
-	}
-	return e.Read()
-}
-
 // Outcome is what an Apply did for the knob, or what Plan would do, and
 // then the live state of its Fit: the part of a package's Result that the
 // knob fills in, given and returned as a value.
@@ -50,50 +44,85 @@ type Outcome[V comparable] struct {
 	LastUpdate         time.Time
 }
 
-// Decision is an Apply's decision once it has read the limits: Decide
-// returns the outcome for the knob's value o.Before (mine: fitgo set it), and
-// false to leave the knob alone for good; the Fit records Limit and Err, and
-// follows the limit every Refresh (when positive) when Follow.
-type Decision[V comparable, D any] struct {
-	Decide  func(o Outcome[V], mine bool) (Outcome[V], bool)
-	Limit   D
-	Err     error
-	Follow  bool
-	Insist  bool
-	Logger  *slog.Logger
-	Refresh time.Duration
-	Context context.Context
+// Common are the options of every knob's package, documented there.
+type Common struct {
+	KeepExisting, Insist bool
+	Logger               *slog.Logger
+	Refresh              time.Duration
+	Context              context.Context
+	Limits               *cgroup.Limits // nil: Env reads them
 }
 
-func (d *Decision[V, D]) follows() bool { return d.Follow && d.Refresh > 0 }
+// Apply is one Apply, or Plan, of a knob as its package prepares it. Run
+// decides for every knob in the same way, in this order: Left, the options
+// and the environment, leaves the knob alone before any reading; Keep
+// (KeepExisting) keeps a value fitgo did not set; a reading with no cgroup
+// or no value gives None; a reading's error is the Apply's; a value that
+// is already Want gives Same; else the value is set. Read is the package's
+// reading of the limits at Apply, Tick its reading at each refresh.
+type Apply[V comparable, D any] struct {
+	Env *Env[V]
+	Common
+	Left string
+	Err  error // the options' error, with Left
+	Keep func(before V) string
+	Read func(lim cgroup.Limits, err error) Reading[V, D]
+	Same func(want V) string
+	// Tick is the package's reading at each refresh tick; the refresh may
+	// run it before Run returns, so it gets the Fit rather than finding it
+	// where the package stores it.
+	Tick func(f *Fit[V, D], now time.Time, lim cgroup.Limits, err error) bool
+}
 
-// Plan decides for the knob's value now, and reports whether to start a Fit
-// (a nil Decision does not, and leaves o as it is).
-func (d *Decision[V, D]) Plan(k *Knob[V], o Outcome[V]) (Outcome[V], bool) {
-	if d == nil {
-		return o, false
+// Run runs the Apply over o, the package's Result part: it starts the Fit
+// (nil when the knob is left alone) and its refresh Loop (nil: none), or
+// with plan only decides.
+func (a *Apply[V, D]) Run(o Outcome[V], plan bool) (*Fit[V, D], *Loop, Outcome[V]) {
+	k, txt := a.Env.Knob, &a.Env.Knob.txt
+	o.Before, o.After, o.Reason, o.Err = k.Current(), k.Current(), a.Left, a.Err
+	if a.Left != "" {
+		return nil, nil, o
 	}
-	before, mine := k.Peek()
-	o.Before, o.After, o.Changed, o.Reason, o.Err = before, before, false, "", nil
-	return d.Decide(o, mine)
-}
-
-// Settle starts the Fit of the decision, deciding again when the value
-// changes first. step is the package's reading of a tick, given the Fit.
-func (d *Decision[V, D]) Settle(e *Env[V], o Outcome[V], step Step[V, D]) (*Fit[V, D], *Loop, Outcome[V]) {
+	var lim cgroup.Limits
+	var err error
+	if a.Limits == nil {
+		lim, err = a.Env.Read()
+	} else {
+		lim = *a.Limits
+	}
+	rd := a.Read(lim, err)
 	for {
-		o, ok := d.Plan(e.Knob, o)
-		if !ok {
+		before, mine := k.peek()
+		o.Before, o.After, o.Changed, o.Reason, o.Err = before, before, false, "", nil
+		if a.Keep != nil && !mine {
+			if o.Reason = a.Keep(before); o.Reason != "" {
+				return nil, nil, o
+			}
+		}
+		switch {
+		case errors.Is(rd.Err, cgroup.ErrNoCgroup) || rd.Err == nil && !rd.Has:
+			o.Reason = rd.None
+		case rd.Err != nil:
+			o.Err = fmt.Errorf("%s: reading the %s: %w", txt.Pkg, txt.Limit, rd.Err)
+			o.Reason = "the " + txt.Limit + " cannot be read"
+		case rd.Want == before:
+			o.Reason = a.Same(rd.Want)
+		default:
+			o.After, o.Changed = rd.Want, true
+		}
+		if plan {
 			return nil, nil, o
 		}
-		if f, ok := Start(e.Knob, d, o); ok {
-			if !d.follows() {
-				return f, nil, o
-			}
-			l := f.Join(d.Context, d.Refresh, e.Open, e.Ticks, step)
-			o.Refresh, o.Following = l.Every(), true
-			return f, l, o
+		f, ok := Start(k, &a.Common, &rd, o)
+		if !ok {
+			continue // the value changed: decide again
 		}
+		if !f.following() {
+			return f, nil, o
+		}
+		l := f.join(a.Context, a.Refresh, a.Env.Open, a.Env.Ticks, a.Tick)
+		o.Refresh, o.Following = l.every, true
+		return f, l, o
 	}
 }
 
@@ -110,7 +139,7 @@ func (f *Fit[V, D]) Fill(k *Knob[V], o Outcome[V]) (Outcome[V], D, bool) {
 	if st.Following {
 		o.Err = st.Err
 	}
-	if why := f.Why(st); why != "" {
+	if why := f.why(st); why != "" {
 		o.Reason = why
 	}
 	return o, st.Limit, true

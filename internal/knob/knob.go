@@ -1,29 +1,29 @@
-// Package knob manages a process-wide runtime knob (GOMAXPROCS, the memory
-// limit) for maxprocs and memlimit, which keep the policies: at every reading
-// they give the Apply's Fit a Reading, the value the limits call for.
+// Package knob is the core behind fitgo's three runtime knobs: GOMAXPROCS
+// (maxprocs), the memory limit and GOGC (memlimit, whose GC policy steps
+// GOGC at the memory limit's readings). The packages keep the policies: an
+// Apply (apply.go) is decided here, the same way for every knob, and at
+// every reading a package gives its Fit a Reading, the value the limits call
+// for.
 //
 // A Knob is in one of four states. Not owned: the value is not fitgo's; Start
 // moves to owned when it sets one. Owned: fitgo set the runtime's value
 // (last); each Apply is an entry on the undo stack, the newest in force, and
 // its refresh (Step) moves the value with the limit; Undo walks back down the
 // stack and, at the bottom, puts back the state from before fitgo (not owned).
-// Handed over: someone else changed the value (not the runtime's own update):
-// the Fit stops, the stack is dropped and the Knob is not owned until a later
-// Apply. Insisting: an owned Knob whose Fit puts its value back over such a
-// change instead (Options.Insist). One table in Step tells these changes
-// apart at each reading. Knob.mu guards the Knob and the live
-// fields of its Fits; a helper that needs it held ends in Locked or says "the
-// lock is held". No lock is held across a call into another package but the
-// runtime's getter and setter; log lines are written after the lock is
-// released. A Loop's own mutex guards its members only, never across a step.
+// Handed over: someone else changed the value (not the runtime's own update),
+// for Spec.Confirm at least (GOGC's usual read passes through -1): the Fit
+// stops, the stack is dropped and the Knob is not owned until a later Apply.
+// Insisting: an owned Knob whose Fit puts its value back over such a change
+// instead (Options.Insist). One table in Step tells these changes apart at
+// each reading. Knob.mu guards the Knob and the live fields of its Fits; a
+// helper that needs it held ends in Locked or says "the lock is held". No
+// lock is held across a call into another package but the runtime's getter
+// and setter; log lines are written after the lock is released. A Loop's
+// own mutex guards its members only, never across a step.
 package knob
 
 import (
-	"context"
 	"errors"
-	"log/slog"
-	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -32,7 +32,7 @@ import (
 
 // Knob is one runtime setting and what fitgo knows about its value.
 type Knob[V comparable] struct {
-	txt Text[V]
+	txt Spec[V]
 	get func() V
 	set func(V) V // sets and returns the previous value
 	// restore puts back the state from before fitgo, whose value was orig,
@@ -52,18 +52,19 @@ type entry[V comparable] struct {
 	value     V    // the value this Apply left in force (updated by its refresh)
 	mine      bool // and fitgo had set it
 	supersede func()
+	yield     func() // stop and undo the Apply, giving its value back
 }
 
 // New returns a Knob over a runtime setting.
-func New[V comparable](txt Text[V], get func() V, set func(V) V, restore func(orig V) V) *Knob[V] {
+func New[V comparable](txt Spec[V], get func() V, set func(V) V, restore func(orig V) V) *Knob[V] {
 	return &Knob[V]{txt: txt, get: get, set: set, restore: restore}
 }
 
 // Current returns the runtime's value.
-func (k *Knob[V]) Current() V { v, _ := k.Peek(); return v }
+func (k *Knob[V]) Current() V { v, _ := k.peek(); return v }
 
-// Peek returns the runtime's value and whether fitgo set it.
-func (k *Knob[V]) Peek() (cur V, mine bool) {
+// peek returns the runtime's value and whether fitgo set it.
+func (k *Knob[V]) peek() (cur V, mine bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	cur = k.get()
@@ -96,29 +97,19 @@ func (k *Knob[V]) putBack(cur V) (V, bool) {
 	return k.last, true
 }
 
-// Fit is one Apply's management of a knob. D describes a reading of the
-// limit (for Status and log lines).
-type Fit[V comparable, D any] struct {
-	k   *Knob[V]
-	log *slog.Logger
-	e   *entry[V]
-
-	// Guarded by k.mu.
-	st      State[V, D] // but Value
-	logs    coalescer[V]
-	release func() bool // the context's AfterFunc
-	wake    func()      // tells the refresh loop that the Fit stopped
-	insist  bool        // put fitgo's value back when someone else changes it
-	fresh   bool        // no reading has seen fitgo's value since fitgo set it
-}
-
-// Text is a knob's wording in log lines and reasons.
-type Text[V comparable] struct {
+// Spec is a knob's wording in log lines and reasons, and its one rule of
+// its own: Confirm.
+type Spec[V comparable] struct {
 	Name   string // "GOMAXPROCS", also the log key of the value
 	Value  string // "GOMAXPROCS", "the memory limit": the value in reasons
 	Limit  string // "CPU limit", the limit in messages
 	Key    string // "cpu_limit", the log key of the limit
+	Pkg    string // "maxprocs", the package in errors
 	Format func(V) string
+	// Confirm is how long readings must find a value fitgo did not set
+	// before it counts as someone else's (0: at once). GOGC's usual read,
+	// SetGCPercent(-1) and back, shows -1 until a GC's mark ends.
+	Confirm time.Duration
 }
 
 // ErrFor picks from a reading's error err the part that concerns one
@@ -137,393 +128,13 @@ func ErrFor(err, own, other error, beyond bool) error {
 	return err
 }
 
-// Start begins the Fit of an Apply that read o.Before (with Peek) and
-// decided d: to set o.After (when o.Changed) or to leave the value alone, and
-// to follow the limit (when d.follows). It fails, doing nothing, when the
-// value is no longer o.Before: the caller decides again. The Fit supersedes
-// any earlier one.
-func Start[V comparable, D any](k *Knob[V], d *Decision[V, D], o Outcome[V]) (*Fit[V, D], bool) {
+// Yield undoes the Apply in force, if any, as a later Apply that takes the
+// knob over and sets no value of its own must: its value is given back.
+func (k *Knob[V]) Yield() {
 	k.mu.Lock()
-	defer k.mu.Unlock()
-	cur := k.get()
-	if cur != o.Before {
-		return nil, false
-	}
-	if !(k.owned && cur == k.last) {
-		// The value is not fitgo's: earlier Applies have nothing to undo.
-		k.owned, k.last, k.stack = false, cur, nil
-	}
-	if o.Changed {
-		if _, ok := k.write(cur, o.After); !ok {
-			return nil, false
-		}
-	}
-	f := &Fit[V, D]{k: k, log: d.Logger, st: State[V, D]{Following: d.follows(), Limit: d.Limit, Err: d.Err}, insist: d.Insist, fresh: true}
-	if a := k.active; a != nil {
-		a.supersede()
-	}
-	f.e = &entry[V]{value: k.get(), mine: k.owned, supersede: func() { f.stopLocked("superseded by a later Apply") }}
-	k.stack = append(k.stack, f.e)
-	k.active = f.e
-	return f, true
-}
-
-// Following reports whether the Fit still follows the limit.
-func (f *Fit[V, D]) Following() bool {
-	f.k.mu.Lock()
-	defer f.k.mu.Unlock()
-	return f.st.Following
-}
-
-// Moved returns the runtime's value and whether it is no longer the one
-// fitgo last saw: someone else, or the runtime itself, changed it.
-func (f *Fit[V, D]) Moved() (V, bool) {
-	k := f.k
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	cur := k.get()
-	return cur, cur != k.last
-}
-
-// Reading is what one reading of the limits calls for.
-type Reading[V comparable, D any] struct {
-	Err   error // the limit cannot be read: change nothing
-	Limit D     // the limit read
-	Want  V     // the value the policy gives for it
-	Has   bool  // false: none (no limit): put back the state from before fitgo
-	// Other is the value another library's rule gives for this reading,
-	// and OtherWhy names the rule ("" for none): a change to it right after
-	// fitgo set the value is likely that library's.
-	Other    V
-	OtherWhy string
-	// Why says what a change is for when it is not the limit's
-	// (e.g. "by the leak guard"); "": the limit changed.
-	Why string
-	// Runtime is set when the runtime updates the value by itself.
-	Runtime *Updates[V]
-}
-
-// Updates are the runtime's own updates of a value, as a Reading sees them.
-type Updates[V comparable] struct {
-	// Adopt are values the runtime may have set, which are accepted rather
-	// than handed over; Seen is the value the reading was computed for: if
-	// the runtime's value has changed since (its own update racing the
-	// tick), the step is left to the next reading.
-	Adopt [2]V
-	Seen  V
-	// Wait leaves a change to the runtime for now, while fitgo has not set
-	// the value. Default: Want is the runtime's own default, which restore
-	// puts back along with the runtime's own updates.
-	Wait, Default bool
-}
-
-// Step applies a reading taken at now, and reports whether the Fit still
-// follows the limit. Its switch is the one table of who changed the value.
-func (f *Fit[V, D]) Step(now time.Time, r Reading[V, D]) bool {
-	k := f.k
-	k.mu.Lock()
-	if !f.st.Following {
-		k.mu.Unlock()
-		return false
-	}
-	var put, ev event
-	for cur, first := k.get(), true; ; first = false {
-		switch u := r.Runtime; {
-		case u != nil && cur != u.Seen: // the runtime's own update raced the reading: left to the next
-		case cur == k.last:
-			ev = f.step(now, cur, &r)
-		case u != nil && !k.owned && (cur == u.Adopt[0] || cur == u.Adopt[1]):
-			k.last = cur // the runtime's own update
-			ev = f.step(now, cur, &r)
-		case f.insist && first: // someone else's change: put fitgo's value back, and judge again
-			put, cur = f.reassert(cur, &r), k.get()
-			continue
-		case !f.insist: // someone else's change: hand the knob over
-			ev = f.handOver(k.last, cur, f.other(cur, &r))
-		} // else another write raced the put-back: left to the next reading
-		break
-	}
-	keep := f.st.Following
+	a := k.active
 	k.mu.Unlock()
-	f.emit(put)
-	f.emit(ev)
-	return keep
-}
-
-// other is the likely other library that set cur, or ""; the lock is held.
-func (f *Fit[V, D]) other(cur V, r *Reading[V, D]) string {
-	if f.fresh && r.OtherWhy != "" && cur == r.Other {
-		return r.OtherWhy
+	if a != nil {
+		a.yield()
 	}
-	return ""
-}
-
-// reassert puts fitgo's value back over cur, someone else's; it logs the
-// first time. The lock is held.
-func (f *Fit[V, D]) reassert(cur V, r *Reading[V, D]) event {
-	k := f.k
-	mine, by := k.last, f.other(cur, r)
-	var ok bool
-	if u := r.Runtime; u != nil && u.Default && mine == r.Want {
-		_, ok = k.putBack(cur)
-	} else {
-		_, ok = k.write(cur, mine)
-	}
-	if !ok {
-		return event{} // another write raced: the next reading sees it
-	}
-	f.e.value, f.e.mine = k.last, k.owned
-	f.st.From, f.st.To, f.st.By, f.fresh = mine, cur, by, true
-	if f.st.Kept++; f.st.Kept > 1 {
-		return event{}
-	}
-	return event{level: slog.LevelInfo, msg: "fitgo: " + f.k.txt.Name + " changed by someone else; fitgo puts its value back (insist)",
-		args: f.changeArgs(mine, cur, by)}
-}
-
-// changeArgs are the log arguments of someone else's change of was to cur
-// (by: the likely other library).
-func (f *Fit[V, D]) changeArgs(cur, was V, by string) []any {
-	args := []any{f.k.txt.Name, cur, "was", was}
-	if by != "" {
-		args = append(args, "by", "another library, matching "+by)
-	}
-	return args
-}
-
-// step fits the value cur, fitgo's, to r; the lock is held.
-func (f *Fit[V, D]) step(now time.Time, cur V, r *Reading[V, D]) event {
-	k := f.k
-	f.fresh = false
-	if r.Err != nil {
-		first := f.st.Err == nil
-		f.st.Err = r.Err
-		if first {
-			return event{level: slog.LevelWarn, msg: "fitgo: cannot read the " + f.k.txt.Limit + "; " + f.k.txt.Name + " not fitted until it can",
-				args: []any{f.k.txt.Name, cur, "err", r.Err}}
-		}
-		return event{}
-	}
-	f.st.Err, f.st.Limit = nil, r.Limit
-	switch {
-	case !r.Has && k.owned:
-		got, ok := k.putBack(cur)
-		if !ok {
-			return f.handOver(cur, got, "")
-		}
-		return f.changed(now, cur, got, ": "+f.k.txt.Limit+" removed")
-	case !r.Has || r.Want == cur || !k.owned && r.Runtime != nil && r.Runtime.Wait:
-		return f.flush(now, cur)
-	}
-	got, ok := k.write(cur, r.Want)
-	if !ok {
-		return f.handOver(cur, got, "")
-	}
-	if r.Why != "" {
-		return f.changed(now, cur, got, " "+r.Why)
-	}
-	return f.changed(now, cur, got, ": "+f.k.txt.Limit+" changed")
-}
-
-// changed records a change the refresh made; the lock is held.
-func (f *Fit[V, D]) changed(now time.Time, from, to V, what string) event {
-	f.e.value, f.e.mine = to, f.k.owned
-	f.st.Updates++
-	f.st.LastUpdate, f.fresh = now, true
-	if f.logs.held == 0 {
-		f.logs.from = from
-	}
-	f.logs.held++
-	f.logs.what = what
-	return f.flush(now, to)
-}
-
-// handOver gives up the knob to whoever set cur over from (by: the likely
-// other library); the lock is held.
-func (f *Fit[V, D]) handOver(from, cur V, by string) event {
-	k := f.k
-	f.stopLocked("")
-	f.st.HandedOver, f.st.From, f.st.To, f.st.By = true, from, cur, by
-	k.owned, k.last, k.stack = false, cur, nil
-	return event{level: slog.LevelInfo, msg: "fitgo: " + f.k.txt.Name + " changed by someone else; fitgo stops managing it",
-		args: f.changeArgs(cur, from, by)}
-}
-
-// stop stops following for reason.
-func (f *Fit[V, D]) stop(reason string) {
-	f.k.mu.Lock()
-	f.stopLocked(reason)
-	f.k.mu.Unlock()
-}
-
-func (f *Fit[V, D]) stopLocked(reason string) {
-	if !f.st.Following {
-		return
-	}
-	f.st.Following, f.st.Reason = false, reason
-	if f.k.active == f.e {
-		f.k.active = nil
-	}
-	if f.release != nil {
-		f.release()
-	}
-	if f.wake != nil {
-		f.wake()
-	}
-}
-
-// Undo stops following and takes this Apply off the undo stack. When it was
-// the Apply in force and fitgo's value is still the runtime's, the value
-// goes back to what the Apply before it left in force or, when every Apply
-// is undone, to the state from before fitgo. Undo in any order, each once,
-// gives that state back; calling it again does nothing.
-func (f *Fit[V, D]) Undo() {
-	k := f.k
-	k.mu.Lock()
-	f.stopLocked("undone")
-	i := slices.Index(k.stack, f.e)
-	if i < 0 {
-		k.mu.Unlock()
-		return // undone already, or the value has not been fitgo's since
-	}
-	k.stack = slices.Delete(k.stack, i, i+1)
-	var ev event
-	if cur := k.get(); i == len(k.stack) && k.owned && cur == k.last {
-		if n := len(k.stack); n > 0 && k.stack[n-1].mine {
-			if v := k.stack[n-1].value; v != cur {
-				if got, ok := k.write(cur, v); !ok {
-					ev = f.handOver(cur, got, "")
-				}
-			}
-		} else if got, ok := k.putBack(cur); !ok {
-			ev = f.handOver(cur, got, "")
-		}
-	}
-	k.mu.Unlock()
-	f.emit(ev)
-}
-
-// State is the live state of a Fit.
-type State[V comparable, D any] struct {
-	Value      V // the runtime's current value
-	Following  bool
-	Reason     string // why following stopped, "" when handed over
-	HandedOver bool   // someone else changed the value From To
-	From, To   V      // the hand-over, or the last put-back of fitgo's From over To
-	By         string // the likely other library that set To
-	Kept       int    // put-backs
-	Err        error  // of the last reading
-	Limit      D      // the last good reading
-	Updates    int
-	LastUpdate time.Time
-}
-
-// Why is the reason a Status gives for the state: someone else's change,
-// a failing reading, or why following stopped; "" when there is none to add
-// to the reason of Apply.
-func (f *Fit[V, D]) Why(s State[V, D]) string {
-	txt := &f.k.txt
-	switch {
-	case s.Following && s.Err != nil:
-		return "the " + txt.Limit + " cannot be read: " + txt.Name + " is not fitted until it can"
-	case !s.HandedOver && !s.Following:
-		return s.Reason
-	case !s.HandedOver && s.Kept == 0:
-		return ""
-	}
-	// Someone else changed the value: fitgo handed it over or put it back.
-	why := txt.Value + " was changed from " + txt.Format(s.From) + " to " + txt.Format(s.To)
-	if s.By != "" {
-		why += " by another library, matching " + s.By
-	} else {
-		why += " outside fitgo"
-	}
-	switch {
-	case !s.HandedOver:
-		return why + "; fitgo put its value back (insist, " + strconv.Itoa(s.Kept) + " times)"
-	case s.By != "":
-		return why + "; no longer managed (to keep fitgo's value: FITGO=insist=on or Options.Insist)"
-	}
-	return why + "; no longer managed"
-}
-
-// Step is a package's reading of a tick for the Fit f: the refresh
-// goroutine may run it before Apply returns, so it gets f rather than
-// finding it where Apply stores it.
-type Step[V comparable, D any] func(f *Fit[V, D], now time.Time, lim cgroup.Limits, err error) bool
-
-// Join makes a following Fit a member of the Loop that ctx carries (see
-// WithLoop) or, without one, of a new Loop of its own at the interval every
-// over open (ticked by ticks when not nil), and returns the Loop. step is
-// the Fit's package's reading of a tick. The Fit stops when ctx is done.
-func (f *Fit[V, D]) Join(ctx context.Context, every time.Duration, open func() (Source, error), ticks <-chan time.Time,
-	step Step[V, D]) *Loop {
-	l := LoopOf(ctx)
-	if l == nil {
-		l = NewLoop(every, open, ticks)
-	}
-	f.k.mu.Lock()
-	f.wake = l.Wake
-	if ctx != nil { // AfterFunc calls stop in a goroutine of its own
-		f.release = context.AfterFunc(ctx, func() { f.stop("stopped: " + context.Cause(ctx).Error()) })
-	}
-	f.k.mu.Unlock()
-	l.Add(func(now time.Time, lim cgroup.Limits, err error) bool { return step(f, now, lim, err) }, f.Following)
-	if !f.Following() {
-		l.Wake() // superseded or stopped before it joined
-	}
-	return l
-}
-
-// State returns the Fit's live state.
-func (f *Fit[V, D]) State() State[V, D] {
-	f.k.mu.Lock()
-	defer f.k.mu.Unlock()
-	st := f.st
-	st.Value = f.k.get()
-	return st
-}
-
-// event is a log line, written once the lock is released.
-type event struct {
-	level slog.Level
-	msg   string
-	args  []any
-}
-
-func (f *Fit[V, D]) emit(ev event) {
-	if ev.msg != "" && f.log != nil {
-		f.log.Log(context.Background(), ev.level, ev.msg, ev.args...)
-	}
-}
-
-// LogEvery is how often a Fit logs the changes its refresh makes: the first
-// change at once; later ones within LogEvery of the last line are held back
-// and logged as one line (with their count) at the first reading after the
-// period, so that a flapping limit cannot flood the logs. The value itself
-// follows every reading.
-const LogEvery = 10 * time.Second
-
-// coalescer holds back change lines within LogEvery of the last one.
-type coalescer[V comparable] struct {
-	at   time.Time // of the last line
-	held int       // changes since, not logged
-	from V         // the value before the first of them
-	what string
-}
-
-// flush logs the held-back changes unless the last line is too recent; the
-// lock is held. It does not allocate when there is nothing to log.
-func (f *Fit[V, D]) flush(now time.Time, cur V) event {
-	c := &f.logs
-	if c.held == 0 || !c.at.IsZero() && now.Sub(c.at) < LogEvery {
-		return event{}
-	}
-	n, from := c.held, c.from
-	c.held, c.at = 0, now
-	args := []any{f.k.txt.Name, cur, "before", from, f.k.txt.Key, f.st.Limit}
-	if n > 1 {
-		args = append(args, "changes", n)
-	}
-	return event{level: slog.LevelInfo, msg: "fitgo: " + f.k.txt.Name + " updated" + c.what, args: args}
 }

@@ -30,7 +30,7 @@ func (f *fakeKnob) knob() *Knob[int] {
 		f.val = n
 		return p
 	}
-	return New(Text[int]{Name: "X", Value: "x", Limit: "x limit", Key: "x_limit", Format: strconv.Itoa},
+	return New(Spec[int]{Name: "X", Value: "x", Limit: "x limit", Key: "x_limit", Format: strconv.Itoa},
 		func() int { return f.val }, set, func(orig int) int { f.restores++; return set(orig) })
 }
 
@@ -38,7 +38,7 @@ func (f *fakeKnob) knob() *Knob[int] {
 // follows.
 func apply(t *testing.T, k *Knob[int], v int, log *slog.Logger) *Fit[int, string] {
 	t.Helper()
-	cur, _ := k.Peek()
+	cur, _ := k.peek()
 	f, ok := start(k, log, cur, v, v != cur, true)
 	require.True(t, ok)
 	return f
@@ -172,7 +172,7 @@ func TestStep(t *testing.T) {
 func TestRuntimeUpdateRacesTheTick(t *testing.T) {
 	fk := &fakeKnob{val: 8}
 	k := fk.knob()
-	cur, _ := k.Peek()
+	cur, _ := k.peek()
 	s, ok := start(k, nil, cur, cur, false, true)
 	require.True(t, ok)
 	now := time.Now()
@@ -243,7 +243,7 @@ func TestWriteRace(t *testing.T) {
 }
 
 // TestChangeLinesCoalesce: a resize storm (200 changes in 2 s) logs the first
-// change at once and the rest in one line after LogEvery; the value follows
+// change at once and the rest in one line after logEvery; the value follows
 // every reading.
 func TestChangeLinesCoalesce(t *testing.T) {
 	var buf bytes.Buffer
@@ -259,18 +259,18 @@ func TestChangeLinesCoalesce(t *testing.T) {
 	require.Len(t, lines, 1, buf.String())
 	assert.Contains(t, lines[0], `msg="fitgo: X updated: x limit changed" X=1 before=4 x_limit=lim`)
 
-	// Quiet readings within LogEvery log nothing; the first after it logs
+	// Quiet readings within logEvery log nothing; the first after it logs
 	// the held-back changes in one line.
 	s.Step(start.Add(5*time.Second), want(5))
 	assert.Len(t, strings.Split(strings.TrimSpace(buf.String()), "\n"), 1)
-	s.Step(start.Add(LogEvery), want(5))
+	s.Step(start.Add(logEvery), want(5))
 	lines = strings.Split(strings.TrimSpace(buf.String()), "\n")
 	require.Len(t, lines, 2, buf.String())
 	assert.Contains(t, lines[1], `msg="fitgo: X updated: x limit changed" X=5 before=1 x_limit=lim changes=199`)
 	assert.Equal(t, 200, s.State().Updates)
 
 	// A change long after the last line is logged at once again.
-	s.Step(start.Add(3*LogEvery), want(2))
+	s.Step(start.Add(3*logEvery), want(2))
 	lines = strings.Split(strings.TrimSpace(buf.String()), "\n")
 	require.Len(t, lines, 3)
 	assert.Contains(t, lines[2], "X=2 before=5")
@@ -278,7 +278,7 @@ func TestChangeLinesCoalesce(t *testing.T) {
 	// A change for another reason than the limit's says so.
 	r := want(3)
 	r.Why = "by the leak guard"
-	s.Step(start.Add(5*LogEvery), r)
+	s.Step(start.Add(5*logEvery), r)
 	lines = strings.Split(strings.TrimSpace(buf.String()), "\n")
 	require.Len(t, lines, 4)
 	assert.Contains(t, lines[3], `msg="fitgo: X updated by the leak guard" X=3 before=2`)
@@ -304,8 +304,8 @@ func TestReadErrorWarnsOnce(t *testing.T) {
 func TestStopAndUndoAreIdempotent(t *testing.T) {
 	fk := &fakeKnob{val: 8}
 	s := apply(t, fk.knob(), 4, nil)
-	s.stop("stopped")
-	s.stop("stopped")
+	s.Stop("stopped")
+	s.Stop("stopped")
 	assert.Equal(t, "stopped", s.State().Reason)
 	assert.Equal(t, 4, fk.val, "Stop keeps the value")
 	s.Undo()
@@ -345,7 +345,7 @@ func TestHandOverNamesTheOtherLibrary(t *testing.T) {
 			fk.val = tc.to
 			assert.False(t, s.Step(now, withOther(2, 1)), "handed over")
 			assert.Equal(t, tc.to, fk.val, "fitgo does not fight")
-			assert.Equal(t, tc.why, s.Why(s.State()))
+			assert.Equal(t, tc.why, s.why(s.State()))
 			assert.Equal(t, tc.why != "" && !tc.intact && tc.to == 1, strings.Contains(buf.String(), `by="another library, matching lib's rule"`), buf.String())
 		})
 	}
@@ -367,14 +367,14 @@ func TestInsist(t *testing.T) {
 	st := s.State()
 	assert.Equal(t, 1, st.Kept)
 	assert.False(t, st.HandedOver)
-	assert.Equal(t, "x was changed from 2 to 1 by another library, matching lib's rule; fitgo put its value back (insist, 1 times)", s.Why(st))
+	assert.Equal(t, "x was changed from 2 to 1 by another library, matching lib's rule; fitgo put its value back (insist, 1 times)", s.why(st))
 	assert.Contains(t, buf.String(), `msg="fitgo: X changed by someone else; fitgo puts its value back (insist)" X=2 was=1 by="another library, matching lib's rule"`)
 
 	fk.val = 5 // again, with a new limit at the same reading
 	assert.True(t, s.Step(now, want(3)))
 	assert.Equal(t, 3, fk.val, "put back, then fitted to the new limit")
 	assert.Equal(t, 2, s.State().Kept)
-	assert.Equal(t, "x was changed from 2 to 5 outside fitgo; fitgo put its value back (insist, 2 times)", s.Why(s.State()))
+	assert.Equal(t, "x was changed from 2 to 5 outside fitgo; fitgo put its value back (insist, 2 times)", s.why(s.State()))
 	assert.Equal(t, 1, strings.Count(buf.String(), "puts its value back"), "logged once")
 
 	s.Undo()

@@ -8,11 +8,11 @@ import (
 	"github.com/fitgo/fitgo/cgroup"
 )
 
-// MinInterval is the shortest refresh interval; shorter ones are raised to it.
-const MinInterval = 10 * time.Millisecond
+// minInterval is the shortest refresh interval; shorter ones are raised to it.
+const minInterval = 10 * time.Millisecond
 
-// Interval is the refresh interval for a requested d: at least MinInterval.
-func Interval(d time.Duration) time.Duration { return max(d, MinInterval) }
+// Interval is the refresh interval for a requested d: at least minInterval.
+func Interval(d time.Duration) time.Duration { return max(d, minInterval) }
 
 // Source gives the current limits; *cgroup.Watcher is one.
 type Source interface {
@@ -55,13 +55,10 @@ func NewLoop(interval time.Duration, open func() (Source, error), ticks <-chan t
 	return &Loop{open: open, every: Interval(interval), ticks: ticks, wakeC: make(chan struct{}, 1)}
 }
 
-// Every is the Loop's interval.
-func (l *Loop) Every() time.Duration { return l.every }
-
-// Add makes a Fit a member: step gets every reading and reports whether it
-// still follows; following reports it between readings. Add starts the
+// add makes a Fit a member: step gets every reading and reports whether it
+// still follows; following reports it between readings. add starts the
 // goroutine if it is not running.
-func (l *Loop) Add(step func(time.Time, cgroup.Limits, error) bool, following func() bool) {
+func (l *Loop) add(step func(time.Time, cgroup.Limits, error) bool, following func() bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.members = append(l.members, member{step, following})
@@ -71,9 +68,9 @@ func (l *Loop) Add(step func(time.Time, cgroup.Limits, error) bool, following fu
 	}
 }
 
-// Wake tells the goroutine that a member stopped, so that it exits at once
+// wake tells the goroutine that a member stopped, so that it exits at once
 // when none follows any more.
-func (l *Loop) Wake() {
+func (l *Loop) wake() {
 	select {
 	case l.wakeC <- struct{}{}:
 	default:

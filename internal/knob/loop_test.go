@@ -70,10 +70,10 @@ func waitDone(t *testing.T, done <-chan struct{}) {
 }
 
 func TestInterval(t *testing.T) {
-	assert.Equal(t, MinInterval, Interval(time.Nanosecond), "raised to the floor")
-	assert.Equal(t, MinInterval, Interval(0))
+	assert.Equal(t, minInterval, Interval(time.Nanosecond), "raised to the floor")
+	assert.Equal(t, minInterval, Interval(0))
 	assert.Equal(t, time.Second, Interval(time.Second))
-	assert.Equal(t, MinInterval, NewLoop(time.Nanosecond, nil, nil).Every())
+	assert.Equal(t, minInterval, NewLoop(time.Nanosecond, nil, nil).every)
 }
 
 // TestLoopTicksAndExits drives the loop with ticks the test sends: each tick
@@ -85,8 +85,8 @@ func TestLoopTicksAndExits(t *testing.T) {
 	ticks := make(chan time.Time, 10)
 	l := NewLoop(time.Hour, func() (Source, error) { opens++; return src, nil }, ticks)
 	a, b := newRecorder(), newRecorder()
-	l.Add(a.step, a.following)
-	l.Add(b.step, b.following)
+	l.add(a.step, a.following)
+	l.add(b.step, b.following)
 	done := l.Done()
 	require.NotNil(t, done)
 	assert.Zero(t, opens, "nothing is opened before the first tick (off the start-up path)")
@@ -102,11 +102,11 @@ func TestLoopTicksAndExits(t *testing.T) {
 	<-b.got
 
 	a.stop.Store(true)
-	l.Wake()
+	l.wake()
 	ticks <- time.Now()
 	<-b.got // a may get this one reading, and leaves
 	b.stop.Store(true)
-	l.Wake()
+	l.wake()
 	waitDone(t, done)
 	assert.Nil(t, l.Done())
 	assert.Equal(t, 1, opens, "opened once, at the first tick")
@@ -116,11 +116,11 @@ func TestLoopTicksAndExits(t *testing.T) {
 
 	// A new member starts a new run.
 	c := newRecorder()
-	l.Add(c.step, c.following)
+	l.add(c.step, c.following)
 	ticks <- time.Now()
 	<-c.got
 	c.stop.Store(true)
-	l.Wake()
+	l.wake()
 	waitDone(t, l.Done())
 	assert.Equal(t, 2, opens)
 }
@@ -141,7 +141,7 @@ func TestLoopRetriesOpen(t *testing.T) {
 		return src, nil
 	}, ticks)
 	r := newRecorder()
-	l.Add(r.step, r.following)
+	l.add(r.step, r.following)
 	var tries []int
 	for i := 0; i < 10; i++ {
 		ticks <- time.Now()
@@ -158,7 +158,7 @@ func TestLoopRetriesOpen(t *testing.T) {
 	// Tries at ticks 1, 3 and 7: the wait doubles after each failure.
 	assert.Equal(t, []int{1, 1, 2, 2, 2, 2, 3, 3, 3, 3}, tries)
 	r.stop.Store(true)
-	l.Wake()
+	l.wake()
 	waitDone(t, l.Done())
 }
 
@@ -188,7 +188,7 @@ func TestFitFollowsThroughLoop(t *testing.T) {
 	l := NewLoop(time.Hour, func() (Source, error) { return cgroup.NewWatcher(os.DirFS(root)) }, ticks)
 	ctx, cancel := context.WithCancel(context.Background())
 	stepped := make(chan bool, 10)
-	f.Join(WithLoop(ctx, l), 0, nil, nil, func(f *Fit[int, string], now time.Time, lim cgroup.Limits, err error) bool {
+	f.join(WithLoop(ctx, l), 0, nil, nil, func(f *Fit[int, string], now time.Time, lim cgroup.Limits, err error) bool {
 		q, _ := lim.CPUQuota()
 		keep := f.Step(now, Reading[int, string]{Err: err, Want: int(q), Has: true})
 		stepped <- keep
@@ -219,7 +219,7 @@ func TestInsistSetWhileRefreshing(t *testing.T) {
 	ticks := make(chan time.Time)
 	stepped := make(chan bool)
 	ctx, cancel := context.WithCancel(context.Background())
-	l := f.Join(ctx, time.Hour, func() (Source, error) { return &fakeSource{}, nil }, ticks, func(f *Fit[int, string], now time.Time, _ cgroup.Limits, _ error) bool {
+	l := f.join(ctx, time.Hour, func() (Source, error) { return &fakeSource{}, nil }, ticks, func(f *Fit[int, string], now time.Time, _ cgroup.Limits, _ error) bool {
 		keep := f.Step(now, want(2))
 		stepped <- keep
 		return keep
@@ -277,9 +277,9 @@ func TestAlreadyDoneContext(t *testing.T) {
 	f := apply(t, fk.knob(), 4, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	l := f.Join(ctx, time.Hour, func() (Source, error) { t.Error("opened"); return nil, nil }, make(chan time.Time),
+	l := f.join(ctx, time.Hour, func() (Source, error) { t.Error("opened"); return nil, nil }, make(chan time.Time),
 		func(*Fit[int, string], time.Time, cgroup.Limits, error) bool { return true })
 	waitDone(t, l.Done())
-	assert.False(t, f.Following())
+	assert.False(t, f.following())
 	assert.Equal(t, "stopped: context canceled", f.State().Reason)
 }

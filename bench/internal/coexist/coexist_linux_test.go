@@ -7,8 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/fitgo/fitgo/internal/testprog"
-	"github.com/fitgo/fitgo/internal/testprog/cgv1"
+	"github.com/fitgo/fitgo/internal/rig/testprog"
+	"github.com/fitgo/fitgo/internal/rig/testprog/cgv1"
 )
 
 const mib = 1 << 20

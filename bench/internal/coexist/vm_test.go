@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/fitgo/fitgo/internal/testprog"
-	"github.com/fitgo/fitgo/internal/vmtest"
+	"github.com/fitgo/fitgo/internal/rig/testprog"
+	"github.com/fitgo/fitgo/internal/rig/vmtest"
 )
 
 // vmScript is the guest's suite (/scenarios/coexist.sh, sourced by the vm
@@ -87,7 +87,7 @@ stop insist
 `
 
 // TestCoexistV2 is TestCoexistV1 on cgroup v2, in a qemu guest (this
-// machine and CI have v1), with the vm rig of internal/vmtest and its
+// machine and CI have v1), with the vm rig of internal/rig/vmtest and its
 // switches (vmtest.Require).
 func TestCoexistV2(t *testing.T) {
 	host := vmtest.Require(t)

@@ -220,7 +220,7 @@ func TestDockerfileNeedsNoBuildKit(t *testing.T) {
 	}
 	ignore, err := os.ReadFile("../../../.dockerignore")
 	require.NoError(t, err)
-	for _, p := range []string{".git", "internal/vmtest/.cache", "bench/out"} {
+	for _, p := range []string{".git", "internal/rig/vmtest/.cache", "bench/out"} {
 		assert.Contains(t, strings.Fields(string(ignore)), p)
 	}
 }

@@ -19,13 +19,13 @@ import (
 
 	"github.com/fitgo/fitgo/bench/internal/results"
 	"github.com/fitgo/fitgo/cgroup"
-	"github.com/fitgo/fitgo/internal/vmtest"
-	"github.com/fitgo/fitgo/internal/vmtest/probe/report"
+	"github.com/fitgo/fitgo/internal/rig/vmtest"
+	"github.com/fitgo/fitgo/internal/rig/vmtest/probe/report"
 )
 
 const mib = 1 << 20
 
-// ProbeImage is the image of the TestKubelet* pods: busybox, internal/vmtest's
+// ProbeImage is the image of the TestKubelet* pods: busybox, internal/rig/vmtest's
 // probes (explicit, blank; built in the root module, so with its go 1.23
 // GODEBUG defaults, as in the vm tests), the benchmark's variants (built in
 // this module) and ./watch.
@@ -41,7 +41,7 @@ func probeImage(t *testing.T) Image {
 	dir := t.TempDir()
 	root, err := filepath.Abs("../../..")
 	require.NoError(t, err)
-	require.NoError(t, vmtest.BuildStatic(root, dir+"/", "./internal/vmtest/probe/explicit", "./internal/vmtest/probe/blank"))
+	require.NoError(t, vmtest.BuildStatic(root, dir+"/", "./internal/rig/vmtest/probe/explicit", "./internal/rig/vmtest/probe/blank"))
 	require.NoError(t, vmtest.BuildStatic("", dir+"/", "github.com/fitgo/fitgo/bench/cmd/runtime", "github.com/fitgo/fitgo/bench/cmd/fitgo",
 		"github.com/fitgo/fitgo/bench/cmd/untuned", "github.com/fitgo/fitgo/bench/cmd/env", "github.com/fitgo/fitgo/bench/internal/kubetest/watch",
 		"github.com/fitgo/fitgo/bench/cmd/coprocess", "github.com/fitgo/fitgo/bench/cmd/sidecar"))

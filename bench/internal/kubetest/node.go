@@ -17,7 +17,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/fitgo/fitgo/internal/vmtest"
+	"github.com/fitgo/fitgo/internal/rig/vmtest"
 )
 
 // InstallNode is the command that builds and fetches everything a Node needs.
@@ -36,7 +36,7 @@ var nodeInit []byte
 // Node is a single-node Kubernetes cluster: the control plane (etcd,
 // kube-apiserver, kube-controller-manager, kube-scheduler) on the host's
 // 127.0.0.1, and the node itself (the kubelet, containerd and runc) in a qemu
-// guest with the Debian cloud kernel of internal/vmtest, cgroup v2.
+// guest with the Debian cloud kernel of internal/rig/vmtest, cgroup v2.
 type Node struct {
 	*Server
 	console     *logFile

@@ -21,7 +21,7 @@ import (
 	"github.com/fitgo/fitgo/bench/internal/kind"
 	"github.com/fitgo/fitgo/bench/internal/report"
 	"github.com/fitgo/fitgo/bench/internal/results"
-	"github.com/fitgo/fitgo/internal/vmtest"
+	"github.com/fitgo/fitgo/internal/rig/vmtest"
 )
 
 // BenchImage is the kind runner's workload image in the rig: the variants it

@@ -119,7 +119,7 @@ for name in kubelet kube-controller-manager kubectl kube-scheduler; do
 		build "$name" "$k8s" "k8s.io/kubernetes/cmd/$name" k8s.io/kubernetes "${replaces[@]}"
 done
 
-vmtest=$(cd "$bench/../internal/vmtest" && pwd)
+vmtest=$(cd "$bench/../internal/rig/vmtest" && pwd)
 sh "$vmtest/fetch-kernel.sh"
 vmcache=${FITGO_VMTEST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/fitgo/vmtest}
 kpkg=$(awk '{ print $1 }' "$vmcache/kernel-version")

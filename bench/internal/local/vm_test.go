@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fitgo/fitgo/bench/internal/results"
-	"github.com/fitgo/fitgo/internal/vmtest"
+	"github.com/fitgo/fitgo/internal/rig/vmtest"
 )
 
 // vmScript is the guest's suite (/scenarios/bench.sh, sourced by the vm
@@ -42,7 +42,7 @@ echo "BENCH-SUBTREE-AFTER $(cat "$cg/cgroup.subtree_control")"
 `
 
 // TestVMCgroupV2 runs the local runner in a qemu guest with cgroup v2 only
-// (this machine and CI have v1), using the vm rig of internal/vmtest and its
+// (this machine and CI have v1), using the vm rig of internal/rig/vmtest and its
 // switches (vmtest.Require). The memory scenario's live heap is 88 MiB of
 // the 128 MiB, not the default 0.6 × 128 MiB (77 MiB): in CI at a load of
 // 12 the emulated untuned workload allocated 44 MiB in its window, short of

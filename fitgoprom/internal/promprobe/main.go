@@ -17,7 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/fitgo/fitgo/fitgoprom"
-	"github.com/fitgo/fitgo/internal/vmtest/probe/report"
+	"github.com/fitgo/fitgo/internal/rig/vmtest/probe/report"
 )
 
 func main() {

@@ -1,7 +1,7 @@
 // Command prog blank-imports fitgo and, as Caddy's cmd.Main does, calls
 // automaxprocs' and automemlimit's Set in main, after every init; then it
 // reports GOMAXPROCS, GOMEMLIMIT and fitgo's status as the library's test
-// programs do (internal/testprog/run).
+// programs do (internal/rig/testprog/run).
 package main
 
 import (
@@ -11,7 +11,7 @@ import (
 	"go.uber.org/automaxprocs/maxprocs"
 
 	_ "github.com/fitgo/fitgo"
-	"github.com/fitgo/fitgo/internal/testprog/run"
+	"github.com/fitgo/fitgo/internal/rig/testprog/run"
 )
 
 func main() {

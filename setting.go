@@ -1,0 +1,101 @@
+package fitgo
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/fitgo/fitgo/internal/envvar"
+	"github.com/fitgo/fitgo/internal/knob"
+	"github.com/fitgo/fitgo/maxprocs"
+	"github.com/fitgo/fitgo/memlimit"
+)
+
+// setting is the blank import's configuration from FITGO: the Options of
+// both knobs, which of them are on, and the refresh interval.
+type setting struct {
+	maxprocs, memlimit bool          // the knobs that are on (maxprocs=off, memlimit=off)
+	every              time.Duration // the refresh interval; 0: no refresh (refresh=off)
+	mp                 maxprocs.Options
+	ml                 memlimit.Options
+}
+
+// parseFITGO parses the value of FITGO, whose fields the package doc lists:
+// comma-separated, like GODEBUG. Spaces around fields are ignored, later
+// fields override earlier ones, and empty fields are skipped. A field that
+// cannot be understood is skipped and reported in err (at most maxErrs of
+// them); the other fields still apply.
+func parseFITGO(s string) (c setting, err error) {
+	c = setting{maxprocs: true, memlimit: true}
+	refresh, interval, headroom, guard, nonGo := true, time.Duration(0), true, true, true
+	switches := map[string]*bool{"maxprocs": &c.maxprocs, "memlimit": &c.memlimit, "refresh": &refresh,
+		"headroom": &headroom, "leakguard": &guard, "nongo": &nonGo}
+	var errs []error
+	for _, field := range strings.Split(s, ",") {
+		field = strings.TrimSpace(field)
+		key, value, ok := strings.Cut(field, "=")
+		key, value = strings.TrimSpace(key), strings.TrimSpace(value)
+		var bad, unknown string
+		switch on, sw := value == "on", switches[key]; {
+		case field == "":
+		case field == "off":
+			c.maxprocs, c.memlimit = false, false
+		case !ok:
+			bad = "want off or key=value"
+		case key == "rounding":
+			bad = "want floor, ceil or nearest"
+			for r := maxprocs.Floor; r <= maxprocs.Nearest; r++ { // a Policy's String begins with its rounding's name
+				if name, _, _ := strings.Cut(maxprocs.Policy{Rounding: r}.String(), ","); name == value {
+					c.mp.Rounding, bad = r, ""
+				}
+			}
+		case key == "insist" && (on || value == "off" || value == "maxprocs" || value == "memlimit"):
+			c.mp.Insist, c.ml.Insist = on || value == "maxprocs", on || value == "memlimit"
+		case key == "insist":
+			bad = "want on, off, maxprocs or memlimit"
+		case key == "gc" && (value == "auto" || value == "off"):
+			c.ml.GC = value == "auto"
+		case key == "gc":
+			bad = "want auto or off"
+		case key == "reserve":
+			bad = "want a quantity of bytes such as 64Mi or 67108864"
+			if v, qok := envvar.Quantity(value, 1); qok {
+				c.ml.Reserve, bad = v, ""
+			}
+		case sw == nil:
+			unknown = key
+		case on || value == "off":
+			*sw = on
+			if key == "refresh" {
+				interval = 0
+			}
+		case key != "refresh":
+			bad = "want on or off"
+		default:
+			bad = "want off, on or a positive duration such as 500ms"
+			if d, perr := time.ParseDuration(value); perr == nil && d > 0 {
+				refresh, interval, bad = true, d, ""
+			}
+		}
+		switch {
+		case unknown != "": // the key says it all: quote it alone, keeping the error short
+			errs = append(errs, fmt.Errorf("FITGO: unknown setting %q (want maxprocs, memlimit, refresh, rounding, insist, headroom, leakguard, nongo, gc or reserve)", envvar.Short(unknown)))
+		case bad != "":
+			errs = append(errs, fmt.Errorf("FITGO: %q: %s", envvar.Short(field), bad))
+		}
+	}
+	if refresh {
+		c.every = knob.Interval(cmp.Or(interval, defaultRefresh))
+	}
+	c.mp.KeepExisting, c.ml.KeepExisting = !c.mp.Insist, !c.ml.Insist // insisting: fitgo's value wins over an earlier one too
+	c.ml.NoHeadroom, c.ml.NoLeakGuard, c.ml.NoNonGo = !headroom, !guard, !nonGo
+	if len(errs) > maxErrs {
+		errs = append(errs[:maxErrs], fmt.Errorf("FITGO: and %d more fields not understood", len(errs)-maxErrs))
+	}
+	return c, errors.Join(errs...)
+}
+
+// maxErrs is how many bad fields FITGO's error names, each cut by envvar.Short.
+const maxErrs = 3
