@@ -51,8 +51,8 @@ func ExamplePlan() {
 		fmt.Println("cannot read the memory limit:", err)
 		return
 	}
-	fmt.Printf("%s %d bytes from %s (ratio %v, reserve %d): GOMEMLIMIT %d\n", res.From, res.Limit, res.Source,
+	fmt.Printf("%s %d bytes from %s (ratio %v, margin %d): GOMEMLIMIT %d\n", res.From, res.Limit, res.Source,
 		res.Policy.Ratio, res.Policy.Margin, res.Policy.SoftLimit(res.Limit))
 	// Output:
-	// memory.limit_in_bytes 536870912 bytes from /sys/fs/cgroup/memory (ratio 0.9, reserve 67108864): GOMEMLIMIT 469762048
+	// memory.limit_in_bytes 536870912 bytes from /sys/fs/cgroup/memory (ratio 0.9, margin 67108864): GOMEMLIMIT 469762048
 }
