@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"encoding/json"
-	"math"
 	"path"
 	"strconv"
 	"strings"
@@ -12,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/fitgo/fitgo/bench/internal/podspec"
 )
 
 // ContainerName is the name of the workload's container in every manifest.
@@ -24,10 +25,6 @@ const (
 	SidecarContainerName = "sidecar"
 	SidecarPort          = 8642
 )
-
-// MemoryLimitVar is fitgo's explicit memory limit, which the pod-level
-// layout sets from the downward API.
-const MemoryLimitVar = "FITGO_MEMORY_LIMIT"
 
 // Sidecar is the shared scenario's sidecar next to a workload.
 type Sidecar struct {
@@ -104,27 +101,15 @@ var (
 	resizableMemoryRequest = resource.MustParse("64Mi")
 )
 
-// CPU returns cores as a Kubernetes quantity, rounded to millicores: whole
-// cores print as "1", fractions in millicores ("1500m").
-func CPU(cores float64) resource.Quantity {
-	return *resource.NewMilliQuantity(int64(math.Round(cores*1000)), resource.DecimalSI)
-}
-
-// Memory returns bytes as a Kubernetes quantity: "512Mi" when a whole number
-// of MiB (or Gi), else plain bytes.
-func Memory(b int64) resource.Quantity {
-	return *resource.NewQuantity(b, resource.BinarySI)
-}
-
 // CPUQuantity formats cores as the API server does: "1", "1500m".
 func CPUQuantity(cores float64) string {
-	q := CPU(cores)
+	q := podspec.CPU(cores)
 	return q.String()
 }
 
 // MemoryQuantity formats bytes as the API server does: "256Mi", "1Gi", "1000".
 func MemoryQuantity(b int64) string {
-	q := Memory(b)
+	q := podspec.Memory(b)
 	return q.String()
 }
 
@@ -145,16 +130,7 @@ func (w Workload) annotations() map[string]string {
 }
 
 // Limits returns the container's limits: cpu and memory when set.
-func (w Workload) Limits() corev1.ResourceList {
-	lim := corev1.ResourceList{}
-	if w.CPUs > 0 {
-		lim[corev1.ResourceCPU] = CPU(w.CPUs)
-	}
-	if w.MemoryBytes > 0 {
-		lim[corev1.ResourceMemory] = Memory(w.MemoryBytes)
-	}
-	return lim
-}
+func (w Workload) Limits() corev1.ResourceList { return podspec.Limits(w.CPUs, w.MemoryBytes) }
 
 // below returns the fixed request for the resource, or half its limit when
 // the limit is not above it (no limit: the fixed request).
@@ -235,20 +211,17 @@ func (w Workload) podSpec() corev1.PodSpec {
 		}}
 	}
 	if w.DownwardEnv {
-		c.Env = DownwardEnv(ContainerName)
+		c.Env = podspec.DownwardEnv(ContainerName)
 	}
 	if w.MemoryLimitEnv {
-		c.Env = append(c.Env, MemoryLimitEnv(ContainerName))
+		c.Env = append(c.Env, podspec.MemoryLimitEnv(ContainerName))
 	}
 	for _, kv := range w.Env {
 		name, value, _ := strings.Cut(kv, "=")
 		c.Env = append(c.Env, corev1.EnvVar{Name: name, Value: value})
 	}
 	if w.Resizable {
-		c.ResizePolicy = []corev1.ContainerResizePolicy{
-			{ResourceName: corev1.ResourceCPU, RestartPolicy: corev1.NotRequired},
-			{ResourceName: corev1.ResourceMemory, RestartPolicy: corev1.NotRequired},
-		}
+		c.ResizePolicy = podspec.InPlace(corev1.ResourceCPU, corev1.ResourceMemory)
 	}
 	s := corev1.PodSpec{
 		RestartPolicy:                 corev1.RestartPolicyNever,
@@ -266,27 +239,6 @@ func (w Workload) podSpec() corev1.PodSpec {
 		Resources:      podResources,
 	}
 	return s
-}
-
-// MemoryLimitEnv is FITGO_MEMORY_LIMIT from the container's limits.memory in
-// bytes: the README's recipe for a pod-level memory limit. Fixed when the
-// container starts.
-func MemoryLimitEnv(containerName string) corev1.EnvVar {
-	return corev1.EnvVar{Name: MemoryLimitVar, ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{
-		ContainerName: containerName, Resource: "limits.memory", Divisor: resource.MustParse("1"),
-	}}}
-}
-
-// DownwardEnv is the downward-API recipe: GOMAXPROCS from limits.cpu (which
-// the kubelet rounds up to whole cores) and GOMEMLIMIT from limits.memory in
-// bytes. Both are fixed when the container starts.
-func DownwardEnv(containerName string) []corev1.EnvVar {
-	env := func(name, res string) corev1.EnvVar {
-		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{
-			ContainerName: containerName, Resource: res, Divisor: resource.MustParse("1"),
-		}}}
-	}
-	return []corev1.EnvVar{env("GOMAXPROCS", "limits.cpu"), env("GOMEMLIMIT", "limits.memory")}
 }
 
 // Job returns the Job that runs w once: no retry (an OOM kill is a result,
@@ -312,11 +264,7 @@ func Job(w Workload) *batchv1.Job {
 // Pod returns a bare Pod that runs w once; the resize scenario uses it
 // because the resize subresource is a pod's.
 func Pod(w Workload) *corev1.Pod {
-	p := &corev1.Pod{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
-		ObjectMeta: metav1.ObjectMeta{Name: w.Name, Namespace: w.Namespace, Labels: w.labels(), Annotations: w.annotations()},
-		Spec:       w.podSpec(),
-	}
+	p := podspec.Pod(metav1.ObjectMeta{Name: w.Name, Namespace: w.Namespace, Labels: w.labels(), Annotations: w.annotations()}, w.podSpec())
 	if w.DeadlineSeconds > 0 {
 		p.Spec.ActiveDeadlineSeconds = ptr(w.DeadlineSeconds)
 	}

@@ -17,6 +17,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/fitgo/fitgo/bench/internal/podspec"
 	"github.com/fitgo/fitgo/bench/internal/report"
 	"github.com/fitgo/fitgo/bench/internal/results"
 	"github.com/fitgo/fitgo/bench/internal/variant"
@@ -331,7 +332,7 @@ func (p podState) limitsApplied(cpus float64, mem int64) bool {
 		return false
 	}
 	cpu, mq := c.Resources.Limits[corev1.ResourceCPU], c.Resources.Limits[corev1.ResourceMemory]
-	return cpu.Cmp(CPU(cpus)) == 0 && mq.Cmp(Memory(mem)) == 0
+	return cpu.Cmp(podspec.CPU(cpus)) == 0 && mq.Cmp(podspec.Memory(mem)) == 0
 }
 
 func limitString(v int64) string {

@@ -21,6 +21,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/fitgo/fitgo/bench/internal/podspec"
 	"github.com/fitgo/fitgo/bench/internal/report"
 	"github.com/fitgo/fitgo/bench/internal/results"
 )
@@ -517,12 +518,12 @@ func TestRunShared(t *testing.T) {
 	assert.Empty(t, pl.Containers[0].Resources.Limits)
 	assert.Equal(t, []string{"/bench/fitgo"}, pl.Containers[0].Command)
 	require.Len(t, pl.Containers[0].Env, 1)
-	assert.Equal(t, MemoryLimitVar, pl.Containers[0].Env[0].Name)
+	assert.Equal(t, podspec.MemoryLimitVar, pl.Containers[0].Env[0].Name)
 	require.Len(t, pl.InitContainers, 1)
 	assert.Equal(t, []string{"/bench/sidecar", "-mib=200", "-listen=:8642"}, pl.InitContainers[0].Command)
 	for _, name := range []string{"shared-untuned-cnone-m512mi-pod-level-r1", "shared-env-cnone-m512mi-pod-level-r1"} {
 		for _, e := range jobs[name].Spec.Template.Spec.Containers[0].Env {
-			assert.NotEqual(t, MemoryLimitVar, e.Name, "%s: only fitgo takes FITGO_MEMORY_LIMIT", name)
+			assert.NotEqual(t, podspec.MemoryLimitVar, e.Name, "%s: only fitgo takes FITGO_MEMORY_LIMIT", name)
 		}
 	}
 	for _, layout := range []string{"coprocess", "pod-level"} {

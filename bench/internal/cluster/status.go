@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/version"
 
+	"github.com/fitgo/fitgo/bench/internal/podspec"
 	"github.com/fitgo/fitgo/bench/internal/report"
 )
 
@@ -248,11 +249,11 @@ func freeOn(n *corev1.Node, pods []corev1.Pod) nodeFree {
 
 // fits returns "" when a pod requesting cpus and mem fits in f, else why not.
 func (f nodeFree) fits(cpus float64, mem int64) string {
-	if cpu := CPU(cpus); cpus > 0 && cpu.Cmp(f.freeCPU) > 0 {
+	if cpu := podspec.CPU(cpus); cpus > 0 && cpu.Cmp(f.freeCPU) > 0 {
 		return fmt.Sprintf("the node %s has %v CPUs allocatable, %v of them requested by the pods already on it (%v free), and the pods request their limits",
 			f.node.Name, Cores(f.allocCPU), Cores(f.requested[corev1.ResourceCPU]), Cores(f.freeCPU))
 	}
-	if m := Memory(mem); mem > 0 && m.Cmp(f.freeMem) > 0 {
+	if m := podspec.Memory(mem); mem > 0 && m.Cmp(f.freeMem) > 0 {
 		reqMem := f.requested[corev1.ResourceMemory]
 		return fmt.Sprintf("the node %s has %s allocatable, %s of it requested by the pods already on it (%s free), and the pods request their limits",
 			f.node.Name, report.MiB(float64(f.allocMem.Value())), report.MiB(float64(reqMem.Value())), report.MiB(float64(f.freeMem.Value())))

@@ -16,7 +16,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/fitgo/fitgo/bench/internal/podspec"
 	"github.com/fitgo/fitgo/bench/internal/results"
 	"github.com/fitgo/fitgo/cgroup"
 	"github.com/fitgo/fitgo/internal/rig/vmtest"
@@ -87,6 +89,21 @@ func podDone(p *corev1.Pod) (bool, error) {
 	return false, nil
 }
 
+// probePod is a pod of the TestKubelet* tests: on the rig's node, in the
+// host's network, run once, without a service account token.
+func probePod(name string, containers ...corev1.Container) *corev1.Pod {
+	return podspec.Pod(metav1.ObjectMeta{Name: name}, corev1.PodSpec{
+		NodeName: NodeName, HostNetwork: true, RestartPolicy: corev1.RestartPolicyNever,
+		AutomountServiceAccountToken: new(false), Containers: containers,
+	})
+}
+
+// probeContainer runs command in ProbeImage, which the node has (never
+// pulled).
+func probeContainer(name string, command ...string) corev1.Container {
+	return corev1.Container{Name: name, Image: ProbeImage, ImagePullPolicy: corev1.PullNever, Command: command}
+}
+
 // TestKubelet runs each promise verified on a real kubelet as a subtest
 // (TestKubelet/Limits, /Resize, /OOM, /Coprocess, /PodLevel,
 // /ResizeNearLimit, /Runner) on one node that they share: booting a node
@@ -133,16 +150,7 @@ func TestKubelet(t *testing.T) {
 func kubeletLimits(t *testing.T, n *Node, ns string) {
 	ctx := context.Background()
 
-	// One container runs the three programs one after the other, in the
-	// same cgroup.
-	script := `explicit read -scenario limits; blank report -scenario limits; ` +
-		`runtime -duration 300ms -heap-mib 4 -alloc-mib 4 -rate 50 -work-iters 100`
-	pod := `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"limits"},"spec":{
-		"nodeName":"` + NodeName + `","hostNetwork":true,"restartPolicy":"Never","automountServiceAccountToken":false,
-		"containers":[{"name":"probe","image":"` + ProbeImage + `","imagePullPolicy":"Never",
-			"command":["/bin/sh","-c",` + mustJSON(t, script) + `],
-			"resources":{"limits":{"cpu":"1500m","memory":"512Mi"}}}]}}`
-	require.NoError(t, n.CreatePod(ctx, ns, []byte(pod)))
+	require.NoError(t, n.CreatePod(ctx, ns, manifest(t, limitsPod())))
 	p := n.WaitPod(t, ns, "limits", 5*time.Minute, podDone)
 	log, err := n.Logs(ctx, ns, "limits", "probe")
 	require.NoError(t, err)
@@ -181,15 +189,27 @@ func kubeletLimits(t *testing.T, n *Node, ns string) {
 	assert.Equal(t, int64(math.MaxInt64), w.GOMEMLIMIT, "the Go runtime sets no memory limit")
 }
 
+// limitsPod is kubeletLimits's pod: one container, limits of 1500m CPU and
+// 512Mi memory, that runs the three programs one after the other, in the
+// same cgroup.
+func limitsPod() *corev1.Pod {
+	script := `explicit read -scenario limits; blank report -scenario limits; ` +
+		`runtime -duration 300ms -heap-mib 4 -alloc-mib 4 -rate 50 -work-iters 100`
+	c := probeContainer("probe", "/bin/sh", "-c", script)
+	c.Resources.Limits = podspec.Limits(1.5, 512*mib)
+	return probePod("limits", c)
+}
+
 func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return lines[len(lines)-1]
 }
 
-func mustJSON(t *testing.T, v any) string {
-	b, err := json.Marshal(v)
+// manifest is a pod as JSON, for Node.CreatePod.
+func manifest(t *testing.T, pod *corev1.Pod) []byte {
+	b, err := json.Marshal(pod)
 	require.NoError(t, err)
-	return string(b)
+	return b
 }
 
 // watchSample is a line of ./watch's output.
@@ -222,6 +242,24 @@ func jsonLines[T any](log string, keep func(T) bool) []T {
 	return out
 }
 
+// resizePod is kubeletResize's pod: fitgo's blank import (./watch), the
+// runtime variant and the env variant (GOMAXPROCS and GOMEMLIMIT from the
+// downward API), each requesting 100m and 128Mi with limits of 1500m and
+// 512Mi.
+func resizePod() *corev1.Pod {
+	variant := []string{"-duration", "30m", "-heap-mib", "4", "-alloc-mib", "1", "-rate", "20", "-work-iters", "100", "-report-every", "100ms"}
+	container := func(name string, command ...string) corev1.Container {
+		c := probeContainer(name, command...)
+		c.Resources = corev1.ResourceRequirements{Requests: podspec.Limits(0.1, 128*mib), Limits: podspec.Limits(1.5, 512*mib)}
+		return c
+	}
+	env := container("env", append([]string{"/bin/env"}, variant...)...)
+	env.Env = podspec.DownwardEnv("env")
+	p := probePod("resize", container("fitgo", "/bin/watch"), container("runtime", append([]string{"/bin/runtime"}, variant...)...), env)
+	p.Spec.TerminationGracePeriodSeconds = new(int64(1))
+	return p
+}
+
 // kubeletResize is the issue's second point: an in-place resize through
 // the resize subresource, 1500m/512Mi to 2500m/768Mi and back down. In one
 // pod: fitgo's blank import (./watch, the runtime's own container support
@@ -230,23 +268,7 @@ func jsonLines[T any](log string, keep func(T) bool) []T {
 func kubeletResize(t *testing.T, n *Node, ns string) {
 	ctx := context.Background()
 
-	variant := []string{"-duration", "30m", "-heap-mib", "4", "-alloc-mib", "1", "-rate", "20", "-work-iters", "100", "-report-every", "100ms"}
-	container := func(name string, command []string, env string) string {
-		return `{"name":"` + name + `","image":"` + ProbeImage + `","imagePullPolicy":"Never",
-			"command":` + mustJSON(t, command) + `,` + env + `
-			"resources":{"requests":{"cpu":"100m","memory":"128Mi"},"limits":{"cpu":"1500m","memory":"512Mi"}}}`
-	}
-	downward := func(name, res string) string {
-		return `{"name":"` + name + `","valueFrom":{"resourceFieldRef":{"containerName":"env","resource":"` + res + `","divisor":"1"}}}`
-	}
-	pod := `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"resize"},"spec":{
-		"nodeName":"` + NodeName + `","hostNetwork":true,"restartPolicy":"Never","automountServiceAccountToken":false,"terminationGracePeriodSeconds":1,
-		"containers":[` +
-		container("fitgo", []string{"/bin/watch"}, "") + `,` +
-		container("runtime", append([]string{"/bin/runtime"}, variant...), "") + `,` +
-		container("env", append([]string{"/bin/env"}, variant...), `"env":[`+downward("GOMAXPROCS", "limits.cpu")+`,`+downward("GOMEMLIMIT", "limits.memory")+`],`) +
-		`]}}`
-	require.NoError(t, n.CreatePod(ctx, ns, []byte(pod)))
+	require.NoError(t, n.CreatePod(ctx, ns, manifest(t, resizePod())))
 	n.WaitPod(t, ns, "resize", 5*time.Minute, func(p *corev1.Pod) (bool, error) {
 		if p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded {
 			return false, fmt.Errorf("pod ended: %+v", p.Status)
@@ -392,12 +414,7 @@ func kubeletOOM(t *testing.T, n *Node, ns string) {
 	// memory, not the latency.
 	args := []string{"-duration", "10s", "-heap-mib", fmt.Sprint(heap), "-alloc-mib", "50", "-rate", "50", "-work-iters", "100"}
 	for _, v := range []string{"untuned", "fitgo"} {
-		pod := `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"oom-` + v + `"},"spec":{
-			"nodeName":"` + NodeName + `","hostNetwork":true,"restartPolicy":"Never","automountServiceAccountToken":false,
-			"containers":[{"name":"workload","image":"` + ProbeImage + `","imagePullPolicy":"Never",
-				"command":` + mustJSON(t, append([]string{"/bin/" + v}, args...)) + `,
-				"resources":{"requests":{"cpu":"100m","memory":"256Mi"},"limits":{"memory":"256Mi"}}}]}}`
-		require.NoError(t, n.CreatePod(ctx, ns, []byte(pod)))
+		require.NoError(t, n.CreatePod(ctx, ns, manifest(t, oomPod(v, args))))
 	}
 	ended := func(p *corev1.Pod) (bool, error) {
 		return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed, nil
@@ -425,6 +442,14 @@ func kubeletOOM(t *testing.T, n *Node, ns string) {
 	t.Logf("fitgo: GOMEMLIMIT %d at the start, %d at the end, %d requests, peak RSS %d", w.GOMEMLIMITStart, w.GOMEMLIMIT, w.Requests, w.PeakRSSBytes)
 }
 
+// oomPod is one of kubeletOOM's pods: variant v with args, a memory limit of
+// 256Mi and no CPU limit (requests 100m and 256Mi).
+func oomPod(v string, args []string) *corev1.Pod {
+	c := probeContainer("workload", append([]string{"/bin/" + v}, args...)...)
+	c.Resources = corev1.ResourceRequirements{Requests: podspec.Limits(0.1, 256*mib), Limits: podspec.Limits(0, 256*mib)}
+	return probePod("oom-"+v, c)
+}
+
 // kubeletCoprocess is the issue's sixth point: a container with a 512Mi
 // limit that also runs a co-process holding 200 MiB (the benchmark's
 // coprocess launcher and sidecar). fitgo's blank import, started once the
@@ -433,12 +458,7 @@ func kubeletOOM(t *testing.T, n *Node, ns string) {
 func kubeletCoprocess(t *testing.T, n *Node, ns string) {
 	ctx := context.Background()
 
-	pod := `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"coprocess"},"spec":{
-		"nodeName":"` + NodeName + `","hostNetwork":true,"restartPolicy":"Never","automountServiceAccountToken":false,
-		"containers":[{"name":"probe","image":"` + ProbeImage + `","imagePullPolicy":"Never",
-			"command":["/bin/coprocess","-sidecar","/bin/sidecar","-mib","200","--","/bin/blank","report","-scenario","coprocess"],
-			"resources":{"limits":{"cpu":"1500m","memory":"512Mi"}}}]}}`
-	require.NoError(t, n.CreatePod(ctx, ns, []byte(pod)))
+	require.NoError(t, n.CreatePod(ctx, ns, manifest(t, coprocessPod())))
 	n.WaitPod(t, ns, "coprocess", 5*time.Minute, podDone)
 	log, err := n.Logs(ctx, ns, "coprocess", "probe")
 	require.NoError(t, err)
@@ -456,6 +476,15 @@ func kubeletCoprocess(t *testing.T, n *Node, ns string) {
 	t.Logf("GOMEMLIMIT %d (%.1f MiB); the others hold %d (%.1f MiB) of the %d limit", ml.After, float64(ml.After)/mib, ml.Others, float64(ml.Others)/mib, limit)
 }
 
+// coprocessPod is kubeletCoprocess's pod: the coprocess launcher runs a
+// sidecar holding 200 MiB, then the blank import's report, under limits of
+// 1500m and 512Mi.
+func coprocessPod() *corev1.Pod {
+	c := probeContainer("probe", "/bin/coprocess", "-sidecar", "/bin/sidecar", "-mib", "200", "--", "/bin/blank", "report", "-scenario", "coprocess")
+	c.Resources.Limits = podspec.Limits(1.5, 512*mib)
+	return probePod("coprocess", c)
+}
+
 // kubeletPodLevel is the issue's fifth point: pod-level resources
 // (spec.resources: limits 1500m and 512Mi) and two containers without limits
 // of their own. It records what each container sees (its /proc/self/cgroup,
@@ -465,19 +494,7 @@ func kubeletCoprocess(t *testing.T, n *Node, ns string) {
 func kubeletPodLevel(t *testing.T, n *Node, ns string) {
 	ctx := context.Background()
 
-	script := `echo "cgroup: $(cat /proc/self/cgroup)"; echo "memory.max: $(cat /sys/fs/cgroup/memory.max)"; ` +
-		`echo "cpu.max: $(cat /sys/fs/cgroup/cpu.max)"; echo "downward limits.memory: $FITGO_MEMORY_LIMIT"; ` +
-		`explicit read -scenario podlevel; blank report -scenario podlevel`
-	container := func(name string) string {
-		return `{"name":"` + name + `","image":"` + ProbeImage + `","imagePullPolicy":"Never",
-			"command":["/bin/sh","-c",` + mustJSON(t, script) + `],
-			"env":[{"name":"FITGO_MEMORY_LIMIT","valueFrom":{"resourceFieldRef":{"resource":"limits.memory","divisor":"1"}}}]}`
-	}
-	pod := `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"podlevel"},"spec":{
-		"nodeName":"` + NodeName + `","hostNetwork":true,"restartPolicy":"Never","automountServiceAccountToken":false,
-		"resources":{"limits":{"cpu":"1500m","memory":"512Mi"}},
-		"containers":[` + container("app") + `,` + container("other") + `]}}`
-	require.NoError(t, n.CreatePod(ctx, ns, []byte(pod)))
+	require.NoError(t, n.CreatePod(ctx, ns, manifest(t, podLevelPod())))
 	p := n.WaitPod(t, ns, "podlevel", 5*time.Minute, podDone)
 	t.Logf("pod QoS %s, pod-level resources %+v", p.Status.QOSClass, p.Spec.Resources)
 	limit := int64(512 * mib)
@@ -512,6 +529,23 @@ func kubeletPodLevel(t *testing.T, n *Node, ns string) {
 	}
 }
 
+// podLevelPod is kubeletPodLevel's pod: pod-level limits of 1500m and 512Mi,
+// and two containers without limits of their own that print what they see,
+// each with FITGO_MEMORY_LIMIT from its limits.memory (the README's recipe).
+func podLevelPod() *corev1.Pod {
+	script := `echo "cgroup: $(cat /proc/self/cgroup)"; echo "memory.max: $(cat /sys/fs/cgroup/memory.max)"; ` +
+		`echo "cpu.max: $(cat /sys/fs/cgroup/cpu.max)"; echo "downward limits.memory: $FITGO_MEMORY_LIMIT"; ` +
+		`explicit read -scenario podlevel; blank report -scenario podlevel`
+	container := func(name string) corev1.Container {
+		c := probeContainer(name, "/bin/sh", "-c", script)
+		c.Env = []corev1.EnvVar{podspec.MemoryLimitEnv("")}
+		return c
+	}
+	p := probePod("podlevel", container("app"), container("other"))
+	p.Spec.Resources = &corev1.ResourceRequirements{Limits: podspec.Limits(1.5, 512*mib)}
+	return p
+}
+
 // kubeletResizeNearLimit is the end of the issue's second point: a pod
 // resized down, 768Mi to 512Mi, while its memory use sits near the new,
 // lower limit, is not OOM-killed because fitgo lagged. Both pods run the
@@ -535,13 +569,7 @@ func kubeletResizeNearLimit(t *testing.T, n *Node, ns string) {
 	args := []string{"-duration", "120s", "-heap-mib", fmt.Sprint(heap), "-alloc-mib", "50", "-rate", "50", "-work-iters", "100", "-report-every", "200ms"}
 	variants := []string{"fitgo", "untuned"}
 	for _, v := range variants {
-		pod := `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"near-` + v + `"},"spec":{
-			"nodeName":"` + NodeName + `","hostNetwork":true,"restartPolicy":"Never","automountServiceAccountToken":false,
-			"containers":[{"name":"workload","image":"` + ProbeImage + `","imagePullPolicy":"Never",
-				"command":` + mustJSON(t, append([]string{"/bin/" + v}, args...)) + `,
-				"resizePolicy":[{"resourceName":"memory","restartPolicy":"NotRequired"}],
-				"resources":{"requests":{"cpu":"100m","memory":"256Mi"},"limits":{"memory":"768Mi"}}}]}}`
-		require.NoError(t, n.CreatePod(ctx, ns, []byte(pod)))
+		require.NoError(t, n.CreatePod(ctx, ns, manifest(t, nearLimitPod(v, args))))
 	}
 	progressOf := func(name string) []results.Progress {
 		log, err := n.Logs(ctx, ns, name, "workload")
@@ -643,4 +671,14 @@ func kubeletResizeNearLimit(t *testing.T, n *Node, ns string) {
 	// limit.
 	assert.Equal(t, corev1.PodFailed, untuned.Status.Phase)
 	assert.Equal(t, "OOMKilled", untuned.Status.ContainerStatuses[0].State.Terminated.Reason)
+}
+
+// nearLimitPod is one of kubeletResizeNearLimit's pods: variant v with args,
+// a memory limit of 768Mi resizable in place, and no CPU limit (requests 100m
+// and 256Mi).
+func nearLimitPod(v string, args []string) *corev1.Pod {
+	c := probeContainer("workload", append([]string{"/bin/" + v}, args...)...)
+	c.ResizePolicy = podspec.InPlace(corev1.ResourceMemory)
+	c.Resources = corev1.ResourceRequirements{Requests: podspec.Limits(0.1, 256*mib), Limits: podspec.Limits(0, 768*mib)}
+	return probePod("near-"+v, c)
 }
