@@ -130,7 +130,7 @@ func (w Workload) annotations() map[string]string {
 }
 
 // Limits returns the container's limits: cpu and memory when set.
-func (w Workload) Limits() corev1.ResourceList { return podspec.Limits(w.CPUs, w.MemoryBytes) }
+func (w Workload) Limits() corev1.ResourceList { return podspec.ResourceList(w.CPUs, w.MemoryBytes) }
 
 // below returns the fixed request for the resource, or half its limit when
 // the limit is not above it (no limit: the fixed request).

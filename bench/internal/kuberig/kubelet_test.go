@@ -196,7 +196,7 @@ func limitsPod() *corev1.Pod {
 	script := `explicit read -scenario limits; blank report -scenario limits; ` +
 		`runtime -duration 300ms -heap-mib 4 -alloc-mib 4 -rate 50 -work-iters 100`
 	c := probeContainer("probe", "/bin/sh", "-c", script)
-	c.Resources.Limits = podspec.Limits(1.5, 512*mib)
+	c.Resources.Limits = podspec.ResourceList(1.5, 512*mib)
 	return probePod("limits", c)
 }
 
@@ -250,7 +250,7 @@ func resizePod() *corev1.Pod {
 	variant := []string{"-duration", "30m", "-heap-mib", "4", "-alloc-mib", "1", "-rate", "20", "-work-iters", "100", "-report-every", "100ms"}
 	container := func(name string, command ...string) corev1.Container {
 		c := probeContainer(name, command...)
-		c.Resources = corev1.ResourceRequirements{Requests: podspec.Limits(0.1, 128*mib), Limits: podspec.Limits(1.5, 512*mib)}
+		c.Resources = corev1.ResourceRequirements{Requests: podspec.ResourceList(0.1, 128*mib), Limits: podspec.ResourceList(1.5, 512*mib)}
 		return c
 	}
 	env := container("env", append([]string{"/bin/env"}, variant...)...)
@@ -446,7 +446,7 @@ func kubeletOOM(t *testing.T, n *Node, ns string) {
 // 256Mi and no CPU limit (requests 100m and 256Mi).
 func oomPod(v string, args []string) *corev1.Pod {
 	c := probeContainer("workload", append([]string{"/bin/" + v}, args...)...)
-	c.Resources = corev1.ResourceRequirements{Requests: podspec.Limits(0.1, 256*mib), Limits: podspec.Limits(0, 256*mib)}
+	c.Resources = corev1.ResourceRequirements{Requests: podspec.ResourceList(0.1, 256*mib), Limits: podspec.ResourceList(0, 256*mib)}
 	return probePod("oom-"+v, c)
 }
 
@@ -481,7 +481,7 @@ func kubeletCoprocess(t *testing.T, n *Node, ns string) {
 // 1500m and 512Mi.
 func coprocessPod() *corev1.Pod {
 	c := probeContainer("probe", "/bin/coprocess", "-sidecar", "/bin/sidecar", "-mib", "200", "--", "/bin/blank", "report", "-scenario", "coprocess")
-	c.Resources.Limits = podspec.Limits(1.5, 512*mib)
+	c.Resources.Limits = podspec.ResourceList(1.5, 512*mib)
 	return probePod("coprocess", c)
 }
 
@@ -542,7 +542,7 @@ func podLevelPod() *corev1.Pod {
 		return c
 	}
 	p := probePod("podlevel", container("app"), container("other"))
-	p.Spec.Resources = &corev1.ResourceRequirements{Limits: podspec.Limits(1.5, 512*mib)}
+	p.Spec.Resources = &corev1.ResourceRequirements{Limits: podspec.ResourceList(1.5, 512*mib)}
 	return p
 }
 
@@ -679,6 +679,6 @@ func kubeletResizeNearLimit(t *testing.T, n *Node, ns string) {
 func nearLimitPod(v string, args []string) *corev1.Pod {
 	c := probeContainer("workload", append([]string{"/bin/" + v}, args...)...)
 	c.ResizePolicy = podspec.InPlace(corev1.ResourceMemory)
-	c.Resources = corev1.ResourceRequirements{Requests: podspec.Limits(0.1, 256*mib), Limits: podspec.Limits(0, 768*mib)}
+	c.Resources = corev1.ResourceRequirements{Requests: podspec.ResourceList(0.1, 256*mib), Limits: podspec.ResourceList(0, 768*mib)}
 	return probePod("near-"+v, c)
 }

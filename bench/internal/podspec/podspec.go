@@ -26,9 +26,9 @@ func Memory(b int64) resource.Quantity {
 	return *resource.NewQuantity(b, resource.BinarySI)
 }
 
-// Limits returns cpu and memory as a resource list, each when above 0 (a
+// ResourceList returns cpu and memory, each when above 0 (a
 // container's limits or requests).
-func Limits(cpus float64, memBytes int64) corev1.ResourceList {
+func ResourceList(cpus float64, memBytes int64) corev1.ResourceList {
 	lim := corev1.ResourceList{}
 	if cpus > 0 {
 		lim[corev1.ResourceCPU] = CPU(cpus)

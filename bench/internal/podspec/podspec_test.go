@@ -17,7 +17,7 @@ func marshal(t *testing.T, v any) string {
 	return string(b)
 }
 
-func TestLimits(t *testing.T) {
+func TestResourceList(t *testing.T) {
 	for _, tc := range []struct {
 		cpus float64
 		mem  int64
@@ -31,7 +31,7 @@ func TestLimits(t *testing.T) {
 		{0.25, 0, `{"cpu":"250m"}`},
 		{0, 0, `{}`},
 	} {
-		assert.Equal(t, tc.want, marshal(t, Limits(tc.cpus, tc.mem)), "%v %v", tc.cpus, tc.mem)
+		assert.Equal(t, tc.want, marshal(t, ResourceList(tc.cpus, tc.mem)), "%v %v", tc.cpus, tc.mem)
 	}
 }
 
