@@ -18,7 +18,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/fitgo/fitgo/bench/internal/kind"
+	"github.com/fitgo/fitgo/bench/internal/cluster"
 	"github.com/fitgo/fitgo/bench/internal/local"
 )
 
@@ -48,7 +48,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "local":
 		return local.Main(ctx, args[1:], stdout, stderr)
 	case "kind":
-		return kind.Main(ctx, args[1:], stdout, stderr)
+		return cluster.Main(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
