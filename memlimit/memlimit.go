@@ -604,5 +604,5 @@ func (r Result) LogValue() slog.Value {
 	if r.GC.On {
 		lim = append(lim, r.gcValue())
 	}
-	return knob.LogValue(r.outcome(), lim...)
+	return processKnob.LogValue(r.outcome(), lim...)
 }

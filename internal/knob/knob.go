@@ -24,6 +24,7 @@ package knob
 
 import (
 	"errors"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -106,6 +107,9 @@ type Spec[V comparable] struct {
 	Key    string // "cpu_limit", the log key of the limit
 	Pkg    string // "maxprocs", the package in errors
 	Format func(V) string
+	// Attrs log a value under a key; nil: the value itself. Bytes log for
+	// people ("460.8 MiB", "no limit") with the number beside them.
+	Attrs func(key string, v V) []slog.Attr
 	// Confirm is how long readings must find a value fitgo did not set
 	// before it counts as someone else's (0: at once). GOGC's usual read,
 	// SetGCPercent(-1) and back, shows -1 until a GC's mark ends.
@@ -126,6 +130,22 @@ func ErrFor(err, own, other error, beyond bool) error {
 		return own
 	}
 	return err
+}
+
+// attrs are v under key, as Spec.Attrs logs it.
+func (s *Spec[V]) attrs(key string, v V) []slog.Attr {
+	if s.Attrs == nil {
+		return []slog.Attr{slog.Any(key, v)}
+	}
+	return s.Attrs(key, v)
+}
+
+// args appends v under key to args, as Spec.Attrs logs it.
+func (s *Spec[V]) args(args []any, key string, v V) []any {
+	for _, a := range s.attrs(key, v) {
+		args = append(args, a)
+	}
+	return args
 }
 
 // Yield undoes the Apply in force, if any, as a later Apply that takes the
