@@ -31,7 +31,7 @@
 //	                    the memory available (memlimit's GC policy)
 //	reserve=<bytes>     take this much (64Mi, 67108864) off the memory limit
 //	                    before the ratio, for what fitgo cannot see, such as
-//	                    a sidecar under a pod-level limit (memlimit's Unseen)
+//	                    a sidecar under a pod-level limit (memlimit's Reserve)
 //
 // FITGO_MEMORY_LIMIT is a memory limit known from outside, such as a
 // pod-level limit that a private cgroup namespace hides: bytes, as the

@@ -58,7 +58,7 @@ func Example_apply() {
 	defer procs.Undo()
 
 	mem, err := memlimit.Apply(memlimit.Options{
-		Policy:  memlimit.Policy{Ratio: 0.85, Reserve: 64 << 20}, // the lower result wins
+		Policy:  memlimit.Policy{Ratio: 0.85, Margin: 64 << 20}, // the lower result wins
 		Logger:  logger,
 		Refresh: time.Second,
 		Context: ctx,

@@ -281,12 +281,12 @@ func TestStartLogsAtFirstReading(t *testing.T) {
 	assert.Equal(t, 4, strings.Count(late.String(), "\n"), late.String())
 }
 
-// TestStartReserve: FITGO=reserve gives the memory limit's Options.Unseen;
+// TestStartReserve: FITGO=reserve gives the memory limit's Options.Reserve;
 // a bad value is skipped with the reason in the Report.
 func TestStartReserve(t *testing.T) {
 	for _, tc := range []struct {
 		setting string
-		unseen  int64
+		reserve int64
 		err     string
 	}{
 		{"reserve=64Mi", 64 << 20, ""},
@@ -299,7 +299,7 @@ func TestStartReserve(t *testing.T) {
 			f := &fakeDeps{env: map[string]string{envVar: tc.setting}}
 			rep := start(f.deps())
 			require.NotNil(t, f.ml)
-			assert.Equal(t, tc.unseen, f.ml.Unseen)
+			assert.Equal(t, tc.reserve, f.ml.Reserve)
 			if tc.err == "" {
 				assert.NoError(t, rep.SettingErr)
 			} else {

@@ -401,13 +401,13 @@ func TestRealKernelV1Reserve(t *testing.T) {
 			lines := startupLines(t, c)
 			if reserve == "128Mi" {
 				assert.Equal(t, int64(384*mib*9/10), first.GOMEMLIMIT, first.MemLimit)
-				assert.Contains(t, first.MemLimit, "− unseen 128 MiB")
+				assert.Contains(t, first.MemLimit, "− reserve 128 MiB")
 				assert.Len(t, lines, 1, c.Stderr)
 				return
 			}
 			assert.Equal(t, whole, first.GOMEMLIMIT, first.MemLimit)
 			require.Len(t, lines, 2, c.Stderr)
-			assert.Contains(t, lines[0], "WARN fitgo: memlimit: the reserve (FITGO=reserve, Unseen) of ")
+			assert.Contains(t, lines[0], "WARN fitgo: memlimit: the reserve (FITGO=reserve, Reserve) of ")
 			assert.Contains(t, lines[1], "INFO fitgo: fitted the Go runtime to the container")
 		})
 	}

@@ -62,7 +62,7 @@ func parseFITGO(s string) (c setting, err error) {
 		case key == "reserve":
 			bad = "want a quantity of bytes such as 64Mi or 67108864"
 			if v, qok := envvar.Quantity(value, 1); qok {
-				c.ml.Unseen, bad = v, ""
+				c.ml.Reserve, bad = v, ""
 			}
 		case sw == nil:
 			unknown = key

@@ -32,7 +32,7 @@ func TestFITGO(t *testing.T) {
 	}
 	noHeadroom := func(c *setting) { c.ml.NoHeadroom = true }
 	noGuard := func(c *setting) { c.ml.NoLeakGuard = true }
-	unseen := func(n int64) func(*setting) { return func(c *setting) { c.ml.Unseen = n } }
+	unseen := func(n int64) func(*setting) { return func(c *setting) { c.ml.Reserve = n } }
 	for _, tc := range []struct {
 		in   string
 		want []func(*setting) // changes from the default
@@ -148,7 +148,7 @@ func FuzzFITGO(f *testing.F) {
 		if got.ml.NoHeadroom && !strings.Contains(s, "headroom") {
 			t.Fatalf("FITGO(%q) = %+v: headroom off without a headroom field", s, got)
 		}
-		if got.ml.Unseen < 0 || got.ml.Unseen > 0 && !strings.Contains(s, "reserve") {
+		if got.ml.Reserve < 0 || got.ml.Reserve > 0 && !strings.Contains(s, "reserve") {
 			t.Fatalf("FITGO(%q) = %+v: reserve without a reserve field", s, got)
 		}
 		if got.ml.GC && !strings.Contains(s, "auto") {

@@ -54,39 +54,27 @@ type Memory struct {
 	High       int64
 	HighSource string
 	Err        error
-	Headroom   Headroom
+	// Levels are the levels whose memory the process shares, from Dir up:
+	// those with a limit of their own, and Dir. RssAnon (/proc/self/status)
+	// is the process's anonymous memory, what the heap and stacks are made
+	// of, not RssShmem (maybe charged elsewhere); LazyFree (smaps_rollup,
+	// read where a level has such pages) its MADV_FREE pages not written
+	// since. UsageErr is why a level (or, without RssAnon, every one) is
+	// left out; the limits are unaffected. A Watcher's Read reuses Levels.
+	Levels            []Level
+	RssAnon, LazyFree int64
+	UsageErr          error
 }
 
-// Headroom is the memory the process can count on at the level of its
-// hierarchy that leaves it the least: that level's limit minus what the
-// others (the rest of its cgroup and of every cgroup below the level) hold
-// there, Usage − Own. Usage is what the kernel cannot reclaim there:
-// memory.current (v1: memory.usage_in_bytes) minus the page cache on the
-// file lists of memory.stat (active_file + inactive_file, v1 total_*):
-// anonymous memory (MADV_FREE pages on those lists too), shmem and kernel
-// memory, not the kubelet's working set. Own is RssAnon of
-// /proc/self/status, what the heap and stacks are made of, not RssShmem
-// (maybe charged elsewhere); the process's MADV_FREE pages not written
-// since (LazyFree of /proc/self/smaps_rollup) are left out of both. Others
-// up to max(Limit/32, 8 MiB) are taken as the process's own kernel memory and
-// shared memory: Avail is then Limit, so that a process alone sees no
-// change.
-//
-// Only levels with a limit of their own and a visible usage count, not a
-// v1 limit seen only through hierarchical_memory_limit, and the process's
-// own cgroup without one, as Limit and Avail math.MaxInt64 (From ""): its
-// others count against a limit known from outside (memlimit's upper
-// bound). Source is "" when none does. Err is why a level's usage or Own
-// could not be read: that level is left out, the limits are unaffected.
-type Headroom struct {
-	Source string // the level's directory
-	From   string // its limit's file: memory.max, memory.high or memory.limit_in_bytes
-	Limit  int64  // the level's limit in bytes
-	Usage  int64  // what the level cannot reclaim, in bytes
-	Own    int64  // the process's share in bytes
-	Others int64  // Usage − Own, at least 0
-	Avail  int64  // Limit − Others (Limit when Others is within the margin); may be <= 0
-	Err    error
+// Level is one level of Memory.Levels: its own limits and what is charged
+// to it. Usage less File is what the kernel cannot reclaim there: anonymous
+// memory (MADV_FREE pages too, Lazy), shmem and kernel memory.
+type Level struct {
+	Dir       string
+	Max, High int64 // memory.max (v1 memory.limit_in_bytes) and memory.high; -1: none
+	Usage     int64 // memory.current (v1 memory.usage_in_bytes)
+	File      int64 // the page cache on the file lists of memory.stat (v1 total_*)
+	Lazy      int64 // the rest of the file lists: MADV_FREE anonymous memory
 }
 
 // Limits are the effective CPU and memory limits of a process. CPU and

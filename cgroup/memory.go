@@ -38,14 +38,14 @@ func parseMemoryStatLimit(data []byte) (bytes int64, limited bool, err error) {
 	return memBytes(v)
 }
 
-// evalMemory sets m's Max, High, sources and Headroom (zero before), or m.Err
-// and no limit.
+// evalMemory sets m's Max, High, sources and Levels (zero before but
+// Levels' array, which it reuses), or m.Err and no limit.
 func evalMemory(w files, m *Memory) {
 	if m.Err != nil || m.Version == 0 {
 		return
 	}
 	var max, high tightest
-	var hr headroomEval
+	ue := usageEval{r: statReader{w: w}, levels: m.Levels[:0]}
 	for dir, more := m.Dir, true; more; dir, more = up(dir, m.Mount) {
 		lmax, lhigh := int64(-1), int64(-1)
 		if m.Version == V1 {
@@ -56,7 +56,7 @@ func evalMemory(w files, m *Memory) {
 		if m.Err != nil {
 			return
 		}
-		hr.level(w, m.Version, dir, lmax, lhigh, dir == m.Dir)
+		ue.level(m.Version, dir, lmax, lhigh, dir == m.Dir)
 	}
 	// hierarchical_memory_limit covers the ancestors above a mount root that
 	// is not "/"; a limit found only there is named after Dir.
@@ -66,7 +66,7 @@ func evalMemory(w files, m *Memory) {
 		}
 	}
 	m.Max, m.MaxSource, m.High, m.HighSource = max.q, max.dir, high.q, high.dir
-	m.Headroom = hr.h
+	m.Levels, m.RssAnon, m.LazyFree, m.UsageErr = ue.levels, ue.rss, ue.lazy, ue.r.errs
 }
 
 // read adds the memory limit in dir/name, which it returns (-1: none); a

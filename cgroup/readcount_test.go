@@ -148,7 +148,7 @@ func TestWatcherReadsEachFileOncePerTick(t *testing.T) {
 				counts := c.take()
 				assert.Empty(t, twiceRead(counts), "tick %d: %v", tick, counts)
 				// What the tick read is what it needs.
-				assert.NotEmpty(t, lim.Memory.Headroom.Source)
+				assert.NotEmpty(t, lim.Memory.Levels)
 				assert.NotEmpty(t, lim.CPU.Source)
 				assert.Equal(t, lim.CPU.Source, st.CPU.Dir)
 				assert.Equal(t, lim.Memory.MaxSource, st.Memory.Dir)

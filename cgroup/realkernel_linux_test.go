@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -207,11 +208,14 @@ func TestRealKernelV1(t *testing.T) {
 	assert.Equal(t, settled(third.Read), settled(third.Watch), "the Watcher agrees with Read after the move")
 }
 
-// settled is lim without the live usage figures of its Headroom, which
+// settled is lim without the live usage figures of its Levels, which
 // change between two readings: the rest must agree.
 func settled(lim Limits) Limits {
-	h := &lim.Memory.Headroom
-	h.Usage, h.Own, h.Others = 0, 0, 0
+	m := &lim.Memory
+	m.Levels, m.RssAnon, m.LazyFree = slices.Clone(m.Levels), 0, 0
+	for i := range m.Levels {
+		m.Levels[i].Usage, m.Levels[i].File, m.Levels[i].Lazy = 0, 0, 0
+	}
 	return lim
 }
 

@@ -409,7 +409,7 @@ func TestReadFSOpensOneFileAtATime(t *testing.T) {
 	}, &open}
 	lim, err := ReadFS(fsys)
 	require.NoError(t, err)
-	assert.NotEmpty(t, lim.Memory.Headroom.Source, "the usage files were read too")
+	assert.NotEmpty(t, lim.Memory.Levels, "the usage files were read too")
 	assert.Equal(t, int64(1), most.Load())
 	assert.Zero(t, open.Load())
 	_, err = ReadStatsDir(fsys, "/sys/fs/cgroup/app")

@@ -1,84 +1,34 @@
 package cgroup
 
-import (
-	"cmp"
-	"errors"
-	"math"
-)
+import "errors"
 
-// Avail is what a level with limit bytes leaves the process when the others
-// hold others bytes there: limit − others, or limit when others are within
-// max(limit/32, 8 MiB), taken as the process's own kernel memory and shared
-// memory (see Memory.Headroom).
-func Avail(limit, others int64) int64 {
-	if others > max(limit/32, 8<<20) {
-		return limit - others
-	}
-	return limit
-}
-
-// headroomEval collects the levels of one evaluation.
-type headroomEval struct {
-	h       Headroom
-	own     int64
-	ownRead bool // own has been read (or failed, in h.Err)
-	ownOK   bool
-	lazy    int64 // LazyFree of /proc/self/smaps_rollup, read where a level has such pages
+// usageEval collects Memory.Levels, RssAnon, LazyFree and UsageErr (r's
+// errors) of one evaluation.
+type usageEval struct {
+	r         statReader
+	levels    []Level
+	rss, lazy int64
+	ownOK     bool // rss has been read
 }
 
 // level adds the level dir whose own limits are max and high (-1: none);
-// leaf, the process's own cgroup, counts without a limit too.
-func (e *headroomEval) level(w files, v Version, dir string, lmax, high int64, leaf bool) {
-	limit, from := lmax, "memory.max"
-	if v == V1 {
-		from = "memory.limit_in_bytes"
-	}
-	if high >= 0 && (limit < 0 || high < limit) {
-		limit, from = high, "memory.high"
-	}
-	if limit < 0 && !leaf {
-		return
-	} else if limit < 0 {
-		limit, from = math.MaxInt64, ""
-	}
-	if !e.ownRead {
-		e.ownRead = true
-		e.own, e.ownOK = e.read(w, "/proc/self", "status", func(b []byte) (int64, error) { return parseProcKB(b, "RssAnon:") })
-	}
-	if !e.ownOK {
-		return
+// leaf, the process's own cgroup and the first level, counts without a
+// limit too. A level whose files are missing or bad is left out.
+func (e *usageEval) level(v Version, dir string, lmax, high int64, leaf bool) {
+	r, l := &e.r, Level{Dir: dir, Max: lmax, High: high}
+	if leaf {
+		e.ownOK = r.read("/proc/self", "status", func(b []byte) (err error) { e.rss, err = parseProcKB(b, "RssAnon:"); return err })
 	}
 	usageFile, _ := usageFiles(v)
-	usage, ok := e.read(w, dir, usageFile, parseUsage)
-	if !ok {
+	if lmax < 0 && high < 0 && !leaf || !e.ownOK ||
+		!r.read(dir, usageFile, func(b []byte) (err error) { l.Usage, err = parseUsage(b); return err }) ||
+		!r.read(dir, "memory.stat", func(b []byte) (err error) { l.File, l.Lazy, err = parseFilePages(b, v); return err }) {
 		return
 	}
-	var lazy int64
-	file, ok := e.read(w, dir, "memory.stat", func(b []byte) (f int64, err error) { f, lazy, err = parseFilePages(b, v); return })
-	if !ok {
-		return
+	if l.Lazy > 0 && e.lazy == 0 { // the process's, not written since: the others are held
+		r.read("/proc/self", "smaps_rollup", func(b []byte) (err error) { e.lazy, err = parseProcKB(b, "LazyFree:"); return err })
 	}
-	if lazy > 0 && e.lazy == 0 { // the process's, not written since: the others are held
-		e.lazy, _ = e.read(w, "/proc/self", "smaps_rollup", func(b []byte) (int64, error) { return parseProcKB(b, "LazyFree:") })
-	}
-	lazy = min(lazy, e.lazy)
-	held, own := max(usage-file-lazy, 0), max(e.own-lazy, 0)
-	others := max(held-own, 0)
-	avail := Avail(limit, others)
-	if e.h.Source == "" || avail < e.h.Avail {
-		e.h = Headroom{Source: dir, From: from, Limit: limit, Usage: held, Own: own, Others: others, Avail: avail, Err: e.h.Err}
-	}
-}
-
-// read reads dir/name with parse; false when it is missing or bad (the
-// first error kept in h.Err).
-func (e *headroomEval) read(w files, dir, name string, parse func([]byte) (int64, error)) (v int64, ok bool) {
-	found, err := parseFile(w, dir, name, func(b []byte) (err error) {
-		v, err = parse(b)
-		return err
-	})
-	e.h.Err = cmp.Or(e.h.Err, err)
-	return v, found && err == nil
+	e.levels = append(e.levels, l)
 }
 
 // usageFiles are the file of the usage and the memory.stat key of the
@@ -128,15 +78,11 @@ func parseFilePages(data []byte, v Version) (file, lazy int64, err error) {
 }
 
 // parseProcKB returns key's line of /proc/self/status or smaps_rollup,
-// such as "RssAnon:\t    1234 kB", in bytes. RssAnon (Linux 4.5) is the
-// heap, stacks and the rest of the runtime's memory, which GOMEMLIMIT
-// governs; LazyFree (4.14) its MADV_FREE pages not written since. RssShmem
-// is left out: a mapping of shared memory may be charged to another cgroup
-// (the one that first touched its pages), and counted as the process's own
-// it would cancel a co-process's memory at the level. Capping it by the
-// level's shmem would still cancel a co-process's own shmem. Left to the
-// others, the process's shmem lowers GOMEMLIMIT, which is right: GOMEMLIMIT
-// does not bound it, so the heap can only have what it leaves.
+// such as "RssAnon:\t    1234 kB", in bytes: RssAnon (Linux 4.5), LazyFree
+// (4.14). RssShmem is left out (Memory.Levels): charged to the cgroup that
+// first touched the pages, counted as the process's own it would cancel a
+// co-process's memory at the level; left to the others, it lowers
+// GOMEMLIMIT, which does not bound it.
 func parseProcKB(data []byte, key string) (int64, error) {
 	for n := 1; len(data) > 0; n++ {
 		var line []byte

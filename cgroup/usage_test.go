@@ -1,7 +1,6 @@
 package cgroup
 
 import (
-	"math"
 	"strconv"
 	"testing"
 	"testing/fstest"
@@ -69,171 +68,59 @@ func headroomV1(own int64, files map[string]string) fstest.MapFS {
 	return fsys
 }
 
-func TestHeadroom(t *testing.T) {
-	const pod, app = "/sys/fs/cgroup/pod", "/sys/fs/cgroup/pod/app"
-	const v1pod, v1app = "/sys/fs/cgroup/memory/pod", "/sys/fs/cgroup/memory/pod/app"
+// TestLevels: the facts of each level whose memory the process shares, as
+// read from its files (its own limits, usage, page cache and lazily freed
+// pages), and the process's RssAnon and LazyFree; the Watcher reads the
+// same. What they leave the process is memlimit's to work out.
+func TestLevels(t *testing.T) {
+	const pod, app, v1app = "/sys/fs/cgroup/pod", "/sys/fs/cgroup/pod/app", "/sys/fs/cgroup/memory/pod/app"
 	for _, tc := range []struct {
-		name string
-		fsys fstest.MapFS
-		want Headroom // Err is checked for being set only
-		err  bool
+		name      string
+		fsys      fstest.MapFS
+		want      []Level
+		rss, lazy int64
+		err       bool
 	}{
-		{"v2 alone: no change", headroomV2(300, map[string]string{
-			"pod/memory.max": mibs(512), "pod/memory.current": mibs(305), "pod/memory.stat": "anon 1\ninactive_file 0\n",
-		}), Headroom{Source: pod, From: "memory.max", Limit: 512 * mib, Usage: 305 * mib, Own: 300 * mib, Others: 5 * mib, Avail: 512 * mib}, false},
-		{"v2 sibling at the binding level", headroomV2(100, map[string]string{
-			"pod/memory.max": mibs(512), "pod/memory.current": mibs(300), "pod/memory.stat": "inactive_file 0\n",
-			"pod/app/memory.current": mibs(100), "pod/app/memory.stat": "inactive_file 0\n",
-		}), Headroom{Source: pod, From: "memory.max", Limit: 512 * mib, Usage: 300 * mib, Own: 100 * mib, Others: 200 * mib, Avail: 312 * mib}, false},
-		{"v2 co-process in the own cgroup", headroomV2(100, map[string]string{
-			"pod/app/memory.max": mibs(512), "pod/app/memory.current": mibs(300), "pod/app/memory.stat": "inactive_file 0\n",
-		}), Headroom{Source: app, From: "memory.max", Limit: 512 * mib, Usage: 300 * mib, Own: 100 * mib, Others: 200 * mib, Avail: 312 * mib}, false},
-		{"v2 others at a non-binding level", headroomV2(100, map[string]string{
-			"pod/app/memory.max": mibs(256), "pod/app/memory.current": mibs(100), "pod/app/memory.stat": "inactive_file 0\n",
-			"pod/memory.max": mibs(1024), "pod/memory.current": mibs(400), "pod/memory.stat": "inactive_file 0\n",
-		}), Headroom{Source: app, From: "memory.max", Limit: 256 * mib, Usage: 100 * mib, Own: 100 * mib, Avail: 256 * mib}, false},
-		{"v2 others make the parent bind", headroomV2(100, map[string]string{
+		{"v2 two limited levels", headroomV2(100, map[string]string{
 			"pod/app/memory.max": mibs(400), "pod/app/memory.current": mibs(100), "pod/app/memory.stat": "inactive_file 0\n",
-			"pod/memory.max": mibs(512), "pod/memory.current": mibs(300), "pod/memory.stat": "inactive_file 0\n",
-		}), Headroom{Source: pod, From: "memory.max", Limit: 512 * mib, Usage: 300 * mib, Own: 100 * mib, Others: 200 * mib, Avail: 312 * mib}, false},
-		{"v2 file pages are not the others'", headroomV2(100, map[string]string{
-			"pod/memory.max": mibs(512), "pod/memory.current": mibs(400), "pod/memory.stat": stat("active_file", 50) + stat("inactive_file", 200),
-		}), Headroom{Source: pod, From: "memory.max", Limit: 512 * mib, Usage: 150 * mib, Own: 100 * mib, Others: 50 * mib, Avail: 462 * mib}, false},
-		{"v2 memory.high is the level's limit", headroomV2(100, map[string]string{
-			"pod/memory.max": mibs(512), "pod/memory.high": mibs(400), "pod/memory.current": mibs(300), "pod/memory.stat": "inactive_file 0\n",
-		}), Headroom{Source: pod, From: "memory.high", Limit: 400 * mib, Usage: 300 * mib, Own: 100 * mib, Others: 200 * mib, Avail: 200 * mib}, false},
-		{"v2 usage above the limit", headroomV2(100, map[string]string{
-			"pod/memory.max": mibs(512), "pod/memory.current": mibs(700), "pod/memory.stat": "inactive_file 0\n",
-		}), Headroom{Source: pod, From: "memory.max", Limit: 512 * mib, Usage: 700 * mib, Own: 100 * mib, Others: 600 * mib, Avail: -88 * mib}, false},
-		{"v2 own above the usage", headroomV2(300, map[string]string{
-			"pod/memory.max": mibs(512), "pod/memory.current": mibs(200), "pod/memory.stat": "inactive_file 0\n",
-		}), Headroom{Source: pod, From: "memory.max", Limit: 512 * mib, Usage: 200 * mib, Own: 300 * mib, Avail: 512 * mib}, false},
-		{"v2 no memory.current: level left out", headroomV2(100, map[string]string{
-			"pod/memory.max": mibs(512), "pod/memory.stat": "inactive_file 0\n",
-		}), Headroom{}, false},
-		{"v2 no memory.stat: level left out", headroomV2(100, map[string]string{
-			"pod/memory.max": mibs(512), "pod/memory.current": mibs(300),
-		}), Headroom{}, false},
-		{"v2 no /proc/self/status", headroomV2(-1, map[string]string{
-			"pod/memory.max": mibs(512), "pod/memory.current": mibs(300), "pod/memory.stat": "inactive_file 0\n",
-		}), Headroom{}, false},
-		{"v2 bad memory.current: error, limit kept", headroomV2(100, map[string]string{
-			"pod/memory.max": mibs(512), "pod/memory.current": "lots\n", "pod/memory.stat": "inactive_file 0\n",
-		}), Headroom{}, true},
-		{"v2 unlimited levels count not", headroomV2(100, map[string]string{
-			"pod/memory.max": "max\n", "pod/memory.current": mibs(300), "pod/memory.stat": "inactive_file 0\n",
-			"pod/app/memory.high": mibs(256),
-		}), Headroom{}, false},
+			"pod/memory.max": mibs(512), "pod/memory.high": mibs(480), "pod/memory.current": mibs(300),
+			"pod/memory.stat": stat("active_file", 20) + stat("inactive_file", 10) + stat("file", 30),
+		}), []Level{{app, 400 * mib, -1, 100 * mib, 0, 0}, {pod, 512 * mib, 480 * mib, 300 * mib, 30 * mib, 0}}, 100 * mib, 0, false},
 		{"v2 the own cgroup counts without a limit", headroomV2(100, map[string]string{
-			"pod/memory.max": mibs(512), "pod/app/memory.current": mibs(300), "pod/app/memory.stat": "inactive_file 0\n",
-		}), Headroom{Source: app, Limit: math.MaxInt64, Usage: 300 * mib, Own: 100 * mib, Others: 200 * mib, Avail: math.MaxInt64}, false},
-		{"v2 a limited level wins over the own cgroup without one", headroomV2(100, map[string]string{
 			"pod/memory.max": mibs(512), "pod/memory.current": mibs(400), "pod/memory.stat": "inactive_file 0\n",
 			"pod/app/memory.current": mibs(300), "pod/app/memory.stat": "inactive_file 0\n",
-		}), Headroom{Source: pod, From: "memory.max", Limit: 512 * mib, Usage: 400 * mib, Own: 100 * mib, Others: 300 * mib, Avail: 212 * mib}, false},
-		{"v1 sibling under the parent", headroomV1(100, map[string]string{
-			"pod/memory.limit_in_bytes": mibs(512), "pod/memory.usage_in_bytes": mibs(320),
-			"pod/memory.stat":               "inactive_file 0\ntotal_inactive_file " + strconv.Itoa(20*mib) + "\n",
-			"pod/app/memory.limit_in_bytes": "9223372036854771712\n", "pod/app/memory.usage_in_bytes": mibs(100),
-		}), Headroom{Source: v1pod, From: "memory.limit_in_bytes", Limit: 512 * mib, Usage: 300 * mib, Own: 100 * mib, Others: 200 * mib, Avail: 312 * mib}, false},
-		{"v1 co-process in the own cgroup", headroomV1(100, map[string]string{
-			"pod/app/memory.limit_in_bytes": mibs(512), "pod/app/memory.usage_in_bytes": mibs(300),
-			"pod/app/memory.stat": "total_inactive_file 0\n",
-		}), Headroom{Source: v1app, From: "memory.limit_in_bytes", Limit: 512 * mib, Usage: 300 * mib, Own: 100 * mib, Others: 200 * mib, Avail: 312 * mib}, false},
-		// Issue 26, point 1: file pages, active or not, are the kernel's to
-		// reclaim; neither the process's own cache nor a neighbour's is
-		// the others' memory.
-		{"v1 own active file cache, read twice, alone", headroomV1(5, map[string]string{
-			"pod/app/memory.limit_in_bytes": mibs(512), "pod/app/memory.usage_in_bytes": mibs(307),
-			"pod/app/memory.stat": stat("total_cache", 300) + stat("total_rss", 5) + stat("total_inactive_file", 0) + stat("total_active_file", 300),
-		}), Headroom{Source: v1app, From: "memory.limit_in_bytes", Limit: 512 * mib, Usage: 7 * mib, Own: 5 * mib, Others: 2 * mib, Avail: 512 * mib}, false},
-		{"v1 a neighbour's file cache in the own cgroup", headroomV1(230, map[string]string{
-			"pod/app/memory.limit_in_bytes": mibs(512), "pod/app/memory.usage_in_bytes": mibs(540),
-			"pod/app/memory.stat": stat("total_active_file", 200) + stat("total_inactive_file", 100),
-		}), Headroom{Source: v1app, From: "memory.limit_in_bytes", Limit: 512 * mib, Usage: 240 * mib, Own: 230 * mib, Others: 10 * mib, Avail: 512 * mib}, false},
-		{"v1 a sibling's file cache and anonymous memory", headroomV1(100, map[string]string{
-			"pod/memory.limit_in_bytes": mibs(512), "pod/memory.usage_in_bytes": mibs(600),
-			"pod/memory.stat":               stat("total_active_file", 250) + stat("total_inactive_file", 50) + stat("total_shmem", 0),
-			"pod/app/memory.limit_in_bytes": "9223372036854771712\n", "pod/app/memory.usage_in_bytes": mibs(100),
-		}), Headroom{Source: v1pod, From: "memory.limit_in_bytes", Limit: 512 * mib, Usage: 300 * mib, Own: 100 * mib, Others: 200 * mib, Avail: 312 * mib}, false},
-		{"v2 a neighbour's active file cache", headroomV2(100, map[string]string{
-			"pod/memory.max": mibs(512), "pod/memory.current": mibs(410),
-			"pod/memory.stat": stat("anon", 105) + stat("file", 300) + stat("active_file", 300) + stat("inactive_file", 0),
-		}), Headroom{Source: pod, From: "memory.max", Limit: 512 * mib, Usage: 110 * mib, Own: 100 * mib, Others: 10 * mib, Avail: 512 * mib}, false},
-		{"v2 shmem is not file pages", headroomV2(100, map[string]string{
-			"pod/memory.max": mibs(512), "pod/memory.current": mibs(410),
-			"pod/memory.stat": stat("anon", 100) + stat("file", 300) + stat("shmem", 200) + stat("active_file", 60) + stat("inactive_file", 40) + stat("active_anon", 300),
-		}), Headroom{Source: pod, From: "memory.max", Limit: 512 * mib, Usage: 310 * mib, Own: 100 * mib, Others: 210 * mib, Avail: 302 * mib}, false},
-		// Issue 26, point 2: the process maps 300 MiB of a tmpfs file whose
-		// pages are charged to another cgroup; its RssShmem must not cancel
-		// a 200 MiB co-process.
-		{"v1 shmem charged elsewhere next to a co-process", withShmem(headroomV1(0, map[string]string{
-			"pod/app/memory.limit_in_bytes": mibs(512), "pod/app/memory.usage_in_bytes": mibs(215),
-			"pod/app/memory.stat": stat("total_cache", 2) + stat("total_rss", 213) + stat("total_shmem", 0) + stat("total_active_file", 2),
-		}), 10, 300), Headroom{Source: v1app, From: "memory.limit_in_bytes", Limit: 512 * mib, Usage: 213 * mib, Own: 10 * mib, Others: 203 * mib, Avail: 309 * mib}, false},
-		{"v2 shmem charged elsewhere next to a co-process", withShmem(headroomV2(0, map[string]string{
-			"pod/app/memory.max": mibs(512), "pod/app/memory.current": mibs(215),
-			"pod/app/memory.stat": stat("anon", 213) + stat("active_file", 2) + stat("inactive_file", 0),
-		}), 10, 300), Headroom{Source: app, From: "memory.max", Limit: 512 * mib, Usage: 213 * mib, Own: 10 * mib, Others: 203 * mib, Avail: 309 * mib}, false},
-		{"v2 bad file pages in memory.stat: error, limit kept", headroomV2(100, map[string]string{
+		}), []Level{{app, -1, -1, 300 * mib, 0, 0}, {pod, 512 * mib, -1, 400 * mib, 0, 0}}, 100 * mib, 0, false},
+		{"v1 lazily freed pages", withLazyFree(headroomV1(252, map[string]string{
+			"pod/app/memory.limit_in_bytes": mibs(512), "pod/app/memory.usage_in_bytes": mibs(453),
+			"pod/app/memory.stat": stat("total_cache", 0) + stat("total_rss", 452) + stat("total_shmem", 0) + stat("total_inactive_file", 250),
+		}), 250), []Level{{v1app, 512 * mib, -1, 453 * mib, 0, 250 * mib}}, 252 * mib, 250 * mib, false},
+		{"v2 bad memory.stat: the level is left out", headroomV2(100, map[string]string{
 			"pod/memory.max": mibs(512), "pod/memory.current": mibs(300), "pod/memory.stat": "active_file x\ninactive_file 0\n",
-		}), Headroom{}, true},
-		// Issue 31, point 1 (readings measured with GODEBUG=madvdontneed=0 next
-		// to a 200 MiB co-process): a 250 MiB heap freed with MADV_FREE sits
-		// on total_inactive_file, charged as rss and not cache, and in
-		// RssAnon; regrown to 200 MiB, 200 of them are written again: not
-		// LazyFree any more, on the file list still, and not reclaimable.
-		{"v1 lazily freed heap next to a co-process", withLazyFree(headroomV1(252, map[string]string{
-			"pod/app/memory.limit_in_bytes": mibs(512), "pod/app/memory.usage_in_bytes": mibs(453),
-			"pod/app/memory.stat": stat("total_cache", 0) + stat("total_rss", 452) + stat("total_shmem", 0) + stat("total_inactive_file", 250),
-		}), 250), Headroom{Source: v1app, From: "memory.limit_in_bytes", Limit: 512 * mib, Usage: 203 * mib, Own: 2 * mib, Others: 201 * mib, Avail: 311 * mib}, false},
-		{"v1 lazily freed heap written again, next to a co-process", withLazyFree(headroomV1(252, map[string]string{
-			"pod/app/memory.limit_in_bytes": mibs(512), "pod/app/memory.usage_in_bytes": mibs(453),
-			"pod/app/memory.stat": stat("total_cache", 0) + stat("total_rss", 452) + stat("total_shmem", 0) + stat("total_inactive_file", 250),
-		}), 50), Headroom{Source: v1app, From: "memory.limit_in_bytes", Limit: 512 * mib, Usage: 403 * mib, Own: 202 * mib, Others: 201 * mib, Avail: 311 * mib}, false},
-		{"v1 lazily freed heap written again, and 150 MiB outside Go", withLazyFree(headroomV1(402, map[string]string{
-			"pod/app/memory.limit_in_bytes": mibs(512), "pod/app/memory.usage_in_bytes": mibs(403),
-			"pod/app/memory.stat": stat("total_cache", 0) + stat("total_rss", 402) + stat("total_shmem", 0) + stat("total_inactive_file", 250),
-		}), 50), Headroom{Source: v1app, From: "memory.limit_in_bytes", Limit: 512 * mib, Usage: 353 * mib, Own: 352 * mib, Others: 1 * mib, Avail: 512 * mib}, false},
-		{"v2 a co-process's lazily freed pages are the others'", withLazyFree(headroomV2(100, map[string]string{
-			"pod/app/memory.max": mibs(512), "pod/app/memory.current": mibs(410),
-			"pod/app/memory.stat": stat("anon", 400) + stat("file", 10) + stat("shmem", 0) + stat("inactive_file", 210),
-		}), 0), Headroom{Source: app, From: "memory.max", Limit: 512 * mib, Usage: 400 * mib, Own: 100 * mib, Others: 300 * mib, Avail: 212 * mib}, false},
-		{"v1 lazily freed pages, no smaps_rollup: all held", headroomV1(252, map[string]string{
-			"pod/app/memory.limit_in_bytes": mibs(512), "pod/app/memory.usage_in_bytes": mibs(453),
-			"pod/app/memory.stat": stat("total_cache", 0) + stat("total_rss", 452) + stat("total_shmem", 0) + stat("total_inactive_file", 250),
-		}), Headroom{Source: v1app, From: "memory.limit_in_bytes", Limit: 512 * mib, Usage: 453 * mib, Own: 252 * mib, Others: 201 * mib, Avail: 311 * mib}, false},
-		{"v1 no usage file", headroomV1(100, map[string]string{
-			"pod/app/memory.limit_in_bytes": mibs(512), "pod/app/memory.stat": "total_inactive_file 0\n",
-		}), Headroom{}, false},
+		}), nil, 100 * mib, 0, true},
+		{"v2 no RssAnon: no level", headroomV2(-1, map[string]string{
+			"pod/memory.max": mibs(512), "pod/memory.current": mibs(300), "pod/memory.stat": "inactive_file 0\n",
+		}), nil, 0, 0, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			lim, err := ReadFS(tc.fsys)
-			require.NoError(t, err, "headroom problems do not fail the reading")
-			got := lim.Memory.Headroom
-			if tc.err {
-				require.Error(t, got.Err)
-				got.Err = nil
-			} else {
-				require.NoError(t, got.Err)
-			}
-			assert.Equal(t, tc.want, got)
-			assert.NotZero(t, lim.Memory.MaxSource+lim.Memory.HighSource, "the limits are read as before")
+			require.NoError(t, err, "usage problems do not fail the reading")
+			m := lim.Memory
+			assert.Equal(t, tc.want, m.Levels)
+			assert.Equal(t, [2]int64{tc.rss, tc.lazy}, [2]int64{m.RssAnon, m.LazyFree})
+			assert.Equal(t, tc.err, m.UsageErr != nil, "%v", m.UsageErr)
 			w, err := NewWatcher(tc.fsys)
 			require.NoError(t, err)
 			defer w.Close()
 			wl, _ := w.Read()
-			wl.Memory.Headroom.Err = nil
-			lim.Memory.Headroom.Err = nil
-			assert.Equal(t, lim, wl, "the Watcher agrees")
+			assert.Equal(t, m.Levels, wl.Memory.Levels, "the Watcher agrees")
 		})
 	}
 }
 
-// TestHeadroomWatcherNoAllocs: re-reading the usage figures of the limited
+// TestLevelsWatcherNoAllocs: re-reading the usage figures of the limited
 // levels (and /proc/self/status) allocates nothing; the test fails if the
 // figures are not read at all.
-func TestHeadroomWatcherNoAllocs(t *testing.T) {
+func TestLevelsWatcherNoAllocs(t *testing.T) {
 	fsys := headroomV2(100, map[string]string{
 		"pod/app/memory.max": mibs(400), "pod/app/memory.current": mibs(100), "pod/app/memory.stat": "inactive_file 0\n",
 		"pod/memory.max": mibs(512), "pod/memory.current": mibs(300), "pod/memory.stat": "inactive_file 0\n",
@@ -243,11 +130,12 @@ func TestHeadroomWatcherNoAllocs(t *testing.T) {
 	defer w.Close()
 	var lim Limits
 	allocs := testing.AllocsPerRun(100, func() { lim, _ = w.Read() })
-	assert.Equal(t, int64(200*mib), lim.Memory.Headroom.Others)
+	require.Len(t, lim.Memory.Levels, 2)
+	assert.Equal(t, int64(300*mib), lim.Memory.Levels[1].Usage)
 	assert.Zero(t, allocs)
 	fsys["sys/fs/cgroup/pod/memory.current"].Data = []byte(mibs(250))
 	lim, _ = w.Read()
-	assert.Equal(t, int64(150*mib), lim.Memory.Headroom.Others, "the Watcher follows the usage")
+	assert.Equal(t, int64(250*mib), lim.Memory.Levels[1].Usage, "the Watcher follows the usage")
 }
 
 var procStatusTests = []struct {

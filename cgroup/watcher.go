@@ -91,7 +91,8 @@ func (w *Watcher) find(self []byte) {
 
 // Read re-reads the files and returns what ReadFS would. It allocates only
 // for an error, a move, a file read for the first time or grown beyond
-// every earlier size. After Close, the error wraps fs.ErrClosed.
+// every earlier size. It reuses the array of Memory.Levels of the last. After
+// Close, the error wraps fs.ErrClosed.
 func (w *Watcher) Read() (Limits, error) {
 	if w.closed {
 		return Limits{}, errWatcherClosed
@@ -106,7 +107,7 @@ func (w *Watcher) Read() (Limits, error) {
 		}
 	}
 	lim, err := eval(w, w.lim)
-	w.last, w.fresh = lim, true
+	w.last, w.fresh, w.lim.Memory.Levels = lim, true, lim.Memory.Levels[:0]
 	return lim, err
 }
 

@@ -13,10 +13,9 @@ import (
 // freshest. A file that cannot be read only leaves the events out.
 func (f *Fit) readEvents(r *Result) {
 	var st cgroup.Stats
-	switch r.From {
-	case "memory.max", "memory.high", "memory.limit_in_bytes":
+	if r.file.cgroup() { // else no limit, MemTotal, or an upper limit from outside: no cgroup
 		st, _ = cgroup.ReadEventsDir(f.env.cgroups, r.Source)
-	} // else no limit, MemTotal, or an upper limit from outside: no cgroup
+	}
 	r.Events, r.HasEvents = st.Memory.Events, st.Memory.HasEvents
 }
 

@@ -26,7 +26,7 @@ func ExamplePolicy_SoftLimit() {
 // With a reserve, the lower of both rules wins: the ratio for small limits,
 // the reserve for large ones.
 func ExamplePolicy_SoftLimit_reserve() {
-	p := memlimit.Policy{Ratio: 0.95, Reserve: 256 << 20}
+	p := memlimit.Policy{Ratio: 0.95, Margin: 256 << 20}
 	for _, mib := range []int64{1024, 4096, 16384} {
 		fmt.Printf("limit %5d MiB: GOMEMLIMIT %d MiB\n", mib, p.SoftLimit(mib<<20)>>20)
 	}
@@ -46,13 +46,13 @@ func ExamplePlan() {
 		"sys/fs/cgroup/memory/memory.limit_in_bytes": {Data: []byte("9223372036854771712\n")},
 		"sys/fs/cgroup/memory/memory.stat":           {Data: []byte("cache 0\nhierarchical_memory_limit 536870912\n")},
 	})
-	res, err := memlimit.Plan(memlimit.Options{Policy: memlimit.Policy{Reserve: 64 << 20}, Limits: &lim})
+	res, err := memlimit.Plan(memlimit.Options{Policy: memlimit.Policy{Margin: 64 << 20}, Limits: &lim})
 	if err != nil {
 		fmt.Println("cannot read the memory limit:", err)
 		return
 	}
-	fmt.Printf("%s %d bytes from %s (ratio %v, reserve %d): GOMEMLIMIT %d\n", res.From, res.Limit, res.Source,
-		res.Policy.Ratio, res.Policy.Reserve, res.Policy.SoftLimit(res.Limit))
+	fmt.Printf("%s %d bytes from %s (ratio %v, margin %d): GOMEMLIMIT %d\n", res.From, res.Limit, res.Source,
+		res.Policy.Ratio, res.Policy.Margin, res.Policy.SoftLimit(res.Limit))
 	// Output:
-	// memory.limit_in_bytes 536870912 bytes from /sys/fs/cgroup/memory (ratio 0.9, reserve 67108864): GOMEMLIMIT 469762048
+	// memory.limit_in_bytes 536870912 bytes from /sys/fs/cgroup/memory (ratio 0.9, margin 67108864): GOMEMLIMIT 469762048
 }

@@ -15,7 +15,7 @@ import (
 // time the heap doubles, however much of the memory limit is unused. At each
 // refresh reading the policy raises GOGC so that the heap goal, with the
 // runtime's memory outside the heap, reaches gcShare of the memory available
-// (Result.Limit: the limit less what the others hold and Unseen), and never
+// (Result.Limit: the limit less what the others hold and Reserve), and never
 // GOMEMLIMIT: fewer cycles, less GC CPU, more memory in use. It never sets
 // GOGC below the program's value (the base), so a heap too big for the share
 // runs GOGC's cycles again and the leak guard sees what it sees without the

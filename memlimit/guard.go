@@ -3,7 +3,6 @@ package memlimit
 import (
 	"log/slog"
 	"math"
-	"runtime/metrics"
 	"strconv"
 )
 
@@ -52,56 +51,6 @@ func (r gcReading) bound() bool {
 	}
 	gogcGoal := float64(r.live) + float64(r.live+r.stacks+r.globals)*float64(r.gogc)/100
 	return float64(r.goal) < 0.99*gogcGoal
-}
-
-// readRuntime reads, with one metrics.Read into f.samples (allocated once),
-// the floor and f.resident when withFloor and the guard's reading when
-// withGuard.
-func (f *Fit) readRuntime(withFloor, withGuard bool) (floor int64, r gcReading) {
-	n := 0
-	switch {
-	case withGuard && f.env.gc == nil:
-		n = len(runtimeMetrics)
-	case withFloor && (f.env.floor == nil || f.env.resident == nil):
-		n = nFloor
-	}
-	if n > 0 {
-		if f.samples == nil {
-			f.samples = make([]metrics.Sample, len(runtimeMetrics))
-			for i := range f.samples {
-				f.samples[i].Name = runtimeMetrics[i]
-			}
-		}
-		metrics.Read(f.samples[:n])
-	}
-	switch {
-	case withFloor && f.env.floor != nil:
-		floor = f.env.floor()
-	case withFloor:
-		floor = floorOf(f.samples)
-	}
-	switch {
-	case withFloor && f.env.resident != nil:
-		f.resident = f.env.resident()
-	case withFloor: // all the runtime has mapped but what it released to the OS
-		f.resident = int64(min(u64(f.samples[1])-min(u64(f.samples[5]), u64(f.samples[1])), 1<<62))
-	}
-	switch {
-	case withGuard && f.env.gc != nil:
-		r = f.env.gc()
-	case withGuard:
-		r = gcOf(f.samples)
-	}
-	return floor, r
-}
-
-// gcOf is the guard's reading from samples of runtimeMetrics.
-func gcOf(s []metrics.Sample) gcReading {
-	g := s[nFloor:]
-	// GOGC=off is -1, which the metric gives as a uint64.
-	other := u64(s[1]) - min(u64(s[1]), u64(s[2])+u64(s[3])+u64(s[5])) // total − objects − unused − released
-	return gcReading{live: u64(s[0]), goal: u64(g[0]), gogc: int64(u64(g[1])), stacks: u64(g[2]), globals: u64(g[3]),
-		gcCPU: max(f64(g[4])-f64(g[5]), 0), cpu: f64(g[6]), other: other}
 }
 
 // leakGuard is Result.LeakGuard's type.
@@ -227,8 +176,8 @@ func (f *Fit) logGuard(ev guardEvent, want int64, l memLimit) {
 	case ev == guardReset:
 		f.log.Info("fitgo: the heap fell back below where it grew from; the leak guard gives GOMEMLIMIT back to the policy",
 			"GOMEMLIMIT", want)
-	case !f.guard.warn:
-		f.guard.warn = true
+	case !f.rule.guard.warn:
+		f.rule.guard.warn = true
 		f.log.Warn("fitgo: the GC is pinned at GOMEMLIMIT (a leak?); the leak guard raises GOMEMLIMIT toward the memory limit, "+
 			"where the process is killed instead of browning out (FITGO=leakguard=off or Options.NoLeakGuard to keep it)",
 			"GOMEMLIMIT", want, slog.Attr{Key: "leak_guard", Value: guardValue(l.guard)}, "source", l.source)

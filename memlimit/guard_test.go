@@ -299,8 +299,8 @@ func TestGCReadingBound(t *testing.T) {
 // total.
 func TestGCReadingFromMetrics(t *testing.T) {
 	runtimeGC()
-	f := &Fit{env: &env{}}
-	_, r := f.readRuntime(false, true)
+	f := &rule{env: &env{}}
+	_, _, r := f.readRuntime(false, true)
 	assert.Greater(t, r.live, uint64(0))
 	assert.Greater(t, r.goal, r.live)
 	assert.NotZero(t, r.gogc)
@@ -315,7 +315,7 @@ func TestGCReadingFromMetrics(t *testing.T) {
 	for i := range s {
 		assert.NotEqual(t, metrics.KindBad, s[i].Value.Kind(), s[i].Name)
 	}
-	s[nFloor+1].Value = metrics.Value{} // a GOGC the runtime does not give: 0, not bound
+	s[mGOGC].Value = metrics.Value{} // a GOGC the runtime does not give: 0, not bound
 	assert.Zero(t, gcOf(s).gogc)
 }
 

@@ -122,13 +122,16 @@ func TestApplyHeadroom(t *testing.T) {
 func headroomLimits(others int64) cgroup.Limits {
 	l := memLimits(512*MiB, 0)
 	if others > 0 {
-		h := &l.Memory.Headroom
-		h.Source, h.From, h.Limit = "/sys/fs/cgroup/app", "memory.max", 512*MiB
-		h.Usage, h.Own, h.Others, h.Avail = (100+others)*MiB, 100*MiB, others*MiB, (512-others)*MiB
-		if others <= 16 { // the margin of 512 MiB, limit/32
-			l.Memory.Headroom.Avail = 512 * MiB // as cgroup gives it
-		}
+		l = withLevel(l, (100+others)*MiB, 100*MiB)
 	}
+	return l
+}
+
+// withLevel is l with the process's cgroup, its limit 512 MiB, as the level
+// where usage bytes are held, own bytes of them the process's RssAnon.
+func withLevel(l cgroup.Limits, usage, own int64) cgroup.Limits {
+	l.Memory.Levels = []cgroup.Level{{Dir: "/sys/fs/cgroup/app", Max: 512 * MiB, High: -1, Usage: usage}}
+	l.Memory.RssAnon = own
 	return l
 }
 
@@ -234,11 +237,7 @@ func TestHeadroomFloorNotAboveWhatIsLeft(t *testing.T) {
 		fk := &fakeKnob{value: noLimit}
 		te := newTestEnv(fk, nil)
 		te.floor = func() int64 { return floor }
-		lim := headroomLimits(200)
-		h := &lim.Memory.Headroom
-		h.Avail = 158 * MiB / 10
-		h.Others = h.Limit - h.Avail
-		h.Usage = h.Own + h.Others
+		lim := withLevel(memLimits(512*MiB, 0), 100*MiB+512*MiB-158*MiB/10, 100*MiB) // 15.8 MiB left
 		te.src.set(lim)
 		r, err := Plan(te.opts(Options{}))
 		require.NoError(t, err)
@@ -268,10 +267,7 @@ func TestHeadroomFloorInForce(t *testing.T) {
 		others = min(max(others+rnd.Int64N(9*MiB)-4*MiB, 100*MiB), 400*MiB)
 		avail := 512*MiB - others
 		floor = avail*int64(80+rnd.IntN(25))/100 + rnd.Int64N(MiB) // 0.8 to 1.04 × what is left
-		lim := headroomLimits(0)
-		h := &lim.Memory.Headroom
-		h.Source, h.From, h.Limit = "/sys/fs/cgroup/app", "memory.max", 512*MiB
-		h.Usage, h.Own, h.Others, h.Avail = others+100*MiB, 100*MiB, others, avail
+		lim := withLevel(memLimits(512*MiB, 0), others+100*MiB, 100*MiB)
 		require.True(t, s.tick(s.f, now, lim, nil))
 		v, _ := fk.get()
 		st := res.Status()
@@ -292,12 +288,12 @@ func TestHeadroomFloorInForce(t *testing.T) {
 // TestHeadroomFloorFromMetrics: the real floor is 1.25 × the live heap plus
 // the runtime's memory outside the heap, so at least the live heap.
 func TestHeadroomFloorFromMetrics(t *testing.T) {
-	f := &Fit{env: &env{}}
+	f := &rule{env: &env{}}
 	keep := make([]byte, 64<<20)
 	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 	runtimeGC()
 	metrics.Read(s)
-	got, _ := f.readRuntime(true, false)
+	got, _, _ := f.readRuntime(true, false)
 	assert.GreaterOrEqual(t, got, int64(s[0].Value.Uint64())*5/4)
 	assert.Greater(t, got, int64(64<<20), "the 64 MiB kept live count")
 	keep[0] = 1
@@ -314,7 +310,7 @@ func TestHeadroomTickAllocs(t *testing.T) {
 	now := time.Now()
 	assert.Zero(t, testing.AllocsPerRun(1000, func() { s.tick(s.f, now, lim, nil) }))
 	assert.Equal(t, int64(200*MiB), res.Status().Others, "the headroom bound the value")
-	require.NotNil(t, s.samples, "the floor's metrics were read")
+	require.NotNil(t, s.rule.samples, "the floor's metrics were read")
 }
 
 func runtimeGC() { runtime.GC() }
@@ -322,11 +318,7 @@ func runtimeGC() { runtime.GC() }
 // ownLimits is a reading where the process is alone under a 512 MiB limit
 // with rss MiB of resident anonymous memory (RssAnon), all it holds there.
 func ownLimits(rss int64) cgroup.Limits {
-	l := memLimits(512*MiB, 0)
-	h := &l.Memory.Headroom
-	h.Source, h.From, h.Limit = "/sys/fs/cgroup/app", "memory.max", 512*MiB
-	h.Usage, h.Own, h.Avail = rss*MiB, rss*MiB, 512*MiB
-	return l
+	return withLevel(memLimits(512*MiB, 0), rss*MiB, rss*MiB)
 }
 
 // TestHeadroomNonGo: sent readings, no clock. The process's memory outside
@@ -369,7 +361,7 @@ func TestHeadroomNonGo(t *testing.T) {
 	// Own above the usage (RssAnon charged to another cgroup, or not yet
 	// uncharged): no more memory outside Go than the others hold.
 	lazy := ownLimits(300)
-	lazy.Memory.Headroom.Usage, resident = 100*MiB, 100*MiB
+	lazy.Memory.Levels[0].Usage, resident = 100*MiB, 100*MiB
 	assert.True(t, s.tick(s.f, now, lazy, nil))
 	v, _ := fk.get()
 	assert.Equal(t, soft(512), v)
@@ -394,18 +386,17 @@ func TestHeadroomNonGo(t *testing.T) {
 // has mapped less what it released to the OS: a heap released by
 // debug.FreeOSMemory leaves it, so it is not taken for memory outside Go.
 func TestHeadroomResidentFromMetrics(t *testing.T) {
-	f := &Fit{env: &env{}}
+	f := &rule{env: &env{}}
 	keep := make([]byte, 64<<20)
 	for i := 0; i < len(keep); i += 4096 {
 		keep[i] = 1
 	}
-	f.readRuntime(true, false)
-	held := f.resident
+	_, held, _ := f.readRuntime(true, false)
 	assert.Greater(t, held, int64(64<<20))
 	keep = nil
 	debug.FreeOSMemory()
-	f.readRuntime(true, false)
-	assert.Less(t, f.resident, held-32<<20, "the released heap is not resident")
+	_, resident, _ := f.readRuntime(true, false)
+	assert.Less(t, resident, held-32<<20, "the released heap is not resident")
 }
 
 // lazyV1 is v1FS (the process in app, 512 MiB there) with the readings

@@ -9,7 +9,6 @@ import (
 	"math"
 	"os"
 	"runtime/debug"
-	"runtime/metrics"
 	"strconv"
 	"time"
 
@@ -50,8 +49,8 @@ type Options struct {
 	// Limits are the limits to fit; nil: Apply reads the memory controller's (cgroup.ReadOnly).
 	Limits *cgroup.Limits
 	// NoHeadroom fits GOMEMLIMIT to the whole limit instead of to what the
-	// other processes under it leave (Memory.Headroom). The blank import sets
-	// it for FITGO=headroom=off.
+	// other processes under it leave (cgroup.Memory.Levels). The blank
+	// import sets it for FITGO=headroom=off.
 	NoHeadroom bool
 	// UpperLimit, when positive, bounds the limit fitgo reads with one known
 	// from outside, such as the pod's limit in a private cgroup namespace. 0:
@@ -61,13 +60,13 @@ type Options struct {
 	// than the policy's Min, is ignored (SettingErr). The others count
 	// against it as against any limit (NoHeadroom).
 	UpperLimit int64
-	// Unseen is memory, in bytes, held under the limit where fitgo cannot
+	// Reserve is memory, in bytes, held under the limit where fitgo cannot
 	// see it, such as by a sidecar in another container of a pod with a
 	// pod-level limit: it is taken off the limit before the policy, as the
 	// headroom takes off what it sees the other processes hold. 0: none; one
 	// that leaves less than the policy's Min of the limit read at Apply is
 	// ignored (SettingErr). The blank import sets it for FITGO=reserve=.
-	Unseen int64
+	Reserve int64
 	// NoLeakGuard turns off the refresh's leak guard, which steps GOMEMLIMIT
 	// up toward the memory limit while a growing heap pins the GC at it
 	// (Result.LeakGuard). The blank import sets it for FITGO=leakguard=off.
@@ -92,12 +91,10 @@ type Options struct {
 // env is the world Apply works in: the process, or a fake in tests.
 type env struct {
 	knob.Env[int64]
-	fsys  fs.FS            // for /proc/meminfo
-	floor func() int64     // nil: the floor from runtime/metrics
-	gc    func() gcReading // nil: the leak guard's reading from runtime/metrics
-	// resident is the memory the Go runtime holds resident by its own
-	// account; nil: from runtime/metrics.
-	resident func() int64
+	fsys     fs.FS            // for /proc/meminfo
+	floor    func() int64     // nil: the floor from runtime/metrics
+	gc       func() gcReading // nil: the leak guard's reading from runtime/metrics
+	resident func() int64     // nil: what the runtime holds resident, from runtime/metrics
 
 	cgroups fs.FS // for the memory events; nil: the real root
 	gogc    *knob.Knob[int]
@@ -118,17 +115,18 @@ func text() knob.Spec[int64] {
 // memLimit is the memory limit of a reading, as Result has it.
 type memLimit struct {
 	bytes         int64
-	source, from  string
+	source        string
+	from          limitFile
 	others, level int64 // Result.Others and LevelLimit
 	plain         int64 // the limit without the headroom
-	unseen        int64 // Result.Unseen
+	reserve       int64 // Result.Reserve
 	nonGo         int64 // Result.NonGo
 	floor         int64
 	guard         leakGuard
 }
 
 func (l memLimit) LogValue() slog.Value {
-	attrs := []slog.Attr{slog.Int64("bytes", l.bytes), slog.String("source", l.source), slog.String("from", l.from)}
+	attrs := []slog.Attr{slog.Int64("bytes", l.bytes), slog.String("source", l.source), slog.String("from", l.from.String())}
 	if l.others != 0 {
 		attrs = append(attrs, slog.Int64("level_limit", l.level), slog.Int64("others", l.others))
 	}
@@ -153,13 +151,14 @@ type Result struct {
 	// good reading.
 	Limit        int64
 	Source, From string
+	file         limitFile // From
 	// Others is what the other processes held at Source when the headroom
 	// bound the value, LevelLimit the limit there (or the upper limit, From,
 	// when it is the tightest); Limit is then LevelLimit − Others. Both are 0
 	// when the limit itself bound it.
 	Others, LevelLimit int64
-	// Unseen is what Options.Unseen took off: Limit is what is left.
-	Unseen int64
+	// Reserve is what Options.Reserve took off: Limit is what is left.
+	Reserve int64
 	// NonGo is the process's own memory outside the Go runtime (see
 	// Options.NoNonGo), part of Others when they bind the value; 0 when it
 	// is not measured.
@@ -198,7 +197,7 @@ type Result struct {
 		Ceiling    int64
 		Reason     string
 	}
-	// SettingErr is why FITGO_MEMORY_LIMIT (or UpperLimit) or Unseen was
+	// SettingErr is why FITGO_MEMORY_LIMIT (or UpperLimit) or Reserve was
 	// ignored: not a quantity of at least 1 MiB, or one that leaves less than
 	// the policy's Min; the limit is fitted as if it were unset. It also
 	// warns of a FITGO_MEMORY_LIMIT in bytes below the limit read, which is
@@ -222,8 +221,8 @@ type Result struct {
 
 // setLimit sets the fields of r that describe the limit l.
 func (r *Result) setLimit(l memLimit) {
-	r.Limit, r.Source, r.From, r.LeakGuard = l.bytes, l.source, l.from, l.guard
-	r.Others, r.LevelLimit, r.Floor, r.Unseen, r.NonGo = l.others, l.level, l.floor, l.unseen, l.nonGo
+	r.Limit, r.Source, r.From, r.file, r.LeakGuard = l.bytes, l.source, l.from.String(), l.from, l.guard
+	r.Others, r.LevelLimit, r.Floor, r.Reserve, r.NonGo = l.others, l.level, l.floor, l.reserve, l.nonGo
 }
 
 // outcome is the part of r that the knob fills in; set puts it in r.
@@ -239,82 +238,19 @@ func (r *Result) set(o knob.Outcome[int64]) {
 
 // Fit is the management of the memory limit that an Apply started.
 type Fit struct {
-	res      Result
-	f        *knob.Fit[int64, memLimit] // nil when Apply left the limit alone for good
-	env      *env
-	memTotal int64 // MemTotal with SystemMemory, else 0
-	upper    memLimit
-	unseen   int64
-	headroom bool // not NoHeadroom
-	nonGo    bool // not NoNonGo
-	loop     *knob.Loop
-	log      *slog.Logger
+	res  Result
+	f    *knob.Fit[int64, memLimit] // nil when Apply left the limit alone for good
+	env  *env
+	rule rule
+	loop *knob.Loop
+	log  *slog.Logger
 
-	// Used by the refresh's goroutine only: the last reading's value (for
-	// the hysteresis), whether the floor's Warn line was logged, the
-	// runtime/metrics samples, the leak guard, and automemlimit's ratio (0:
-	// it does nothing here) with its rule's text for the hard limit hard.
-	last     int64
-	warned   bool
-	samples  []metrics.Sample
-	resident int64 // what the runtime holds resident, read with the floor
-	guard    guard
+	// Used by the refresh's goroutine only: automemlimit's ratio (0: it does
+	// nothing here) with its rule's text for the hard limit hard.
 	ratio    float64
 	hard     int64
 	otherWhy string
 	gc       gcPolicy
-}
-
-// effective picks the limit of a reading: the lowest of the limit read
-// and the upper limit, where set, and the headroom, which counts the
-// others against the upper limit too.
-func (f *Fit) effective(lim cgroup.Limits) (l memLimit, has bool) {
-	l, has, bound := f.bounded(f.limit(lim))
-	h, nonGo := lim.Memory.Headroom, int64(0)
-	if own := min(h.Own, f.resident); f.headroom && f.nonGo && h.Source != "" { // the process's non-Go memory is the others'
-		h.Others = max(h.Usage-own, 0)
-		nonGo = min(h.Own-own, h.Others) // not pages charged elsewhere, out of Usage
-		h.Avail = cgroup.Avail(h.Limit, h.Others)
-	}
-	if bound { // a limit like any other, above the level where the headroom sees the others
-		h.From, h.Limit, h.Avail = l.from, l.bytes, cgroup.Avail(l.bytes, h.Others)
-	}
-	if f.headroom && h.Source != "" && h.Others > 0 && h.Avail < h.Limit && (!has || h.Avail < l.bytes) {
-		l = memLimit{bytes: max(h.Avail, 0), source: h.Source, from: h.From, others: h.Others, level: h.Limit, plain: l.bytes}
-		has = true
-	}
-	l.nonGo = nonGo
-	l.unseen = min(f.unseen, l.bytes)
-	l.bytes, l.plain = l.bytes-l.unseen, max(l.plain-l.unseen, 0)
-	return l, has
-}
-
-// bounded is the limit read, l (has: there is one), or the upper limit
-// where it is set and tighter, or l is MemTotal or none (bound: it is).
-func (f *Fit) bounded(l memLimit, has bool) (memLimit, bool, bool) {
-	if u := f.upper; u.bytes > 0 && (!has || l.source == "/proc/meminfo" || u.bytes < l.bytes) {
-		return u, true, true
-	}
-	return l, has, false
-}
-
-// limit is the limit read: the lower of memory.max and memory.high (a limit
-// of 0 is a limit), or MemTotal (with SystemMemory) when there is neither.
-func (f *Fit) limit(lim cgroup.Limits) (l memLimit, has bool) {
-	m := lim.Memory
-	if v, ok := lim.MemoryMax(); ok {
-		l, has = memLimit{bytes: v, source: m.MaxSource, from: "memory.max"}, true
-		if m.Version == cgroup.V1 {
-			l.from = "memory.limit_in_bytes"
-		}
-	}
-	if v, ok := lim.MemoryHigh(); ok && (!has || v < l.bytes) {
-		l, has = memLimit{bytes: v, source: m.HighSource, from: "memory.high"}, true
-	}
-	if !has && f.memTotal > 0 {
-		l, has = memLimit{bytes: f.memTotal, source: "/proc/meminfo", from: "MemTotal"}, true
-	}
-	return l, has
 }
 
 // Apply sets the Go runtime's soft memory limit (GOMEMLIMIT) from the
@@ -357,11 +293,13 @@ func prepare(o *Options) (*Fit, *knob.Apply[int64, memLimit]) {
 		e = &env{Env: knob.Process(processKnob, nil, "memory"), fsys: os.DirFS("/"), gogc: processGOGC}
 	}
 	p := o.Policy.resolved()
-	f := &Fit{env: e, res: Result{Policy: p, Env: e.Getenv("GOMEMLIMIT")}, headroom: !o.NoHeadroom, nonGo: !o.NoNonGo, log: o.Logger}
+	f := &Fit{env: e, res: Result{Policy: p, Env: e.Getenv("GOMEMLIMIT")}, log: o.Logger,
+		rule: rule{p: p, headroom: !o.NoHeadroom, nonGo: !o.NoNonGo, env: e, log: o.Logger}}
 	r := &f.res
 	a := &knob.Apply[int64, memLimit]{Env: &e.Env, Tick: f.tick, Common: knob.Common{Insist: o.Insist, Logger: o.Logger,
 		Refresh: o.Refresh, Context: o.Context, Limits: o.Limits}}
-	switch a.Err = cmp.Or(o.Policy.validate(), f.setUpper(o, e.Getenv(envvar.MemoryLimitVar))); {
+	invalid, setting := f.rule.setUpper(o, e.Getenv(envvar.MemoryLimitVar))
+	switch a.Err, r.SettingErr = cmp.Or(o.Policy.validate(), invalid), setting; {
 	case a.Err != nil:
 		a.Left = "invalid options"
 	case e.GOOS != "linux":
@@ -380,13 +318,13 @@ func prepare(o *Options) (*Fit, *knob.Apply[int64, memLimit]) {
 	a.Read = func(lim cgroup.Limits, err error) knob.Reading[int64, memLimit] {
 		var memErr error
 		if o.SystemMemory {
-			f.memTotal, memErr = readMemTotal(e.fsys)
+			f.rule.memTotal, memErr = readMemTotal(e.fsys)
 		}
 		f.ratio = automemlimitRatio(e.Getenv("AUTOMEMLIMIT"))
 		r.Memory = lim.Memory
-		f.checkSettings(lim, e.Getenv(envvar.MemoryLimitVar))
+		r.SettingErr = errors.Join(r.SettingErr, f.rule.check(lim, e.Getenv(envvar.MemoryLimitVar)))
 		rd, _, _ := f.reading(lim, err)
-		f.guard.on = !o.NoLeakGuard // from the first tick on
+		f.rule.guard.on, f.rule.readGC = !o.NoLeakGuard, !o.NoLeakGuard || o.GC // from the first tick on
 		r.setLimit(rd.Limit)
 		noMem := ""
 		if memErr != nil {
@@ -395,7 +333,7 @@ func prepare(o *Options) (*Fit, *knob.Apply[int64, memLimit]) {
 		switch {
 		case errors.Is(rd.Err, cgroup.ErrNoCgroup):
 			rd.None = "no cgroup information (no /proc/self/cgroup)" + noMem
-		case rd.Limit.from == "":
+		case rd.Limit.from == noFile:
 			rd.None = "no memory limit" + noMem
 		default:
 			rd.None = tinyReason(p, rd.Limit)
@@ -406,59 +344,15 @@ func prepare(o *Options) (*Fit, *knob.Apply[int64, memLimit]) {
 	return f, a
 }
 
-// memErr is the error of a reading that concerns the memory limit: without
-// a cgroup, MemTotal or the upper limit is still one to follow.
-func (f *Fit) memErr(lim cgroup.Limits, err error) error {
-	return knob.ErrFor(err, lim.Memory.Err, lim.CPU.Err, f.memTotal > 0 || f.upper.bytes > 0)
-}
-
-// tinyReason says why the policy leaves GOMEMLIMIT unset for limit l.
-func tinyReason(p Policy, l memLimit) string {
-	lim := formatBytes(l.bytes) + " " + l.from
-	switch raw := p.raw(l.bytes); {
-	case p.Reserve > 0 && l.bytes-p.Reserve <= 0:
-		return "the reserve (" + formatBytes(p.Reserve) + ") leaves nothing of the " + lim + " limit"
-	case raw <= 0:
-		return "a " + lim + " limit leaves nothing for a soft limit; GOMEMLIMIT left unset"
-	default:
-		return formatBytes(raw) + " (from a " + formatBytes(l.bytes) + " limit) is below the minimum of " +
-			formatBytes(p.Min) + ": too little for the heap next to the runtime's own memory; GOMEMLIMIT left unset"
-	}
-}
-
-// value is GOMEMLIMIT for a reading, with the limit it comes from and
-// whether there is one: the policy's value, the floor, the hysteresis and,
-// once the guard is on (the refresh), its steps. The first time the floor
-// holds the value, it logs a Warn line (Plan has no logger).
-func (f *Fit) value(lim cgroup.Limits) (memLimit, bool, int64, guardEvent, gcReading) {
-	floor, gc := f.readRuntime(f.headroom && lim.Memory.Headroom.Source != "", f.guard.on || f.gc.on)
-	l, has := f.effective(lim)
-	want := f.softLimit(&l, floor)
-	if l.others > 0 && l.floor == 0 && want > f.last && f.last > 0 && want-f.last < f.last/raiseStep {
-		want = f.last // hysteresis: raise only by a step worth taking; a floor is applied as it is reported
-	}
-	f.last = want
-	ev := guardNone
-	if f.guard.on {
-		want, ev = f.guard.step(want, l.bytes, gc, &l)
-	}
-	if l.floor > 0 && !f.warned && f.log != nil {
-		f.warned = true
-		f.log.Warn("fitgo: the other processes leave too little memory; GOMEMLIMIT held at the floor",
-			"GOMEMLIMIT", want, "available", l.bytes, "others", l.others, "source", l.source, "floor", l.floor)
-	}
-	return l, has, want, ev, gc
-}
-
 // reading is the knob's Reading of the limits lim, read with err, at Apply
 // and at each tick: whether fitgo has a value is decided here only. It
 // returns the leak guard's event and the runtime's reading with it.
 func (f *Fit) reading(lim cgroup.Limits, err error) (rd knob.Reading[int64, memLimit], gev guardEvent, gc gcReading) {
-	if rd.Err = f.memErr(lim, err); rd.Err != nil {
+	if rd.Err = f.rule.err(lim, err); rd.Err != nil {
 		return rd, guardNone, gc
 	}
 	var has bool
-	rd.Limit, has, rd.Want, gev, gc = f.value(lim)
+	rd.Limit, has, rd.Want, gev, gc = f.rule.value(lim)
 	rd.Has = has && rd.Want != 0
 	if gev == guardStep {
 		rd.Why = "by the leak guard"
@@ -544,8 +438,8 @@ func (r Result) String() string {
 	if r.Source != "" {
 		lim = r.From + " " + formatBytes(r.Limit) + " from " + r.Source
 	}
-	if r.Unseen > 0 {
-		lim = "available " + formatBytes(r.Limit) + " = " + r.From + " " + formatBytes(r.Limit+r.Unseen) + " from " + r.Source
+	if r.Reserve > 0 {
+		lim = "available " + formatBytes(r.Limit) + " = " + r.From + " " + formatBytes(r.Limit+r.Reserve) + " from " + r.Source
 	}
 	if r.Others > 0 {
 		lim = "available " + formatBytes(r.Limit) + " = " + r.From + " " + formatBytes(r.LevelLimit) + " − others " +
@@ -554,8 +448,8 @@ func (r Result) String() string {
 	if r.NonGo > 0 {
 		lim += " (own memory outside Go " + formatBytes(r.NonGo) + ")"
 	}
-	if r.Unseen > 0 {
-		lim += " − unseen " + formatBytes(r.Unseen)
+	if r.Reserve > 0 {
+		lim += " − reserve " + formatBytes(r.Reserve)
 	}
 	if r.Floor > 0 {
 		lim += " (held at the floor " + formatBytes(r.Floor) + ")"
@@ -588,8 +482,8 @@ func (r Result) LogValue() slog.Value {
 	if r.NonGo > 0 {
 		lim = append(lim, slog.Int64("non_go", r.NonGo))
 	}
-	if r.Unseen > 0 {
-		lim = append(lim, slog.Int64("unseen", r.Unseen))
+	if r.Reserve > 0 {
+		lim = append(lim, slog.Int64("reserve", r.Reserve))
 	}
 	if r.Floor > 0 {
 		lim = append(lim, slog.Int64("floor", r.Floor))

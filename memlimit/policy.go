@@ -19,15 +19,16 @@ const (
 )
 
 // Policy turns a memory limit into a GOMEMLIMIT value: the lower of Ratio ×
-// limit and limit − Reserve, rounded down to a byte. When that is below Min
+// limit and limit − Margin, rounded down to a byte. When that is below Min
 // (or not positive), GOMEMLIMIT is left unset rather than raised: unlike
 // automemlimit's WithMin, no setting puts a soft limit above what the
 // container allows. The zero Policy is fitgo's default.
 type Policy struct {
 	// Ratio is the fraction of the limit to use, in (0, 1]; 0 means 0.9.
 	Ratio float64
-	// Reserve is a number of bytes kept free below the limit; 0 for none.
-	Reserve int64
+	// Margin is at least this many bytes kept free between GOMEMLIMIT and
+	// the limit; with the ratio, the lower result wins. 0: none.
+	Margin int64
 	// Min is the smallest GOMEMLIMIT to set; a smaller result leaves
 	// GOMEMLIMIT unset. 0 means 16 MiB; a negative Min sets any positive
 	// result.
@@ -66,8 +67,8 @@ func (p Policy) raw(limit int64) int64 {
 	if f := math.Floor(float64(limit) * p.Ratio); f < float64(limit) {
 		v = int64(f)
 	}
-	if p.Reserve > 0 {
-		v = min(v, limit-p.Reserve)
+	if p.Margin > 0 {
+		v = min(v, limit-p.Margin)
 	}
 	return v
 }
@@ -78,22 +79,22 @@ func (p Policy) validate() error {
 	if !(p.Ratio > 0 && p.Ratio <= 1) && p.Ratio != 0 {
 		errs = append(errs, fmt.Errorf("ratio %v: want 0 < ratio <= 1", p.Ratio))
 	}
-	if p.Reserve < 0 {
-		errs = append(errs, fmt.Errorf("negative reserve %d", p.Reserve))
+	if p.Margin < 0 {
+		errs = append(errs, fmt.Errorf("negative margin %d", p.Margin))
 	}
-	if len(errs) > 0 {
-		return fmt.Errorf("memlimit: invalid policy: %w", errors.Join(errs...))
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("memlimit: invalid policy: %w", err)
 	}
 	return nil
 }
 
 // String describes the policy with its defaults filled in, as Status and log
-// lines show it, e.g. "ratio 0.9, min 16 MiB" or "ratio 1, reserve 256 MiB".
+// lines show it, e.g. "ratio 0.9, min 16 MiB" or "ratio 1, margin 256 MiB".
 func (p Policy) String() string {
 	p = p.resolved()
 	s := "ratio " + strconv.FormatFloat(p.Ratio, 'f', -1, 64)
-	if p.Reserve > 0 {
-		s += ", reserve " + formatBytes(p.Reserve)
+	if p.Margin > 0 {
+		s += ", margin " + formatBytes(p.Margin)
 	}
 	if p.Min > 0 {
 		s += ", min " + formatBytes(p.Min)

@@ -28,11 +28,11 @@ func TestPolicyLimit(t *testing.T) {
 		{"ratio 1", Policy{Ratio: 1}, 512 * MiB, 512 * MiB},
 		{"ratio 0.5", Policy{Ratio: 0.5}, 512 * MiB, 256 * MiB},
 		{"ratio 0.75 odd bytes", Policy{Ratio: 0.75, Min: -1}, 1001, 750},
-		{"reserve lower than ratio", Policy{Ratio: 0.9, Reserve: 100 * MiB}, 512 * MiB, 412 * MiB},
-		{"ratio lower than reserve", Policy{Ratio: 0.9, Reserve: 10 * MiB}, 512 * MiB, 483183820},
-		{"reserve alone", Policy{Ratio: 1, Reserve: 64 * MiB}, GiB, GiB - 64*MiB},
-		{"reserve equal to the limit", Policy{Ratio: 1, Reserve: GiB}, GiB, 0},
-		{"reserve above the limit", Policy{Ratio: 0.9, Reserve: 2 * GiB}, GiB, 0},
+		{"margin lower than ratio", Policy{Ratio: 0.9, Margin: 100 * MiB}, 512 * MiB, 412 * MiB},
+		{"ratio lower than margin", Policy{Ratio: 0.9, Margin: 10 * MiB}, 512 * MiB, 483183820},
+		{"margin alone", Policy{Ratio: 1, Margin: 64 * MiB}, GiB, GiB - 64*MiB},
+		{"margin equal to the limit", Policy{Ratio: 1, Margin: GiB}, GiB, 0},
+		{"margin above the limit", Policy{Ratio: 0.9, Margin: 2 * GiB}, GiB, 0},
 		// Tiny limits: never above the limit, unset below Min.
 		{"tiny: 18 MiB gives 16.2 MiB", def, 18 * MiB, 16986931},
 		{"tiny: 17 MiB gives 15.3 MiB, unset", def, 17 * MiB, 0},
@@ -68,7 +68,7 @@ func TestPolicyValidate(t *testing.T) {
 		{Policy{Ratio: -0.5}, "ratio -0.5"},
 		{Policy{Ratio: math.NaN()}, "ratio NaN"},
 		{Policy{Ratio: math.Inf(1)}, "ratio +Inf"},
-		{Policy{Ratio: 0.9, Reserve: -1}, "negative reserve -1"},
+		{Policy{Ratio: 0.9, Margin: -1}, "negative margin -1"},
 		{Policy{Ratio: 0.9, Min: -1}, ""},
 	} {
 		err := tc.p.validate()
@@ -84,8 +84,8 @@ func TestPolicyValidate(t *testing.T) {
 
 func TestPolicyString(t *testing.T) {
 	assert.Equal(t, "ratio 0.9, min 16 MiB", Policy{}.String(), "the zero Policy is the default")
-	assert.Equal(t, "ratio 1, reserve 256 MiB", Policy{Ratio: 1, Reserve: 256 * MiB, Min: -1}.String())
-	assert.Equal(t, "ratio 1, reserve 256 MiB, min 32 MiB", Policy{Ratio: 1, Reserve: 256 * MiB, Min: 32 * MiB}.String())
+	assert.Equal(t, "ratio 1, margin 256 MiB", Policy{Ratio: 1, Margin: 256 * MiB, Min: -1}.String())
+	assert.Equal(t, "ratio 1, margin 256 MiB, min 32 MiB", Policy{Ratio: 1, Margin: 256 * MiB, Min: 32 * MiB}.String())
 	assert.Equal(t, "ratio 0.8", Policy{Ratio: 0.8, Min: -1}.String())
 	assert.Equal(t, Policy{Ratio: 0.9, Min: 16 * MiB}, Policy{}.resolved())
 	assert.Equal(t, Policy{Ratio: 1, Min: -1}, Policy{Ratio: 1, Min: -1}.resolved().resolved())
@@ -102,7 +102,7 @@ func FuzzPolicyLimit(f *testing.F) {
 	f.Add(int64(math.MaxInt64), 1.0, int64(0), int64(0))
 	f.Add(int64(1), 0.5, int64(1), int64(0))
 	f.Fuzz(func(t *testing.T, limit int64, ratio float64, reserve, minLimit int64) {
-		p := Policy{Ratio: ratio, Reserve: reserve, Min: minLimit}
+		p := Policy{Ratio: ratio, Margin: reserve, Min: minLimit}
 		if p.validate() != nil {
 			return
 		}

@@ -79,7 +79,7 @@ func TestUpperLimitEnv(t *testing.T) {
 
 // TestUpperLimitTiny: an UpperLimit that leaves less than the policy's
 // minimum is ignored the same way, and so is a reserve (FITGO=reserve,
-// Unseen) that leaves less than it of the limit read at Apply: warned, named
+// Reserve) that leaves less than it of the limit read at Apply: warned, named
 // and the cgroup's limit kept (issue 31, point 5).
 func TestUpperLimitTiny(t *testing.T) {
 	for _, tc := range []struct {
@@ -88,22 +88,22 @@ func TestUpperLimitTiny(t *testing.T) {
 		want string
 	}{
 		{"UpperLimit", Options{UpperLimit: 17 * MiB}, "UpperLimit 17 MiB leaves less than the policy's minimum GOMEMLIMIT (16 MiB); ignored"},
-		{"reserve 496Mi", Options{Unseen: 496 * MiB}, "reserve (FITGO=reserve, Unseen) of 496 MiB leaves less than the policy's minimum"},
-		{"reserve 512Mi", Options{Unseen: 512 * MiB}, "of 512 MiB leaves less than"},
-		{"reserve 600Mi", Options{Unseen: 600 * MiB}, "of 600 MiB leaves less than"},
-		{"reserve 7Ei", Options{Unseen: 7 << 60}, "of 7 EiB leaves less than"},
+		{"reserve 496Mi", Options{Reserve: 496 * MiB}, "reserve (FITGO=reserve, Reserve) of 496 MiB leaves less than the policy's minimum"},
+		{"reserve 512Mi", Options{Reserve: 512 * MiB}, "of 512 MiB leaves less than"},
+		{"reserve 600Mi", Options{Reserve: 600 * MiB}, "of 600 MiB leaves less than"},
+		{"reserve 7Ei", Options{Reserve: 7 << 60}, "of 7 EiB leaves less than"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			te := newTestEnv(&fakeKnob{value: noLimit}, v2FS("536870912", "", ""))
 			var buf bytes.Buffer
 			fit, err := Apply(te.opts(Options{Logger: slog.New(slog.NewTextHandler(&buf, nil)), UpperLimit: tc.opts.UpperLimit,
-				Unseen: tc.opts.Unseen}))
+				Reserve: tc.opts.Reserve}))
 			require.NoError(t, err)
 			defer fit.Undo()
 			r := fit.Status()
 			assert.True(t, r.Changed, r.Reason)
 			assert.Equal(t, soft(512), r.After)
-			assert.Zero(t, r.Unseen)
+			assert.Zero(t, r.Reserve)
 			require.Error(t, r.SettingErr)
 			assert.Contains(t, r.SettingErr.Error(), tc.want)
 			assert.Contains(t, buf.String(), "level=WARN")
@@ -112,31 +112,31 @@ func TestUpperLimitTiny(t *testing.T) {
 	}
 }
 
-// TestUnseen: memory held where fitgo cannot see it (FITGO=reserve) is
+// TestReserve: memory held where fitgo cannot see it (FITGO=reserve) is
 // taken off the limit before the policy's ratio, whichever limit binds: the
 // cgroup's, FITGO_MEMORY_LIMIT, or what the others leave.
-func TestUnseen(t *testing.T) {
+func TestReserve(t *testing.T) {
 	for _, tc := range []struct {
-		name   string
-		fsys   fstest.MapFS
-		opts   Options
-		env    string // FITGO_MEMORY_LIMIT
-		after  int64  // 0: left unset
-		limit  int64
-		unseen int64
-		text   string
+		name    string
+		fsys    fstest.MapFS
+		opts    Options
+		env     string // FITGO_MEMORY_LIMIT
+		after   int64  // 0: left unset
+		limit   int64
+		reserve int64
+		text    string
 	}{
-		{"cgroup", v2FS("536870912", "", ""), Options{Unseen: 64 * MiB}, "", soft(448), 448 * MiB, 64 * MiB,
-			"available 448 MiB = memory.max 512 MiB from /sys/fs/cgroup/pod/app − unseen 64 MiB"},
-		{"pod limit from the environment", v2FS("", "", ""), Options{Unseen: 64 * MiB}, "256Mi", soft(192), 192 * MiB, 64 * MiB,
-			"available 192 MiB = FITGO_MEMORY_LIMIT 256 MiB from $FITGO_MEMORY_LIMIT − unseen 64 MiB"},
-		{"others", sharedV2(300), Options{Unseen: 64 * MiB}, "", soft(248), 248 * MiB, 64 * MiB,
-			"available 248 MiB = memory.max 512 MiB − others 200 MiB at /sys/fs/cgroup/pod − unseen 64 MiB"},
-		{"with the policy's reserve", v2FS("536870912", "", ""), Options{Unseen: 64 * MiB, Policy: Policy{Reserve: 64 * MiB}},
-			"", 384 * MiB, 448 * MiB, 64 * MiB, "− unseen 64 MiB"},
-		{"all of it: ignored", v2FS("536870912", "", ""), Options{Unseen: 512 * MiB}, "", soft(512), 512 * MiB, 0, "; ignored"},
-		{"more than all: ignored", v2FS("536870912", "", ""), Options{Unseen: 1 << 40}, "", soft(512), 512 * MiB, 0, "; ignored"},
-		{"no limit", v2FS("", "", ""), Options{Unseen: 64 * MiB}, "", 0, 0, 0, "no memory limit"},
+		{"cgroup", v2FS("536870912", "", ""), Options{Reserve: 64 * MiB}, "", soft(448), 448 * MiB, 64 * MiB,
+			"available 448 MiB = memory.max 512 MiB from /sys/fs/cgroup/pod/app − reserve 64 MiB"},
+		{"pod limit from the environment", v2FS("", "", ""), Options{Reserve: 64 * MiB}, "256Mi", soft(192), 192 * MiB, 64 * MiB,
+			"available 192 MiB = FITGO_MEMORY_LIMIT 256 MiB from $FITGO_MEMORY_LIMIT − reserve 64 MiB"},
+		{"others", sharedV2(300), Options{Reserve: 64 * MiB}, "", soft(248), 248 * MiB, 64 * MiB,
+			"available 248 MiB = memory.max 512 MiB − others 200 MiB at /sys/fs/cgroup/pod − reserve 64 MiB"},
+		{"with the policy's margin", v2FS("536870912", "", ""), Options{Reserve: 64 * MiB, Policy: Policy{Margin: 64 * MiB}},
+			"", 384 * MiB, 448 * MiB, 64 * MiB, "− reserve 64 MiB"},
+		{"all of it: ignored", v2FS("536870912", "", ""), Options{Reserve: 512 * MiB}, "", soft(512), 512 * MiB, 0, "; ignored"},
+		{"more than all: ignored", v2FS("536870912", "", ""), Options{Reserve: 1 << 40}, "", soft(512), 512 * MiB, 0, "; ignored"},
+		{"no limit", v2FS("", "", ""), Options{Reserve: 64 * MiB}, "", 0, 0, 0, "no memory limit"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			te := newTestEnv(&fakeKnob{value: noLimit}, tc.fsys)
@@ -148,10 +148,10 @@ func TestUnseen(t *testing.T) {
 				assert.Equal(t, tc.after, r.After)
 			}
 			assert.Equal(t, tc.limit, r.Limit)
-			assert.Equal(t, tc.unseen, r.Unseen)
+			assert.Equal(t, tc.reserve, r.Reserve)
 			assert.Contains(t, r.String(), tc.text)
 		})
 	}
-	_, err := Plan(newTestEnv(&fakeKnob{value: noLimit}, v2FS("536870912", "", "")).opts(Options{Unseen: -1}))
-	assert.ErrorContains(t, err, "negative UpperLimit 0 or Unseen -1")
+	_, err := Plan(newTestEnv(&fakeKnob{value: noLimit}, v2FS("536870912", "", "")).opts(Options{Reserve: -1}))
+	assert.ErrorContains(t, err, "negative UpperLimit 0 or Reserve -1")
 }

@@ -45,7 +45,7 @@ func main() {
 
 	// GOMEMLIMIT: 85% of the memory limit, and at least 64 MiB left free.
 	mem, err := memlimit.Apply(memlimit.Options{
-		Policy:  memlimit.Policy{Ratio: 0.85, Reserve: 64 << 20},
+		Policy:  memlimit.Policy{Ratio: 0.85, Margin: 64 << 20},
 		Logger:  logger,
 		Refresh: time.Second,
 		Context: ctx,

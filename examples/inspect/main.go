@@ -20,7 +20,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"os/signal"
 	"runtime"
@@ -69,20 +68,22 @@ type cgroupReport struct {
 	// cgroup.Stats.
 	MemoryUse *memoryUse      `json:"memory_use,omitempty"`
 	Pressure  *pressureReport `json:"pressure,omitempty"`
-	// Headroom is the level that leaves the process the least memory,
-	// with what the others hold there (cgroup.Headroom).
-	Headroom *headroom `json:"headroom,omitempty"`
+	// MemoryLevels are the levels whose memory the process shares, with
+	// what is charged there, and RssAnonBytes the process's anonymous memory
+	// (cgroup.Memory.Levels): memlimit's plan says what they leave it.
+	MemoryLevels []memoryLevel `json:"memory_levels,omitempty"`
+	RssAnonBytes int64         `json:"rss_anon_bytes,omitempty"`
+	UsageError   string        `json:"memory_usage_error,omitempty"`
 }
 
-type headroom struct {
-	Source      string `json:"source,omitempty"`
-	From        string `json:"from,omitempty"`
-	LimitBytes  int64  `json:"limit_bytes,omitempty"`
-	UsageBytes  int64  `json:"unreclaimable_bytes,omitempty"`
-	OwnBytes    int64  `json:"own_bytes,omitempty"`
-	OthersBytes int64  `json:"others_bytes"`
-	AvailBytes  int64  `json:"available_bytes,omitempty"`
-	Error       string `json:"error,omitempty"`
+// memoryLevel is a cgroup.Level; a limit of -1 is none.
+type memoryLevel struct {
+	Dir   string `json:"dir"`
+	Max   int64  `json:"max_bytes"`
+	High  int64  `json:"high_bytes"`
+	Usage int64  `json:"usage_bytes"`
+	File  int64  `json:"page_cache_bytes"`
+	Lazy  int64  `json:"lazily_freed_bytes"`
 }
 
 type controller struct {
@@ -209,12 +210,12 @@ func inspect() report {
 		c.MemoryHighBytes = &b
 		c.MemoryHighSrc = lim.Memory.HighSource
 	}
-	if h := lim.Memory.Headroom; h.Source != "" && h.Limit != math.MaxInt64 || h.Err != nil { // not the own cgroup without a limit
-		c.Headroom = &headroom{Source: h.Source, From: h.From, LimitBytes: h.Limit, UsageBytes: h.Usage,
-			OwnBytes: h.Own, OthersBytes: h.Others, AvailBytes: h.Avail}
-		if h.Err != nil {
-			c.Headroom.Error = h.Err.Error()
-		}
+	for _, l := range lim.Memory.Levels {
+		c.MemoryLevels = append(c.MemoryLevels, memoryLevel(l))
+	}
+	c.RssAnonBytes = lim.Memory.RssAnon
+	if err := lim.Memory.UsageErr; err != nil {
+		c.UsageError = err.Error()
 	}
 	if lim.CPU.Version != 0 || lim.Memory.Version != 0 {
 		st, err := readStats()
@@ -342,13 +343,19 @@ func printText(w io.Writer, r report) error {
 		if c.MemoryHighBytes != nil {
 			row("memory high", bytesString(*c.MemoryHighBytes)+" from "+c.MemoryHighSrc)
 		}
-		if h := c.Headroom; h != nil && h.Source != "" {
-			row("memory headroom", fmt.Sprintf("%s available at %s: %s %s − others %s (not reclaimable %s, own %s)",
-				bytesString(h.AvailBytes), h.Source, h.From, bytesString(h.LimitBytes), bytesString(h.OthersBytes),
-				bytesString(h.UsageBytes), bytesString(h.OwnBytes)))
+		for _, l := range c.MemoryLevels {
+			lim := "no limit"
+			if l.Max >= 0 || l.High >= 0 {
+				lim = "max " + limitString(l.Max) + ", high " + limitString(l.High)
+			}
+			row("memory level", fmt.Sprintf("%s: %s; usage %s (page cache %s, lazily freed %s)", l.Dir, lim,
+				bytesString(l.Usage), bytesString(l.File), bytesString(l.Lazy)))
 		}
-		if h := c.Headroom; h != nil && h.Error != "" {
-			row("memory headroom error", h.Error)
+		if c.RssAnonBytes > 0 {
+			row("memory own (RssAnon)", bytesString(c.RssAnonBytes))
+		}
+		if c.UsageError != "" {
+			row("memory usage error", c.UsageError)
 		}
 		if t := c.Throttling; t != nil {
 			if t.Error != "" {
@@ -432,6 +439,14 @@ func envNote(v *string) string {
 // MiB with one decimal and the exact count (KiB only below 1 MiB, so that
 // every figure reads in the unit the rest of fitgo uses), or "off" for the
 // runtime's "no limit" value.
+// limitString is a limit of a memoryLevel: bytes, or "none" for -1.
+func limitString(n int64) string {
+	if n < 0 {
+		return "none"
+	}
+	return bytesString(n)
+}
+
 func bytesString(n int64) string {
 	if n == 1<<63-1 {
 		return "off"

@@ -34,16 +34,18 @@ func TestBytesString(t *testing.T) {
 	}
 }
 
-func TestPrintTextHeadroom(t *testing.T) {
+func TestPrintTextMemoryLevels(t *testing.T) {
 	max := int64(512 << 20)
 	r := report{GoVersion: "go1.26.8", OS: "linux/amd64", GOMEMLIMIT: 1<<63 - 1, Cgroup: &cgroupReport{
-		MemoryMaxBytes: &max, MemoryMaxSource: "/sys/fs/cgroup/pod",
-		Headroom: &headroom{Source: "/sys/fs/cgroup/pod", From: "memory.max", LimitBytes: max, UsageBytes: 300 << 20,
-			OwnBytes: 100 << 20, OthersBytes: 200 << 20, AvailBytes: 312 << 20},
+		MemoryMaxBytes: &max, MemoryMaxSource: "/sys/fs/cgroup/pod", RssAnonBytes: 100 << 20,
+		MemoryLevels: []memoryLevel{{Dir: "/sys/fs/cgroup/pod/app", Max: -1, High: -1, Usage: 200 << 20},
+			{Dir: "/sys/fs/cgroup/pod", Max: max, High: -1, Usage: 300 << 20, File: 20 << 20}},
 	}}
 	var buf bytes.Buffer
 	require.NoError(t, printText(&buf, r))
-	assert.Contains(t, buf.String(), "memory headroom    312 MiB available at /sys/fs/cgroup/pod: memory.max 512 MiB − others 200 MiB (not reclaimable 300 MiB, own 100 MiB)\n")
+	assert.Contains(t, buf.String(), "/sys/fs/cgroup/pod/app: no limit; usage 200 MiB (page cache 0 bytes, lazily freed 0 bytes)\n")
+	assert.Contains(t, buf.String(), "/sys/fs/cgroup/pod: max 512 MiB, high none; usage 300 MiB (page cache 20 MiB, lazily freed 0 bytes)\n")
+	assert.Contains(t, buf.String(), "100 MiB\n")
 }
 
 func TestPrintText(t *testing.T) {
