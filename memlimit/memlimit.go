@@ -109,7 +109,7 @@ var processKnob = knob.New(text(),
 
 func text() knob.Spec[int64] {
 	return knob.Spec[int64]{Name: "GOMEMLIMIT", Value: "the memory limit", Limit: "memory limit", Key: "memory_limit", Pkg: "memlimit",
-		Format: formatBytes}
+		Format: formatBytes, Log: logBytes}
 }
 
 // memLimit is the memory limit of a reading, as Result has it.
@@ -126,9 +126,9 @@ type memLimit struct {
 }
 
 func (l memLimit) LogValue() slog.Value {
-	attrs := []slog.Attr{slog.Int64("bytes", l.bytes), slog.String("source", l.source), slog.String("from", l.from.String())}
+	attrs := []slog.Attr{slog.Any("bytes", logBytes(l.bytes)), slog.String("source", l.source), slog.String("from", l.from.String())}
 	if l.others != 0 {
-		attrs = append(attrs, slog.Int64("level_limit", l.level), slog.Int64("others", l.others))
+		attrs = append(attrs, slog.Any("level_limit", logBytes(l.level)), slog.Any("others", logBytes(l.others)))
 	}
 	if l.guard.Steps > 0 {
 		attrs = append(attrs, slog.Int("leak_guard_steps", l.guard.Steps))
@@ -474,19 +474,19 @@ func (r Result) String() string {
 func (r Result) LogValue() slog.Value {
 	var lim []slog.Attr
 	if r.Source != "" {
-		lim = []slog.Attr{slog.Int64("memory_limit", r.Limit), slog.String("source", r.Source), slog.String("from", r.From)}
+		lim = []slog.Attr{slog.Any("memory_limit", logBytes(r.Limit)), slog.String("source", r.Source), slog.String("from", r.From)}
 	}
 	if r.Others > 0 {
-		lim = append(lim, slog.Int64("level_limit", r.LevelLimit), slog.Int64("others", r.Others))
+		lim = append(lim, slog.Any("level_limit", logBytes(r.LevelLimit)), slog.Any("others", logBytes(r.Others)))
 	}
 	if r.NonGo > 0 {
-		lim = append(lim, slog.Int64("non_go", r.NonGo))
+		lim = append(lim, slog.Any("non_go", logBytes(r.NonGo)))
 	}
 	if r.Reserve > 0 {
-		lim = append(lim, slog.Int64("reserve", r.Reserve))
+		lim = append(lim, slog.Any("reserve", logBytes(r.Reserve)))
 	}
 	if r.Floor > 0 {
-		lim = append(lim, slog.Int64("floor", r.Floor))
+		lim = append(lim, slog.Any("floor", logBytes(r.Floor)))
 	}
 	if r.LeakGuard.Steps > 0 {
 		lim = append(lim, slog.Attr{Key: "leak_guard", Value: guardValue(r.LeakGuard)})

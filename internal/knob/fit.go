@@ -182,7 +182,7 @@ func (f *Fit[V, D]) reassert(cur V, r *Reading[V, D]) event {
 // changeArgs are the log arguments of someone else's change of was to cur
 // (by: the likely other library).
 func (f *Fit[V, D]) changeArgs(cur, was V, by string) []any {
-	args := f.k.txt.args(f.k.txt.args(nil, f.k.txt.Name, cur), "was", was)
+	args := []any{f.k.txt.Name, f.k.txt.logValue(cur), "was", f.k.txt.logValue(was)}
 	if by != "" {
 		args = append(args, "by", "another library, matching "+by)
 	}
@@ -198,7 +198,7 @@ func (f *Fit[V, D]) step(now time.Time, cur V, r *Reading[V, D]) event {
 		f.st.Err = r.Err
 		if first {
 			return event{level: slog.LevelWarn, msg: "fitgo: cannot read the " + f.k.txt.Limit + "; " + f.k.txt.Name + " not fitted until it can",
-				args: append(f.k.txt.args(nil, f.k.txt.Name, cur), "err", r.Err)}
+				args: []any{f.k.txt.Name, f.k.txt.logValue(cur), "err", r.Err}}
 		}
 		return event{}
 	}
@@ -428,7 +428,7 @@ func (f *Fit[V, D]) flush(now time.Time, cur V) event {
 	}
 	n, from := c.held, c.from
 	c.held, c.at = 0, now
-	args := append(f.k.txt.args(f.k.txt.args(nil, f.k.txt.Name, cur), "before", from), f.k.txt.Key, f.st.Limit)
+	args := []any{f.k.txt.Name, f.k.txt.logValue(cur), "before", f.k.txt.logValue(from), f.k.txt.Key, f.st.Limit}
 	if n > 1 {
 		args = append(args, "changes", n)
 	}

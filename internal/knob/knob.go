@@ -107,9 +107,8 @@ type Spec[V comparable] struct {
 	Key    string // "cpu_limit", the log key of the limit
 	Pkg    string // "maxprocs", the package in errors
 	Format func(V) string
-	// Attrs log a value under a key; nil: the value itself. Bytes log for
-	// people ("460.8 MiB", "no limit") with the number beside them.
-	Attrs func(key string, v V) []slog.Attr
+	// Log is a value as log lines give it; nil: the value itself.
+	Log func(V) slog.Value
 	// Confirm is how long readings must find a value fitgo did not set
 	// before it counts as someone else's (0: at once). GOGC's usual read,
 	// SetGCPercent(-1) and back, shows -1 until a GC's mark ends.
@@ -132,20 +131,12 @@ func ErrFor(err, own, other error, beyond bool) error {
 	return err
 }
 
-// attrs are v under key, as Spec.Attrs logs it.
-func (s *Spec[V]) attrs(key string, v V) []slog.Attr {
-	if s.Attrs == nil {
-		return []slog.Attr{slog.Any(key, v)}
+// logValue is v as log lines give it (Spec.Log).
+func (s *Spec[V]) logValue(v V) slog.Value {
+	if s.Log == nil {
+		return slog.AnyValue(v)
 	}
-	return s.Attrs(key, v)
-}
-
-// args appends v under key to args, as Spec.Attrs logs it.
-func (s *Spec[V]) args(args []any, key string, v V) []any {
-	for _, a := range s.attrs(key, v) {
-		args = append(args, a)
-	}
-	return args
+	return s.Log(v)
 }
 
 // Yield undoes the Apply in force, if any, as a later Apply that takes the
