@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -167,7 +168,7 @@ func status[R any](on bool, get func() R) *R {
 // in force, which a Result of zeros would give as 0.
 func knobs(mp *maxprocs.Result, ml *memlimit.Result) []slog.Attr {
 	a := []slog.Attr{slog.Group("GOMAXPROCS", "fitgo", "off", "value", (*maxprocs.Fit)(nil).Status().After),
-		slog.Group("GOMEMLIMIT", "fitgo", "off", "value", (*memlimit.Fit)(nil).Status().After)}
+		slog.Group("GOMEMLIMIT", "fitgo", "off", "value", memValue((*memlimit.Fit)(nil).Status().After))}
 	if mp != nil {
 		a[0] = slog.Any("GOMAXPROCS", *mp)
 	}
@@ -175,6 +176,14 @@ func knobs(mp *maxprocs.Result, ml *memlimit.Result) []slog.Attr {
 		a[1] = slog.Any("GOMEMLIMIT", *ml)
 	}
 	return a
+}
+
+// memValue is a memory limit in the log lines: "no limit" in words.
+func memValue(v int64) any {
+	if v == math.MaxInt64 {
+		return "no limit"
+	}
+	return v
 }
 
 // LogValue makes a Report log as a group of the live status of both knobs,

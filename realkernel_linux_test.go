@@ -83,9 +83,9 @@ func TestRealKernelV1BlankImport(t *testing.T) {
 			require.Len(t, lines, 3, "stderr: %s", c.Stderr)
 			assert.Contains(t, lines[0], "INFO fitgo: fitted the Go runtime to the container")
 			assert.Contains(t, lines[0], "GOMAXPROCS.after=1")
-			assert.Contains(t, lines[0], "GOMEMLIMIT.after=483183820")
+			assert.Contains(t, lines[0], `GOMEMLIMIT.after="460.8 MiB (483183820 bytes)"`)
 			assert.Contains(t, lines[1]+lines[2], "INFO fitgo: GOMAXPROCS updated: CPU limit changed GOMAXPROCS=2 before=1")
-			assert.Contains(t, lines[1]+lines[2], "INFO fitgo: GOMEMLIMIT updated: memory limit changed GOMEMLIMIT=362387865 before=483183820")
+			assert.Contains(t, lines[1]+lines[2], `INFO fitgo: GOMEMLIMIT updated: memory limit changed GOMEMLIMIT="345.6 MiB (362387865 bytes)" before="460.8 MiB (483183820 bytes)"`)
 		})
 	}
 }

@@ -380,5 +380,5 @@ func (r Result) LogValue() slog.Value {
 	if r.Source != "" {
 		lim = []slog.Attr{slog.Float64("cpu_limit", r.Limit), slog.String("source", r.Source)}
 	}
-	return knob.LogValue(r.outcome(), append(lim, slog.String("policy", r.Policy.String()), slog.Int("num_cpu", r.NumCPU))...)
+	return processKnob.LogValue(r.outcome(), append(lim, slog.String("policy", r.Policy.String()), slog.Int("num_cpu", r.NumCPU))...)
 }

@@ -265,7 +265,7 @@ func TestApplyLogsOnlyToItsLogger(t *testing.T) {
 	te := newTestEnv(fk, v2FS("536870912", "", ""))
 	_, err := Apply(te.opts(Options{Logger: logger}))
 	require.NoError(t, err)
-	assert.Contains(t, buf.String(), `level=INFO msg="fitgo: GOMEMLIMIT set" result.before=9223372036854775807 result.after=483183820 result.changed=true result.memory_limit=536870912 result.source=/sys/fs/cgroup/pod/app result.from=memory.max`)
+	assert.Contains(t, buf.String(), `level=INFO msg="fitgo: GOMEMLIMIT set" result.before="no limit" result.after="460.8 MiB (483183820 bytes)" result.changed=true result.memory_limit="512 MiB (536870912 bytes)" result.source=/sys/fs/cgroup/pod/app result.from=memory.max`)
 	assert.Equal(t, 1, bytes.Count(buf.Bytes(), []byte("\n")))
 
 	var def bytes.Buffer

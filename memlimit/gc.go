@@ -158,7 +158,7 @@ func (f *Fit) tuneGC(now time.Time, following bool, want int64, has bool, l memL
 		f.log.Info("fitgo: GOGC changed by someone else; the GC policy stops", "GOGC", st.Value, "was", st.From)
 	case !p.logged && st.Updates > 0: // the first change is a raise
 		p.logged = true
-		f.log.Info("fitgo: GOGC raised by the GC policy", "GOGC", st.Value, "heap_ceiling", ceiling, "available", l.bytes)
+		f.log.Info("fitgo: GOGC raised by the GC policy", "GOGC", st.Value, "heap_ceiling", logBytes(ceiling), "available", logBytes(l.bytes))
 	}
 }
 
@@ -219,6 +219,6 @@ func (r Result) gcText() string {
 
 // gcValue is r.GC as a log group.
 func (r Result) gcValue() slog.Attr {
-	return slog.Group("gc", slog.Int("gogc", r.GC.GOGC), slog.Int("base", r.GC.Base), slog.Int64("heap_ceiling", r.GC.Ceiling),
+	return slog.Group("gc", slog.Int("gogc", r.GC.GOGC), slog.Int("base", r.GC.Base), slog.Any("heap_ceiling", logBytes(r.GC.Ceiling)),
 		slog.String("reason", r.GC.Reason))
 }

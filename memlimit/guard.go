@@ -161,7 +161,7 @@ func (g *guard) grew() (from uint64, ok bool) {
 
 // guardValue is g as a log group of its fields.
 func guardValue(g leakGuard) slog.Value {
-	return slog.GroupValue(slog.Int("steps", g.Steps), slog.Int64("policy", g.Policy), slog.Int64("limit", g.Limit),
+	return slog.GroupValue(slog.Int("steps", g.Steps), slog.Any("policy", logBytes(g.Policy)), slog.Any("limit", logBytes(g.Limit)),
 		slog.String("gc_cpu", strconv.Itoa(int(math.Round(g.Share*100)))+"%"), slog.Int("readings", g.Window))
 }
 
@@ -175,14 +175,14 @@ func (f *Fit) logGuard(ev guardEvent, want int64, l memLimit) {
 	switch {
 	case ev == guardReset:
 		f.log.Info("fitgo: the heap fell back below where it grew from; the leak guard gives GOMEMLIMIT back to the policy",
-			"GOMEMLIMIT", want)
+			"GOMEMLIMIT", logBytes(want))
 	case !f.rule.guard.warn:
 		f.rule.guard.warn = true
 		f.log.Warn("fitgo: the GC is pinned at GOMEMLIMIT (a leak?); the leak guard raises GOMEMLIMIT toward the memory limit, "+
 			"where the process is killed instead of browning out (FITGO=leakguard=off or Options.NoLeakGuard to keep it)",
-			"GOMEMLIMIT", want, slog.Attr{Key: "leak_guard", Value: guardValue(l.guard)}, "source", l.source)
+			"GOMEMLIMIT", logBytes(want), slog.Attr{Key: "leak_guard", Value: guardValue(l.guard)}, "source", l.source)
 	default:
 		f.log.Info("fitgo: the GC is pinned at GOMEMLIMIT again; the leak guard raises it another step",
-			"GOMEMLIMIT", want, slog.Attr{Key: "leak_guard", Value: guardValue(l.guard)})
+			"GOMEMLIMIT", logBytes(want), slog.Attr{Key: "leak_guard", Value: guardValue(l.guard)})
 	}
 }

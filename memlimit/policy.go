@@ -3,6 +3,7 @@ package memlimit
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"strconv"
 )
@@ -100,6 +101,15 @@ func (p Policy) String() string {
 		s += ", min " + formatBytes(p.Min)
 	}
 	return s
+}
+
+// logBytes is n for a log line: readable with the number beside it,
+// "460.8 MiB (483183820 bytes)", or "no limit".
+func logBytes(n int64) slog.Value {
+	if n == noLimit {
+		return slog.StringValue(formatBytes(n))
+	}
+	return slog.StringValue(formatBytes(n) + " (" + strconv.FormatInt(n, 10) + " bytes)")
 }
 
 // formatBytes writes n for people, in the largest binary unit not above

@@ -96,7 +96,7 @@ func (r *rule) value(lim cgroup.Limits) (l memLimit, has bool, want int64, ev gu
 	if l.floor > 0 && !r.warned && r.log != nil {
 		r.warned = true
 		r.log.Warn("fitgo: the other processes leave too little memory; GOMEMLIMIT held at the floor",
-			"GOMEMLIMIT", want, "available", l.bytes, "others", l.others, "source", l.source, "floor", l.floor)
+			"GOMEMLIMIT", logBytes(want), "available", logBytes(l.bytes), "others", logBytes(l.others), "source", l.source, "floor", logBytes(l.floor))
 	}
 	return l, has, want, ev, rt
 }

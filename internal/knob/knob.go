@@ -24,6 +24,7 @@ package knob
 
 import (
 	"errors"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -106,6 +107,8 @@ type Spec[V comparable] struct {
 	Key    string // "cpu_limit", the log key of the limit
 	Pkg    string // "maxprocs", the package in errors
 	Format func(V) string
+	// Log is a value as log lines give it; nil: the value itself.
+	Log func(V) slog.Value
 	// Confirm is how long readings must find a value fitgo did not set
 	// before it counts as someone else's (0: at once). GOGC's usual read,
 	// SetGCPercent(-1) and back, shows -1 until a GC's mark ends.
@@ -126,6 +129,14 @@ func ErrFor(err, own, other error, beyond bool) error {
 		return own
 	}
 	return err
+}
+
+// logValue is v as log lines give it (Spec.Log).
+func (s *Spec[V]) logValue(v V) slog.Value {
+	if s.Log == nil {
+		return slog.AnyValue(v)
+	}
+	return s.Log(v)
 }
 
 // Yield undoes the Apply in force, if any, as a later Apply that takes the
