@@ -18,18 +18,18 @@ type Result struct {
 	// Changed: Apply called debug.SetMemoryLimit (Plan: would).
 	Before, After int64
 	Changed       bool
-	// Limit is the memory limit in bytes the value was derived from, Source
-	// the cgroup directory that imposed it (or "/proc/meminfo"; "" for
-	// none) and From its file: "memory.max", "memory.high",
-	// "memory.limit_in_bytes" or "MemTotal". From Fit.Status: of the last
-	// good reading.
+	// Limit is the memory left for this process, in bytes, that GOMEMLIMIT
+	// was derived from; Source is where that limit is set: a cgroup
+	// directory, "/proc/meminfo" or the setting ("" for none); From names
+	// it: "memory.max", "memory.high", "memory.limit_in_bytes", "MemTotal",
+	// "FITGO_MEMORY_LIMIT" or "UpperLimit". Status: of the last good reading.
 	Limit        int64
 	Source, From string
 	file         limitFile // From
-	// Others is what the other processes held at Source when the headroom
-	// bound the value, LevelLimit the limit there (or the upper limit, From,
-	// when it is the tightest); Limit is then LevelLimit − Others. Both are 0
-	// when the limit itself bound it.
+	// Others is the memory other processes hold under the same limit (a
+	// sidecar under a pod-level limit, a child process) when that left this
+	// process less than the limit: LevelLimit is the limit at Source, and
+	// Limit = LevelLimit − Others what is left. Both 0 when no one else does.
 	Others, LevelLimit int64
 	// Reserve is what Options.Reserve took off: Limit is what is left.
 	Reserve int64
@@ -37,13 +37,13 @@ type Result struct {
 	// Options.NoNonGo), part of Others when they bind the value; 0 when it
 	// is not measured.
 	NonGo int64
-	// Floor is the floor the value was raised to because the others left
-	// too little, else 0.
+	// Floor, when not 0, is the GOMEMLIMIT held because the others leave so
+	// little that the policy's value would keep the GC running back to back.
 	Floor int64
-	// LeakGuard says, from Fit.Status, how the leak guard raised the value:
-	// Steps is how many of its 4 steps toward Limit, the memory limit, are
-	// in force (0: none), Policy the policy's value, and Share the GC's
-	// share of the CPU over the Window readings that led to the last step.
+	// LeakGuard, from Status: a heap that grows while the GC runs at
+	// GOMEMLIMIT (Share of the CPU over Window readings) looks like a leak;
+	// GOMEMLIMIT is raised Steps quarters of the way from Policy, the
+	// policy's value, to Limit, so that it ends in an OOM kill, not a crawl.
 	LeakGuard struct {
 		Steps         int
 		Policy, Limit int64

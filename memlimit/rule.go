@@ -47,13 +47,12 @@ type rule struct {
 	memTotal        int64 // MemTotal with SystemMemory, else 0
 	readGC          bool  // the leak guard or the GC policy reads the GC's state
 	env             *env
-	log             *slog.Logger
 
 	// Used by the refresh's goroutine only: the last reading's value (for
-	// the hysteresis), whether the floor's Warn line was logged, the
-	// runtime/metrics samples and the leak guard.
+	// the hysteresis), the logger of the floor's Warn line (nil once it is
+	// logged), the runtime/metrics samples and the leak guard.
 	last    int64
-	warned  bool
+	log     *slog.Logger
 	samples []metrics.Sample
 	guard   guard
 }
@@ -93,10 +92,10 @@ func (r *rule) value(lim cgroup.Limits) (l memLimit, has bool, want int64, ev gu
 	if r.guard.on { // 8
 		want, ev = r.guard.step(want, l.bytes, rt, &l)
 	}
-	if l.floor > 0 && !r.warned && r.log != nil {
-		r.warned = true
+	if l.floor > 0 && r.log != nil {
 		r.log.Warn("fitgo: the other processes leave too little memory; GOMEMLIMIT held at the floor",
 			"GOMEMLIMIT", logBytes(want), "available", logBytes(l.bytes), "others", logBytes(l.others), "source", l.source, "floor", logBytes(l.floor))
+		r.log = nil // once
 	}
 	return l, has, want, ev, rt
 }
