@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -59,6 +60,11 @@ func parseFITGO(s string) (c setting, err error) {
 			c.ml.GC = value == "auto"
 		case key == "gc":
 			bad = "want auto or off"
+		case key == "oomprofile":
+			bad = "want an absolute directory path"
+			if filepath.IsAbs(value) {
+				c.ml.OOMProfile, bad = value, ""
+			}
 		case key == "reserve":
 			bad = "want a quantity of bytes such as 64Mi or 67108864"
 			if v, qok := envvar.Quantity(value, 1); qok {
@@ -81,7 +87,7 @@ func parseFITGO(s string) (c setting, err error) {
 		}
 		switch {
 		case unknown != "": // the key says it all: quote it alone, keeping the error short
-			errs = append(errs, fmt.Errorf("FITGO: unknown setting %q (want maxprocs, memlimit, refresh, rounding, insist, headroom, leakguard, nongo, gc or reserve)", envvar.Short(unknown)))
+			errs = append(errs, fmt.Errorf("FITGO: unknown setting %q (want maxprocs, memlimit, refresh, rounding, insist, headroom, leakguard, nongo, gc, reserve or oomprofile)", envvar.Short(unknown)))
 		case bad != "":
 			errs = append(errs, fmt.Errorf("FITGO: %q: %s", envvar.Short(field), bad))
 		}
