@@ -182,6 +182,7 @@ func Apply(o Options) (*Fit, error) {
 	}
 	if f.loop == nil && f.oom.dir != "" {
 		f.oom.dir, f.res.OOMCapture.Err = "", errors.New("memlimit: OOM capture: no refresh: "+f.res.Reason)
+		f.res.SettingErr = errors.Join(f.res.SettingErr, f.res.OOMCapture.Err)
 	}
 	f.env.Knob.LogApply(o.Logger, f.res.outcome(), "result", f.res)
 	return f, f.res.Err

@@ -83,8 +83,9 @@ type oomReading struct {
 }
 
 // startOOM checks dir at Apply and looks there for an earlier process's
-// capture: the capture is off, with the error in r and a Warn line, when
-// dir is not a writable directory or there is no refresh.
+// capture: the capture is off, with the error in r (OOMCapture.Err and
+// SettingErr, which Apply logs as a Warn line), when dir is not a writable
+// directory or there is no refresh.
 func (f *Fit) startOOM(dir string, refresh time.Duration, r *Result) {
 	if dir == "" {
 		return
@@ -96,9 +97,7 @@ func (f *Fit) startOOM(dir string, refresh time.Duration, r *Result) {
 		err = errors.New("memlimit: OOM capture: no refresh, at whose readings it is taken")
 	}
 	if r.OOMCapture.Err = err; err != nil {
-		if c.log != nil {
-			c.log.Warn("fitgo: no OOM capture", "dir", dir, "err", err)
-		}
+		r.SettingErr = errors.Join(r.SettingErr, err)
 		return
 	}
 	c.dir = dir
