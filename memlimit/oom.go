@@ -48,7 +48,7 @@ const (
 	// against the pod's ephemeral storage. A heap profile is tens of KiB.
 	oomMaxBytes = 64 << 20
 	// oomCost is what a capture allocates, above what it measured at a
-	// 200 MiB heap (TestOOMCaptureCost: 1.2 MiB): with less than this left
+	// 200 MiB heap (TestOOMCaptureCost: 1.1 MiB, one allocation site): with less than this left
 	// under the limit a capture is skipped, lest it cause the kill.
 	oomCost = 4 << 20
 )
