@@ -47,9 +47,9 @@ const (
 	// oomMaxBytes bounds the captures on disk at 64 MiB: an emptyDir counts
 	// against the pod's ephemeral storage. A heap profile is tens of KiB.
 	oomMaxBytes = 64 << 20
-	// oomCost is what a capture allocates, above what it measured at a
-	// 200 MiB heap (TestOOMCaptureCost: 1.1 MiB, one allocation site): with less than this left
-	// under the limit a capture is skipped, lest it cause the kill.
+	// oomCost is what a capture may allocate, above the 1.1 MiB measured at
+	// a 200 MiB heap (TestOOMCaptureCost): with less than this left under
+	// the limit a capture is skipped, lest it cause the kill.
 	oomCost = 4 << 20
 )
 
@@ -176,6 +176,9 @@ func (c *oomCapture) capture(rd oomReading) {
 	if err == nil {
 		err = writeFile(c.dir, base+".txt", func(w io.Writer) error { _, err := io.WriteString(w, text); return err })
 	}
+	if err != nil { // no profile without its breakdown
+		os.Remove(filepath.Join(c.dir, base+".pb.gz"))
+	}
 	err = errors.Join(err, c.keep(base))
 	switch {
 	case c.log == nil:
@@ -295,16 +298,9 @@ func breakdown(rd oomReading, base string) (string, string) {
 	lazy := min(rd.level.Lazy, rd.lazy)
 	own := max(rd.rssAnon-lazy, 0)
 	goOwn := min(own, resident)
-	holders := []struct {
-		name  string
-		bytes int64
-	}{{"the Go runtime", goOwn}, {"outside Go (cgo, mmap)", own - goOwn}, {"others (processes, tmpfs)", max(rd.held-own, 0)}}
-	largest := slices.MaxFunc(holders, func(a, b struct {
-		name  string
-		bytes int64
-	}) int {
-		return cmp.Compare(a.bytes, b.bytes)
-	})
+	names := [...]string{"the Go runtime", "outside Go (cgo, mmap)", "others (processes, tmpfs)"}
+	held := [...]int64{goOwn, own - goOwn, max(rd.held-own, 0)}
+	largest := slices.Index(held[:], slices.Max(held[:]))
 	gcCPU, cpu := max(f64(s[8])-f64(s[9]), 0), f64(s[10])
 	gcShare := 0.0
 	if cpu > 0 {
@@ -316,13 +312,13 @@ func breakdown(rd oomReading, base string) (string, string) {
 	p("fitgo OOM capture %s, pid %d, %s\n", base, os.Getpid(), rd.at.UTC().Format(time.RFC3339))
 	p("limit %s %s at %s; %s (%d %%) held, past %d %%\n", rd.from, formatBytes(rd.limit), rd.level.Dir,
 		formatBytes(rd.held), rd.held*100/rd.limit, oomPercent)
-	p("largest holder: %s, %s\n\n", largest.name, formatBytes(largest.bytes))
+	p("largest holder: %s, %s\n\n", names[largest], formatBytes(held[largest]))
 	p("%-28s %10s\n", "usage", formatBytes(rd.level.Usage))
 	p("%-28s %10s  (reclaimable, not held)\n", "page cache", formatBytes(rd.level.File))
 	p("%-28s %10s  (MADV_FREE, not held)\n", "lazily freed", formatBytes(lazy))
 	p("%-28s %10s  = usage − page cache − lazily freed\n", "held", formatBytes(rd.held))
-	for _, h := range holders {
-		p("  %-26s %10s\n", h.name, formatBytes(h.bytes))
+	for i, n := range names {
+		p("  %-26s %10s\n", n, formatBytes(held[i]))
 	}
 	p("\nthe Go runtime (runtime/metrics /memory/classes)\n")
 	p("  %-26s %10s\n  %-26s %10s\n  %-26s %10s\n  %-26s %10s\n  %-26s %10s\n", "heap in use", formatBytes(inUse),
@@ -331,5 +327,5 @@ func breakdown(rd oomReading, base string) (string, string) {
 	p("\nGOMEMLIMIT %s (fitgo's %s), GOGC %d, GC CPU %.1f %% since start, leak guard steps %d of %d\n",
 		formatBytes(gomemlimit), formatBytes(rd.gomemlimitOfFit), int64(u64(s[7])), gcShare, rd.guardSteps, guardSteps)
 	p("heap profile: %s.pb.gz (go tool pprof -top %s.pb.gz)\n", base, base)
-	return b.String(), largest.name
+	return b.String(), names[largest]
 }
