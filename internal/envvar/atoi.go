@@ -9,11 +9,6 @@ func legacyAtoi(s string, bits int) (int64, bool) {
 	if s == "-" {
 		return 0, true
 	}
-	if s == "" || s[0] == '+' {
-		return 0, false
-	}
-	if n, err := strconv.ParseInt(s, 10, bits); err == nil {
-		return n, true
-	}
-	return 0, false
+	n, err := strconv.ParseInt(s, 10, bits)
+	return n, err == nil && s[0] != '+'
 }

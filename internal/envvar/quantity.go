@@ -21,16 +21,16 @@ func Quantity(s string, per uint64) (n int64, ok bool) {
 	case suffix == "m":
 		div = 1000
 	case len(suffix) == 1 && suffix != "K" && suffix != "i":
-		mul = pow10(3 * (1 + strings.Index("kMGTPE", suffix)))
+		mul = uint64(math.Pow10(3 * (1 + strings.Index("kMGTPE", suffix))))
 	case len(suffix) == 2 && suffix[1] == 'i' && strings.Contains("KMGTPE", suffix[:1]):
 		mul = 1 << (10 * (1 + strings.Index("KMGTPE", suffix[:1])))
 	default:
 		return 0, false
 	}
 	whole, frac, _ := strings.Cut(num, ".")
-	digits := strings.TrimLeft(whole, "0") + strings.TrimRight(frac, "0")
-	den := pow10(len(strings.TrimRight(frac, "0")))
-	if whole+frac == "" || len(digits) > 19 || den == 0 {
+	sig := strings.TrimRight(frac, "0") // then up to 19 digits: 10^19 fits uint64, and math.Pow10 is exact there
+	digits := strings.TrimLeft(whole, "0") + sig
+	if whole+frac == "" || len(digits) > 19 {
 		return 0, false
 	}
 	var m uint64
@@ -41,7 +41,7 @@ func Quantity(s string, per uint64) (n int64, ok bool) {
 		m = 10*m + uint64(c-'0')
 	}
 	hi, mp := bits.Mul64(mul, per)
-	hd, den := bits.Mul64(den, div)
+	hd, den := bits.Mul64(uint64(math.Pow10(len(sig))), div)
 	if hi != 0 || hd != 0 {
 		return 0, false
 	}
@@ -54,16 +54,4 @@ func Quantity(s string, per uint64) (n int64, ok bool) {
 		return int64(q + up), true
 	}
 	return 0, false
-}
-
-// pow10 is 10 to the n, 0 beyond uint64.
-func pow10(n int) uint64 {
-	p := uint64(1)
-	for ; n > 0; n-- {
-		if p > math.MaxUint64/10 {
-			return 0
-		}
-		p *= 10
-	}
-	return p
 }
