@@ -17,13 +17,6 @@ import (
 	"github.com/fitgo/fitgo/memlimit"
 )
 
-// envVar is the environment variable that configures the blank import.
-const envVar = "FITGO"
-
-// defaultRefresh is the blank import's refresh interval: the cadence at which
-// the Go runtime (1.25 and later) re-reads the CPU limit itself.
-const defaultRefresh = time.Second
-
 // Report is what the blank import did at start-up, with the live handles of
 // both knobs.
 type Report struct {
