@@ -31,20 +31,16 @@ func (h *laterHandler) Handle(ctx context.Context, r slog.Record) error {
 	return t.Handle(ctx, r)
 }
 
-func (h *laterHandler) with(op func(slog.Handler) slog.Handler) *laterHandler {
-	return &laterHandler{h.armed, append(slices.Clip(h.ops), op)}
-}
-
 func (h *laterHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
 	if len(attrs) == 0 {
 		return h
 	}
-	return h.with(func(t slog.Handler) slog.Handler { return t.WithAttrs(attrs) })
+	return &laterHandler{h.armed, append(slices.Clip(h.ops), func(t slog.Handler) slog.Handler { return t.WithAttrs(attrs) })}
 }
 
 func (h *laterHandler) WithGroup(name string) slog.Handler {
 	if name == "" {
 		return h
 	}
-	return h.with(func(t slog.Handler) slog.Handler { return t.WithGroup(name) })
+	return &laterHandler{h.armed, append(slices.Clip(h.ops), func(t slog.Handler) slog.Handler { return t.WithGroup(name) })}
 }
