@@ -12,13 +12,10 @@ import (
 	"github.com/fitgo/fitgo/memlimit"
 )
 
-// FITGO configures the blank import. Its refresh interval is by default the
-// cadence at which the Go runtime (1.25 and later) re-reads the CPU limit
-// itself; its error names at most maxErrs bad fields, each cut by envvar.Short.
 const (
-	envVar         = "FITGO"
-	defaultRefresh = time.Second
-	maxErrs        = 3
+	envVar         = "FITGO"     // the variable that configures the blank import
+	defaultRefresh = time.Second // the cadence at which the Go runtime (1.25 and later) re-reads the CPU limit itself
+	maxErrs        = 3           // how many bad fields FITGO's error names, each cut by envvar.Short
 )
 
 // setting is the blank import's configuration from FITGO: the Options of
@@ -30,10 +27,9 @@ type setting struct {
 	ml                 memlimit.Options
 }
 
-// parseFITGO parses the value of FITGO, whose fields the package doc lists:
-// comma-separated, like GODEBUG. Spaces around fields are ignored, later
-// fields override earlier ones, and empty fields are skipped. A field that
-// cannot be understood is skipped and reported in err; the others apply.
+// parseFITGO parses the value of FITGO as the package doc describes it:
+// comma-separated fields, like GODEBUG, spaces around them ignored, later ones
+// overriding earlier ones, empty ones skipped; err names those not understood.
 func parseFITGO(s string) (c setting, err error) {
 	c = setting{maxprocs: true, memlimit: true, every: defaultRefresh}
 	headroom, guard, nonGo := true, true, true
