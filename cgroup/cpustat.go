@@ -36,9 +36,3 @@ func parseCPUStat(data []byte, s *Stats) error {
 	s.CPU = c
 	return nil
 }
-
-// parseCPUAcctUsage parses cgroup v1 cpuacct.usage: CPU time in nanoseconds.
-func parseCPUAcctUsage(data []byte) (time.Duration, error) {
-	v, err := parseCount(data, "cpuacct.usage", math.MaxInt64)
-	return time.Duration(v), err
-}

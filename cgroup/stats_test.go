@@ -101,14 +101,15 @@ func TestParseCPUStat(t *testing.T) {
 	}
 }
 
-func TestParseCPUAcctUsage(t *testing.T) {
-	for in, want := range map[string]time.Duration{"71333165549\n": 71333165549, "0": 0, "9223372036854775807": 1<<63 - 1} {
-		got, err := parseCPUAcctUsage([]byte(in))
+// TestParseCount: a count such as cpuacct.usage, CPU time in nanoseconds.
+func TestParseCount(t *testing.T) {
+	for in, want := range map[string]int64{"71333165549\n": 71333165549, "0": 0, "9223372036854775807": 1<<63 - 1} {
+		got, err := parseCount([]byte(in), "cpuacct.usage", math.MaxInt64)
 		require.NoError(t, err)
 		assert.Equal(t, want, got)
 	}
 	for _, in := range []string{"", "-5\n", "x\n", "1 2\n", "9223372036854775808\n", "--1\n"} {
-		_, err := parseCPUAcctUsage([]byte(in))
+		_, err := parseCount([]byte(in), "cpuacct.usage", math.MaxInt64)
 		var pe *parseError
 		assert.ErrorAs(t, err, &pe, "%q", in)
 	}

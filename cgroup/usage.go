@@ -19,9 +19,8 @@ func (e *usageEval) level(v Version, dir string, lmax, high int64, leaf bool) {
 	if leaf {
 		e.ownOK = r.read("/proc/self", "status", func(b []byte) (err error) { e.rss, err = parseProcKB(b, "RssAnon:"); return err })
 	}
-	usageFile, _ := usageFiles(v)
-	if lmax < 0 && high < 0 && !leaf || !e.ownOK ||
-		!r.read(dir, usageFile, func(b []byte) (err error) { l.Usage, err = parseUsage(b); return err }) ||
+	usage, _, _ := memoryFiles(v)
+	if lmax < 0 && high < 0 && !leaf || !e.ownOK || !r.count(dir, usage, unlimitedMemory-1, &l.Usage) ||
 		!r.read(dir, "memory.stat", func(b []byte) (err error) { l.File, l.Lazy, err = parseFilePages(b, v); return err }) {
 		return
 	}
@@ -31,23 +30,18 @@ func (e *usageEval) level(v Version, dir string, lmax, high int64, leaf bool) {
 	e.levels = append(e.levels, l)
 }
 
-// usageFiles are the file of the usage and the memory.stat key of the
-// inactive page cache, which the working set leaves out.
-func usageFiles(v Version) (usage, inactiveKey string) {
+// memoryFiles are the file of the usage, the memory.stat key of the inactive
+// page cache, which the working set leaves out, and the file of the peak.
+func memoryFiles(v Version) (usage, inactiveKey, peak string) {
 	if v == V1 {
-		return "memory.usage_in_bytes", "total_inactive_file"
+		return "memory.usage_in_bytes", "total_inactive_file", "memory.max_usage_in_bytes"
 	}
-	return "memory.current", "inactive_file"
+	return "memory.current", "inactive_file", "memory.peak" // memory.peak: Linux 5.19 and later
 }
 
 // workingSet is usage less the inactive page cache, never below zero, as the
 // kubelet and cAdvisor count it (container_memory_working_set_bytes).
 func workingSet(usage, inactive int64) int64 { return max(usage-inactive, 0) }
-
-// parseUsage parses memory.current (v2) or memory.usage_in_bytes (v1): bytes.
-func parseUsage(data []byte) (int64, error) {
-	return parseCount(data, "memory usage", unlimitedMemory-1)
-}
 
 // parseFilePages returns the page cache on the file lists of memory.stat,
 // what the kernel reclaims (writing back the dirty pages) before it
