@@ -13,6 +13,7 @@ type mountQuery struct {
 	err         error  // an unusable line for the controller
 	found, std  bool   // std: the mount is under /sys/fs/cgroup
 	point, root string // the mount point (cleaned) and root, unescaped
+	dir         string // the cgroup's directory under point
 }
 
 // parseProcCgroup finds the cgroup of controller ctrl in /proc/self/cgroup,
@@ -80,7 +81,7 @@ func (q *mountQuery) locate() (v Version, path, mount, root, dir string, err err
 	if q.err != nil || !q.found {
 		return 0, q.path, "", "", "", q.err
 	}
-	return q.version, q.path, q.point, q.root, cgroupDir(q.point, q.root, q.path), nil
+	return q.version, q.path, q.point, q.root, q.dir, nil
 }
 
 // up returns the parent of dir, a level whose limits count, and false when

@@ -59,17 +59,16 @@ func unescape(s []byte) string {
 
 func isOctal(c byte) bool { return '0' <= c && c <= '7' }
 
-// isAncestorOrSelf reports whether the cgroup path root is cgPath or one of
-// its ancestors, and relPath returns cgPath relative to it ("" or "/...").
-// Both compare the raw paths, "/.." elements included.
-func isAncestorOrSelf(root, cgPath string) bool {
+// relPath returns cgPath relative to the cgroup path root ("" or "/..."),
+// and whether root is cgPath or one of its ancestors, comparing the raw
+// paths, "/.." elements included.
+func relPath(root, cgPath string) (rel string, ok bool) {
 	if root == "/" {
-		return strings.HasPrefix(cgPath, "/")
+		return cgPath, strings.HasPrefix(cgPath, "/")
 	}
-	return strings.HasPrefix(cgPath, root) && (len(cgPath) == len(root) || cgPath[len(root)] == '/')
+	rel, ok = strings.CutPrefix(cgPath, root)
+	return rel, ok && (rel == "" || rel[0] == '/')
 }
-
-func relPath(root, cgPath string) string { return cgPath[len(strings.TrimSuffix(root, "/")):] }
 
 // climbsOut reports whether the relative path rel leads above its start: a
 // cgroup outside the process's cgroup namespace is shown with leading "/.."
@@ -89,12 +88,6 @@ func climbsOut(rel string) bool {
 		}
 	}
 	return false
-}
-
-// cgroupDir returns the directory of cgroup cgPath under a mount at point
-// whose root is root.
-func cgroupDir(point, root, cgPath string) string {
-	return path.Join(point, relPath(root, cgPath))
 }
 
 // findMounts finds the mount of each query without an error: a "cgroup"
@@ -119,10 +112,10 @@ func findMounts(mountinfo []byte, qs []mountQuery) {
 				return
 			}
 			root, point := unescape(m.root), path.Clean(unescape(m.point))
-			shown := isAncestorOrSelf(root, q.path) && !climbsOut(relPath(root, q.path))
+			rel, shown := relPath(root, q.path)
 			std := strings.HasPrefix(point+"/", "/sys/fs/cgroup/")
-			if shown && (!q.found || len(root) < len(q.root) || len(root) == len(q.root) && std && !q.std) && !covered(mountinfo, m) {
-				q.found, q.std, q.point, q.root = true, std, point, root
+			if shown && !climbsOut(rel) && (!q.found || len(root) < len(q.root) || len(root) == len(q.root) && std && !q.std) && !covered(mountinfo, m) {
+				q.found, q.std, q.point, q.root, q.dir = true, std, point, root, path.Join(point, rel)
 			}
 		})
 	}

@@ -30,10 +30,7 @@ func ReadFS(fsys fs.FS) (Limits, error) { return ReadOnly(fsys, "") }
 // (nil: the real root, as Read reads it): the other's Limits stay zero and
 // none of its files is read.
 func ReadOnly(fsys fs.FS, controller string) (Limits, error) {
-	if fsys == nil {
-		fsys = dirFS("")
-	}
-	s := &snapshot{fsys: fsys}
+	s := &snapshot{fsys: cmp.Or(fsys, fs.FS(dirFS("")))}
 	self, err := s.readAll("/proc/self/cgroup")
 	if err != nil {
 		return Limits{}, fmt.Errorf("%w: %w", ErrNoCgroup, err)

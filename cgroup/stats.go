@@ -119,10 +119,7 @@ func readDir(fsys fs.FS, dir string, read func(files, *Limits) (Stats, error)) (
 	if !path.IsAbs(dir) {
 		return Stats{}, fmt.Errorf("cgroup: ReadStatsDir: %q is not an absolute path", dir)
 	}
-	dir = path.Clean(dir)
-	if fsys == nil {
-		fsys = dirFS("")
-	}
+	dir, fsys = path.Clean(dir), cmp.Or(fsys, fs.FS(dirFS("")))
 	if _, err := fs.Stat(fsys, fsName(dir)); err != nil {
 		return Stats{}, pathError("stat", dir, err)
 	}
@@ -130,9 +127,7 @@ func readDir(fsys fs.FS, dir string, read func(files, *Limits) (Stats, error)) (
 	if _, err := fs.Stat(fsys, fsName(joinPath(dir, "cgroup.controllers"))); err == nil {
 		v = V2
 	}
-	var lim Limits
-	lim.CPU.Version, lim.CPU.Dir, lim.Memory.Version, lim.Memory.Dir = v, dir, v, dir
-	return read(&snapshot{fsys: fsys}, &lim)
+	return read(&snapshot{fsys: fsys}, &Limits{CPU: CPU{Version: v, Dir: dir}, Memory: Memory{Version: v, Dir: dir}})
 }
 
 // statReader reads statistics files and keeps their errors.

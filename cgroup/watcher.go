@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"slices"
 )
 
 // Watcher follows limit changes (a Kubernetes in-place resize rewrites
@@ -45,11 +46,14 @@ type watchFile struct {
 	gen       int
 }
 
-// retry schedules the next attempt after a failure, 1, 2, 4 ... 32 Reads on.
+// retry schedules the next attempt after a failure, 1, 2, 4 ... 32 Reads on;
+// backoff is 0 while there is none.
 type retry struct{ at, backoff int }
 
-func (r *retry) failed(now int) {
-	r.backoff = min(max(1, 2*r.backoff), 32)
+func (r *retry) after(now int, failed bool) {
+	if r.backoff = min(max(1, 2*r.backoff), 32); !failed {
+		r.backoff = 0
+	}
 	r.at = now + r.backoff
 }
 
@@ -60,10 +64,7 @@ var errWatcherClosed = fmt.Errorf("cgroup: Watcher.Read after Close: %w", fs.Err
 // files. It fails only when the error wraps ErrNoCgroup; any other problem
 // shows in every Read, as in ReadFS.
 func NewWatcher(fsys fs.FS) (*Watcher, error) {
-	if fsys == nil {
-		fsys = dirFS("")
-	}
-	w := &Watcher{fsys: fsys, gen: 1}
+	w := &Watcher{fsys: cmp.Or(fsys, fs.FS(dirFS(""))), gen: 1}
 	data, found, err := w.file("/proc/self", "cgroup")
 	if !found {
 		w.Close()
@@ -82,11 +83,7 @@ func (w *Watcher) find(self []byte) {
 	w.seen = append(w.seen[:0], self...)
 	w.lim = Limits{}
 	locate(w, w.seen, &w.lim)
-	if w.lim.CPU.Err != nil || w.lim.Memory.Err != nil {
-		w.retry.failed(w.reads)
-	} else {
-		w.retry = retry{}
-	}
+	w.retry.after(w.reads, w.lim.CPU.Err != nil || w.lim.Memory.Err != nil)
 }
 
 // Read re-reads the files and returns what ReadFS would. It allocates only
@@ -101,8 +98,7 @@ func (w *Watcher) Read() (Limits, error) {
 	w.gen++
 	// proc/self/cgroup that cannot be read now does not hide the limits.
 	if self, found, err := w.file("/proc/self", "cgroup"); err == nil && found {
-		failed := w.lim.CPU.Err != nil || w.lim.Memory.Err != nil
-		if !bytes.Equal(self, w.seen) || (failed && w.reads >= w.retry.at) {
+		if !bytes.Equal(self, w.seen) || (w.retry.backoff > 0 && w.reads >= w.retry.at) {
 			w.find(self)
 		}
 	}
@@ -117,12 +113,9 @@ func (w *Watcher) Read() (Limits, error) {
 // its start with ReadAt, or else by opening it again; a Watcher reads it once
 // in a reading.
 func (w *Watcher) file(dir, name string) ([]byte, bool, error) {
-	i := 0
-	for i < len(w.files) && (w.files[i].dir != dir || w.files[i].name != name) {
-		i++
-	}
-	if i == len(w.files) {
-		w.files = append(w.files, watchFile{dir: dir, name: name})
+	i := slices.IndexFunc(w.files, func(f watchFile) bool { return f.dir == dir && f.name == name })
+	if i < 0 {
+		i, w.files = len(w.files), append(w.files, watchFile{dir: dir, name: name})
 	}
 	wf := &w.files[i]
 	if wf.gen == w.gen {
@@ -133,11 +126,8 @@ func (w *Watcher) file(dir, name string) ([]byte, bool, error) {
 		wf.f, wf.retry = nil, retry{}
 	}
 	if wf.f == nil && !errors.Is(wf.err, fs.ErrNotExist) && w.reads >= wf.retry.at {
-		if wf.f, wf.err = openFile(w.fsys, joinPath(dir, name)); wf.err == nil {
-			wf.retry = retry{}
-		} else {
-			wf.retry.failed(w.reads)
-		}
+		wf.f, wf.err = openFile(w.fsys, joinPath(dir, name))
+		wf.retry.after(w.reads, wf.err != nil)
 	}
 	switch {
 	case wf.f != nil:
