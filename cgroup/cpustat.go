@@ -25,7 +25,7 @@ func parseCPUStat(data []byte, s *Stats) error {
 		{"throttled_usec", time.Microsecond, &c.ThrottledTime}, {"burst_usec", time.Microsecond, &c.BurstTime},
 		{"usage_usec", time.Microsecond, &c.Usage},
 	} {
-		v, found, err := statValue(data, f.key, uint64(math.MaxInt64/f.unit))
+		v, found, err := statValue(data, f.key, uint64(math.MaxInt64/f.unit), "")
 		if err != nil {
 			return err
 		} else if found {

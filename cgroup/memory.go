@@ -31,7 +31,7 @@ func memBytes(v uint64) (int64, bool, error) {
 // the tightest limit of the cgroup and all its ancestors, seen or not.
 // limited is false when the key is missing or means no limit.
 func parseMemoryStatLimit(data []byte) (bytes int64, limited bool, err error) {
-	v, found, err := statValue(data, "hierarchical_memory_limit", math.MaxUint64)
+	v, found, err := statValue(data, "hierarchical_memory_limit", math.MaxUint64, "")
 	if err != nil || !found {
 		return 0, false, err
 	}

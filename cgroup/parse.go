@@ -90,16 +90,18 @@ func parseUint(b []byte) (v uint64, ok bool) {
 	return v, len(b) > 0
 }
 
-// statValue finds key in a "key value" file such as memory.stat and returns
-// its value, a number of at most limit; found is false when no line has the
+// statValue finds key in a "key value" file such as memory.stat, or "key
+// value unit" for a unit such as /proc/self/status's "kB", and returns its
+// value, a number of at most limit; found is false when no line has the
 // key, and other lines are not looked at.
-func statValue(data []byte, key string, limit uint64) (v uint64, found bool, err error) {
+func statValue(data []byte, key string, limit uint64, unit string) (v uint64, found bool, err error) {
 	for n := 1; len(data) > 0; n++ {
 		var line []byte
 		line, data = nextLine(data)
 		if k, val := nextField(line); string(k) == key {
-			u, ok := parseUint(val)
-			if !ok || u > limit {
+			num, rest := nextField(val)
+			u, ok := parseUint(num)
+			if !ok || u > limit || string(rest) != unit {
 				return 0, false, invalid(n, string(k), line)
 			}
 			return u, true, nil
@@ -117,7 +119,7 @@ type statCount struct {
 // statCounts sets each count whose key data has, as statValue reads it.
 func statCounts(data []byte, counts ...statCount) error {
 	for _, c := range counts {
-		v, found, err := statValue(data, c.key, math.MaxUint64)
+		v, found, err := statValue(data, c.key, math.MaxUint64, "")
 		if err != nil {
 			return err
 		} else if found {

@@ -151,7 +151,7 @@ func (r *statReader) count(dir, name string, limit uint64, n *int64) bool {
 
 // stat reads the value of key in the "key value" file dir/name.
 func (r *statReader) stat(dir, name, key string) (v uint64, found bool) {
-	r.read(dir, name, func(b []byte) (err error) { v, found, err = statValue(b, key, math.MaxInt64); return err })
+	r.read(dir, name, func(b []byte) (err error) { v, found, err = statValue(b, key, math.MaxInt64, ""); return err })
 	return v, found
 }
 

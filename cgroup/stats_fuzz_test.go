@@ -80,7 +80,7 @@ func FuzzStatValue(f *testing.F) {
 	}
 	f.Add("52428800\n", "")
 	f.Fuzz(func(t *testing.T, in, key string) {
-		v, found, err := statValue([]byte(in), key, math.MaxInt64)
+		v, found, err := statValue([]byte(in), key, math.MaxInt64, "")
 		requireParseError(t, err)
 		if v > math.MaxInt64 || (!found && v != 0) || (err != nil && found) {
 			t.Fatalf("%q %q: %d %v %v", in, key, v, found, err)

@@ -215,7 +215,7 @@ var statValueTests = []struct {
 func TestStatValue(t *testing.T) {
 	for _, tc := range statValueTests {
 		t.Run(tc.name, func(t *testing.T) {
-			v, found, err := statValue([]byte(tc.in), tc.key, math.MaxInt64)
+			v, found, err := statValue([]byte(tc.in), tc.key, math.MaxInt64, "")
 			if tc.errLine == 0 {
 				require.NoError(t, err)
 				assert.Equal(t, uint64(tc.want), v)

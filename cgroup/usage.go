@@ -63,7 +63,7 @@ func parseFilePages(data []byte, v Version) (file, lazy int64, err error) {
 	}
 	found, n := false, [4]uint64{}
 	for i, k := range keys {
-		if n[i], found, err = statValue(data, k, unlimitedMemory-1); err != nil || i == 2 && !found {
+		if n[i], found, err = statValue(data, k, unlimitedMemory-1, ""); err != nil || i == 2 && !found {
 			return int64(n[0] + n[1]), 0, err
 		}
 	}
@@ -78,19 +78,9 @@ func parseFilePages(data []byte, v Version) (file, lazy int64, err error) {
 // co-process's memory at the level; left to the others, it lowers
 // GOMEMLIMIT, which does not bound it.
 func parseProcKB(data []byte, key string) (int64, error) {
-	for n := 1; len(data) > 0; n++ {
-		var line []byte
-		line, data = nextLine(data)
-		k, v := nextField(line)
-		if string(k) != key {
-			continue
-		}
-		num, unit := nextField(v)
-		u, ok := parseUint(num)
-		if !ok || string(unit) != "kB" || u >= unlimitedMemory>>10 {
-			return 0, invalid(n, key[:len(key)-1], line)
-		}
-		return int64(u) << 10, nil
+	kb, found, err := statValue(data, key, unlimitedMemory>>10-1, "kB")
+	if err == nil && !found {
+		err = &parseError{Err: errors.New("no " + key[:len(key)-1] + " line")}
 	}
-	return 0, &parseError{Err: errors.New("no " + key[:len(key)-1] + " line")}
+	return int64(kb) << 10, err
 }

@@ -239,7 +239,7 @@ func FuzzUsage(f *testing.F) {
 			}
 		}
 		for _, key := range []string{"inactive_file", "total_inactive_file"} {
-			v, _, err := statValue([]byte(stat), key, unlimitedMemory-1)
+			v, _, err := statValue([]byte(stat), key, unlimitedMemory-1, "")
 			requireParseError(t, err)
 			if v >= unlimitedMemory {
 				t.Fatalf("%s %d out of range", key, v)
