@@ -39,13 +39,16 @@ func parseMemoryStatLimit(data []byte) (bytes int64, limited bool, err error) {
 }
 
 // evalMemory sets m's Max, High, sources and Levels (zero before but
-// Levels' array, which it reuses), or m.Err and no limit.
+// Levels' array, which it reuses), or m.Err and no limit. A level counts
+// with a limit of its own, and Dir without; one whose files are missing or
+// bad is left out, as all are without RssAnon.
 func evalMemory(w files, m *Memory) {
 	if m.Err != nil || m.Version == 0 {
 		return
 	}
 	var max, high tightest
-	ue := usageEval{r: statReader{w: w}, levels: m.Levels[:0]}
+	r, levels, rss, lazy, ownOK := statReader{w: w}, m.Levels[:0], int64(0), int64(0), false
+	usage, _, _ := memoryFiles(m.Version)
 	for dir, more := m.Dir, true; more; dir, more = up(dir, m.Mount) {
 		lmax, lhigh := int64(-1), int64(-1)
 		if m.Version == V1 {
@@ -56,7 +59,18 @@ func evalMemory(w files, m *Memory) {
 		if m.Err != nil {
 			return
 		}
-		ue.level(m.Version, dir, lmax, lhigh, dir == m.Dir)
+		l := Level{Dir: dir, Max: lmax, High: lhigh}
+		if dir == m.Dir {
+			ownOK = r.read("/proc/self", "status", func(b []byte) (err error) { rss, err = parseProcKB(b, "RssAnon:"); return err })
+		}
+		if lmax < 0 && lhigh < 0 && dir != m.Dir || !ownOK || !r.count(dir, usage, unlimitedMemory-1, &l.Usage) ||
+			!r.read(dir, "memory.stat", func(b []byte) (err error) { l.File, l.Lazy, err = parseFilePages(b, m.Version); return err }) {
+			continue
+		}
+		if l.Lazy > 0 && lazy == 0 { // the process's, not written since: the others are held
+			r.read("/proc/self", "smaps_rollup", func(b []byte) (err error) { lazy, err = parseProcKB(b, "LazyFree:"); return err })
+		}
+		levels = append(levels, l)
 	}
 	// hierarchical_memory_limit covers the ancestors above a mount root that
 	// is not "/"; a limit found only there is named after Dir.
@@ -66,7 +80,7 @@ func evalMemory(w files, m *Memory) {
 		}
 	}
 	m.Max, m.MaxSource, m.High, m.HighSource = max.q, max.dir, high.q, high.dir
-	m.Levels, m.RssAnon, m.LazyFree, m.UsageErr = ue.levels, ue.rss, ue.lazy, ue.r.errs
+	m.Levels, m.RssAnon, m.LazyFree, m.UsageErr = levels, rss, lazy, r.errs
 }
 
 // read adds the memory limit in dir/name, which it returns (-1: none); a

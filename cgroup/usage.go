@@ -2,34 +2,6 @@ package cgroup
 
 import "errors"
 
-// usageEval collects Memory.Levels, RssAnon, LazyFree and UsageErr (r's
-// errors) of one evaluation.
-type usageEval struct {
-	r         statReader
-	levels    []Level
-	rss, lazy int64
-	ownOK     bool // rss has been read
-}
-
-// level adds the level dir whose own limits are max and high (-1: none);
-// leaf, the process's own cgroup and the first level, counts without a
-// limit too. A level whose files are missing or bad is left out.
-func (e *usageEval) level(v Version, dir string, lmax, high int64, leaf bool) {
-	r, l := &e.r, Level{Dir: dir, Max: lmax, High: high}
-	if leaf {
-		e.ownOK = r.read("/proc/self", "status", func(b []byte) (err error) { e.rss, err = parseProcKB(b, "RssAnon:"); return err })
-	}
-	usage, _, _ := memoryFiles(v)
-	if lmax < 0 && high < 0 && !leaf || !e.ownOK || !r.count(dir, usage, unlimitedMemory-1, &l.Usage) ||
-		!r.read(dir, "memory.stat", func(b []byte) (err error) { l.File, l.Lazy, err = parseFilePages(b, v); return err }) {
-		return
-	}
-	if l.Lazy > 0 && e.lazy == 0 { // the process's, not written since: the others are held
-		r.read("/proc/self", "smaps_rollup", func(b []byte) (err error) { e.lazy, err = parseProcKB(b, "LazyFree:"); return err })
-	}
-	e.levels = append(e.levels, l)
-}
-
 // memoryFiles are the file of the usage, the memory.stat key of the inactive
 // page cache, which the working set leaves out, and the file of the peak.
 func memoryFiles(v Version) (usage, inactiveKey, peak string) {
