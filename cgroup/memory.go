@@ -48,15 +48,14 @@ func evalMemory(w files, m *Memory) {
 	}
 	var max, high tightest
 	r, levels, rss, lazy, ownOK := statReader{w: w}, m.Levels[:0], int64(0), int64(0), false
-	usage, _, _ := memoryFiles(m.Version)
+	limit, usage, _, _ := memoryFiles(m.Version)
 	for dir, more := m.Dir, true; more; dir, more = up(dir, m.Mount) {
-		lmax, lhigh := int64(-1), int64(-1)
-		if m.Version == V1 {
-			lmax, m.Err = max.read(w, dir, "memory.limit_in_bytes", parseMemoryValue)
-		} else if lmax, m.Err = max.read(w, dir, "memory.max", parseMemoryValue); m.Err == nil {
-			lhigh, m.Err = high.read(w, dir, "memory.high", parseMemoryValue)
+		lhigh := int64(-1)
+		lmax, err := max.read(w, dir, limit, parseMemoryValue)
+		if err == nil && m.Version == V2 {
+			lhigh, err = high.read(w, dir, "memory.high", parseMemoryValue)
 		}
-		if m.Err != nil {
+		if m.Err = err; err != nil {
 			return
 		}
 		l := Level{Dir: dir, Max: lmax, High: lhigh}
@@ -72,8 +71,6 @@ func evalMemory(w files, m *Memory) {
 		}
 		levels = append(levels, l)
 	}
-	// hierarchical_memory_limit covers the ancestors above a mount root that
-	// is not "/"; a limit found only there is named after Dir.
 	if m.Version == V1 && m.MountRoot != "/" {
 		if _, m.Err = max.read(w, m.Dir, "memory.stat", parseMemoryStatLimit); m.Err != nil {
 			return

@@ -114,8 +114,8 @@ func findMounts(mountinfo []byte, qs []mountQuery) {
 			root, point := unescape(m.root), path.Clean(unescape(m.point))
 			rel, shown := relPath(root, q.path)
 			std := strings.HasPrefix(point+"/", "/sys/fs/cgroup/")
-			if shown && !climbsOut(rel) && (!q.found || len(root) < len(q.root) || len(root) == len(q.root) && std && !q.std) && !covered(mountinfo, m) {
-				q.found, q.std, q.point, q.root, q.dir = true, std, point, root, path.Join(point, rel)
+			if shown && !climbsOut(rel) && (q.point == "" || len(root) < len(q.root) || len(root) == len(q.root) && std && !q.std) && !covered(mountinfo, m) {
+				q.std, q.point, q.root, q.dir = std, point, root, path.Join(point, rel)
 			}
 		})
 	}

@@ -66,14 +66,12 @@ func nextLine(data []byte) (line, rest []byte) {
 // spaces is the white space around fields, newlines aside.
 const spaces = " \t\r\v\f"
 
-func trimSpace(b []byte) []byte { return bytes.Trim(b, spaces) }
-
 // nextField returns the first white-space separated field of b and the rest
 // from the next field on.
 func nextField(b []byte) (field, rest []byte) {
-	b = trimSpace(b)
+	b = bytes.Trim(b, spaces)
 	if i := bytes.IndexAny(b, spaces); i >= 0 {
-		return b[:i], trimSpace(b[i:])
+		return b[:i], bytes.Trim(b[i:], spaces)
 	}
 	return b, nil
 }
@@ -150,7 +148,7 @@ func singleLine(data []byte) ([]byte, error) {
 	if len(bytes.Trim(rest, spaces+"\n")) > 0 {
 		return nil, &parseError{Line: 2, Err: errExtraLines}
 	}
-	if line = trimSpace(line); len(line) == 0 {
+	if line = bytes.Trim(line, spaces); len(line) == 0 {
 		return nil, &parseError{Err: errEmpty}
 	}
 	return line, nil

@@ -419,5 +419,5 @@ func TestParseUint(t *testing.T) {
 func findMount(mountinfo []byte, version Version, ctrl, cgPath string) (point, root string, ok bool) {
 	qs := [1]mountQuery{{version: version, ctrl: ctrl, path: cgPath}}
 	findMounts(mountinfo, qs[:])
-	return qs[0].point, qs[0].root, qs[0].found
+	return qs[0].point, qs[0].root, qs[0].point != ""
 }

@@ -37,10 +37,9 @@ func ReadOnly(fsys fs.FS, controller string) (Limits, error) {
 	}
 	var lim Limits
 	locate(s, self, &lim)
-	switch controller {
-	case "cpu":
+	if controller == "cpu" {
 		lim.Memory = Memory{}
-	case "memory":
+	} else if controller == "memory" {
 		lim.CPU = CPU{}
 	}
 	return eval(s, lim)

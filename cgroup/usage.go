@@ -2,13 +2,14 @@ package cgroup
 
 import "errors"
 
-// memoryFiles are the file of the usage, the memory.stat key of the inactive
-// page cache, which the working set leaves out, and the file of the peak.
-func memoryFiles(v Version) (usage, inactiveKey, peak string) {
+// memoryFiles are the files of the hard limit, the usage and its peak, and
+// the memory.stat key of the inactive page cache, which the working set
+// leaves out.
+func memoryFiles(v Version) (limit, usage, peak, inactiveKey string) {
 	if v == V1 {
-		return "memory.usage_in_bytes", "total_inactive_file", "memory.max_usage_in_bytes"
+		return "memory.limit_in_bytes", "memory.usage_in_bytes", "memory.max_usage_in_bytes", "total_inactive_file"
 	}
-	return "memory.current", "inactive_file", "memory.peak" // memory.peak: Linux 5.19 and later
+	return "memory.max", "memory.current", "memory.peak", "inactive_file" // memory.peak: Linux 5.19 and later
 }
 
 // workingSet is usage less the inactive page cache, never below zero, as the

@@ -107,11 +107,9 @@ func (w *Watcher) Read() (Limits, error) {
 	return lim, err
 }
 
-// file returns the content of dir/name until the next call; found is false
-// when it does not exist: no limit at that level. It opens the file on first
-// use, and again when the retry of a failed open is due, and reads it from
-// its start with ReadAt, or else by opening it again; a Watcher reads it once
-// in a reading.
+// file opens dir/name on first use, and again when the retry of a failed
+// open is due, and reads it from its start with ReadAt, or else by opening
+// it again; once in a reading.
 func (w *Watcher) file(dir, name string) ([]byte, bool, error) {
 	i := slices.IndexFunc(w.files, func(f watchFile) bool { return f.dir == dir && f.name == name })
 	if i < 0 {
@@ -129,11 +127,9 @@ func (w *Watcher) file(dir, name string) ([]byte, bool, error) {
 		wf.f, wf.err = openFile(w.fsys, joinPath(dir, name))
 		wf.retry.after(w.reads, wf.err != nil)
 	}
-	switch {
-	case wf.f != nil:
-	case errors.Is(wf.err, fs.ErrNotExist): // no limit until the process moves
+	if wf.f == nil && errors.Is(wf.err, fs.ErrNotExist) { // no limit until the process moves
 		return nil, false, nil
-	default:
+	} else if wf.f == nil {
 		return nil, false, wf.err
 	}
 	data, err := readFile(wf.f, w.buf, sizeLimit(dir, name))
