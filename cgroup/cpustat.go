@@ -5,10 +5,8 @@ import (
 	"time"
 )
 
-// parseCPUStat parses cpu.stat, "key value" lines, into s.CPU; its times are
-// in nanoseconds on v1 and in microseconds (_usec) on v2. Other keys are
-// ignored; a known key whose value is not a number that fits its field is an
-// error on its line, and leaves s.CPU as it was.
+// parseCPUStat parses cpu.stat into s.CPU, which an error leaves as it was;
+// its times are in nanoseconds on v1 and in microseconds (_usec) on v2.
 func parseCPUStat(data []byte, s *Stats) error {
 	c := s.CPU
 	err := statCounts(data, statCount{"nr_periods", &c.Periods}, statCount{"nr_throttled", &c.ThrottledPeriods},

@@ -83,14 +83,10 @@ func evalMemory(w files, m *Memory) {
 // read adds the memory limit in dir/name, which it returns (-1: none); a
 // missing file is none.
 func (t *tightest) read(w files, dir, name string, parse func([]byte) (int64, bool, error)) (v int64, err error) {
-	v = -1
-	_, err = parseFile(w, dir, name, func(b []byte) error {
-		n, limited, err := parse(b)
-		if limited && err == nil {
-			v = n
-			t.add(n, 1, dir)
-		}
-		return err
-	})
-	return v, err
+	var limited bool
+	if _, err = parseFile(w, dir, name, func(b []byte) (err error) { v, limited, err = parse(b); return err }); !limited {
+		return -1, err
+	}
+	t.add(v, 1, dir)
+	return v, nil
 }

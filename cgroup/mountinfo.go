@@ -93,10 +93,9 @@ func climbsOut(rel string) bool {
 // findMounts finds the mount of each query without an error: a "cgroup"
 // mount naming the controller (V1) or a "cgroup2" mount (V2), whose root is
 // the cgroup path or an ancestor and below which the path does not climb
-// out. A mount covered by its child on the same mount point is hidden. Of
-// the others the shortest root wins (the most ancestors shown); of equal
-// ones, one under /sys/fs/cgroup (where runc and systemd mount; the JDK's
-// choice), then the first listed. Malformed lines are skipped.
+// out, and not covered by its child on the same mount point. The shortest
+// root wins (the most ancestors shown), then one under /sys/fs/cgroup (where
+// runc and systemd mount; the JDK's choice), then the first listed.
 func findMounts(mountinfo []byte, qs []mountQuery) {
 	for i := range qs {
 		q := &qs[i]

@@ -114,7 +114,8 @@ type statCount struct {
 	v   *uint64
 }
 
-// statCounts sets each count whose key data has, as statValue reads it.
+// statCounts sets each count whose key data has, as statValue reads it: a
+// value that is not a number is an error on its line, other keys are ignored.
 func statCounts(data []byte, counts ...statCount) error {
 	for _, c := range counts {
 		v, found, err := statValue(data, c.key, math.MaxUint64, "")

@@ -7,11 +7,9 @@ import (
 	"time"
 )
 
-// parsePressure parses a pressure file: a "some" line and, on most kernels
-// and resources, a "full" line, each "avg10=A avg60=A avg300=A total=T" with
-// the averages in percent (two decimals) and T in microseconds. Unknown
-// lines and keys are ignored; a known key with a malformed value is an error
-// on that line.
+// parsePressure parses a pressure file, lines "some|full avg10=A avg60=A
+// avg300=A total=T", the averages in percent (two decimals), T in µs.
+// Unknown lines and keys are ignored; a malformed field is an error.
 func parsePressure(data []byte) (Pressure, error) {
 	var p Pressure
 	for n := 1; len(data) > 0; n++ {

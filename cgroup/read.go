@@ -209,12 +209,7 @@ func readFile(f fs.File, b []byte, limit int) ([]byte, error) {
 }
 
 // fsName is the fs.FS name of the absolute path abs.
-func fsName(abs string) string {
-	if abs == "/" {
-		return "."
-	}
-	return strings.TrimPrefix(abs, "/")
-}
+func fsName(abs string) string { return cmp.Or(strings.TrimPrefix(abs, "/"), ".") }
 
 // pathError reports err about abs instead of the name in fsys.
 func pathError(op, abs string, err error) error {
