@@ -66,14 +66,7 @@ func locate(w files, self []byte, lim *Limits) {
 				qs[i].err = err // one value for both, reported once
 			}
 		}
-		if err == nil {
-			findMounts(mountinfo, qs[:])
-		}
-	}
-	for i := range qs {
-		if qs[i].point == "" { // no mount shows it (or an error): only the path is set
-			qs[i].version = 0
-		}
+		findMounts(mountinfo, qs[:])
 	}
 	c, m, qc, qm := &lim.CPU, &lim.Memory, &qs[0], &qs[1]
 	c.Version, c.Path, c.Mount, c.MountRoot, c.Dir, c.Err = qc.version, qc.path, qc.point, qc.root, qc.dir, qc.err

@@ -95,19 +95,17 @@ func climbsOut(rel string) bool {
 // the cgroup path or an ancestor and below which the path does not climb
 // out, and not covered by its child on the same mount point. The shortest
 // root wins (the most ancestors shown), then one under /sys/fs/cgroup (where
-// runc and systemd mount; the JDK's choice), then the first listed.
+// runc and systemd mount; the JDK's choice), then the first listed. A query
+// left without a mount gets version 0.
 func findMounts(mountinfo []byte, qs []mountQuery) {
 	for i := range qs {
 		q := &qs[i]
-		if q.err != nil || q.version == 0 {
-			continue
-		}
 		fstype := "cgroup2"
 		if q.version == V1 {
 			fstype = "cgroup"
 		}
 		forEachMount(mountinfo, func(m mountInfo) {
-			if string(m.fstype) != fstype || q.version == V1 && !hasController(m.superOpts, q.ctrl) {
+			if q.err != nil || string(m.fstype) != fstype || q.version == 0 || q.version == V1 && !hasController(m.superOpts, q.ctrl) {
 				return
 			}
 			root, point := unescape(m.root), path.Clean(unescape(m.point))
@@ -117,6 +115,9 @@ func findMounts(mountinfo []byte, qs []mountQuery) {
 				q.std, q.point, q.root, q.dir = std, point, root, path.Join(point, rel)
 			}
 		})
+		if q.point == "" {
+			q.version = 0
+		}
 	}
 }
 

@@ -54,8 +54,8 @@ type files interface {
 	readAll(abs string) ([]byte, error)
 }
 
-// snapshot reads each file when asked, with one file open at a time (a
-// process short of descriptors can still read) and one buffer for all.
+// snapshot has one file open at a time (a process short of descriptors can
+// still read) and one buffer for all.
 type snapshot struct {
 	fsys fs.FS
 	buf  []byte
