@@ -83,7 +83,7 @@ type Pressure struct {
 // other parts are filled all the same. A file that does not exist is not an
 // error. Stats never changes what Read returns.
 func (w *Watcher) Stats() (Stats, error) {
-	if w.closed {
+	if w.files == nil {
 		return Stats{}, errWatcherClosed
 	}
 	lim := w.last

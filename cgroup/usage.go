@@ -23,12 +23,10 @@ func workingSet(usage, inactive int64) int64 { return max(usage-inactive, 0) }
 // (v1 rss), which reclaim drops only if not written since. Shmem is page
 // cache (v1 cache, v2 file) but on the anon lists (cgroup-v2.rst), so lazy
 // is the lists less the page cache but shmem (0 without the cache's key).
-// A level's usage less the page cache is what it cannot reclaim: anonymous
-// memory, shmem and the kernel memory, charged to the usage on both (on v1
-// memory.usage_in_bytes is rss + cache + memory.kmem.usage_in_bytes, as
-// measured on Linux 6.18) with no key of its own; the reclaimable slab
-// counts too, an error on the safe side. The v1 keys are total_*, the
-// cgroup and its descendants, as memory.usage_in_bytes is.
+// The kernel memory, with no key, is in the usage on both (v1: rss + cache +
+// memory.kmem.usage_in_bytes, measured on Linux 6.18), so a Level's Usage
+// less File counts it, and the reclaimable slab, an error on the safe side.
+// The v1 keys are total_*, the cgroup and its descendants, as the usage is.
 func parseFilePages(data []byte, v Version) (file, lazy int64, err error) {
 	keys := [4]string{"active_file", "inactive_file", "file", "shmem"}
 	if v == V1 {

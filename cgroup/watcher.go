@@ -22,17 +22,16 @@ import (
 // must be used by one goroutine at a time. ReadFS and ReadStatsDir read
 // once, through a snapshot, which keeps nothing open.
 type Watcher struct {
-	fsys   fs.FS
-	files  []watchFile // /proc/self/cgroup, then each file read since it was
-	seen   []byte      // its content when the hierarchy was found
-	lim    Limits      // the hierarchy, with the errors of finding it
-	buf    []byte
-	reads  int   // counts Reads: the clock of every retry
-	retry  retry // of finding the hierarchy, while that fails
-	closed bool
-	gen    int    // counts readings (start, Read, a Stats on its own): each reads a file once
-	last   Limits // what the last Read returned, for a Stats right after it
-	fresh  bool   // no Stats since that Read
+	fsys  fs.FS
+	files []watchFile // /proc/self/cgroup, then each file read since it was; nil after Close
+	seen  []byte      // its content when the hierarchy was found
+	lim   Limits      // the hierarchy, with the errors of finding it
+	buf   []byte
+	reads int    // counts Reads: the clock of every retry
+	retry retry  // of finding the hierarchy, while that fails
+	gen   int    // counts readings (start, Read, a Stats on its own): each reads a file once
+	last  Limits // what the last Read returned, for a Stats right after it
+	fresh bool   // no Stats since that Read
 }
 
 // watchFile is one file to re-read; f is nil while it is missing or cannot
@@ -67,7 +66,7 @@ func NewWatcher(fsys fs.FS) (*Watcher, error) {
 	w := &Watcher{fsys: cmp.Or(fsys, fs.FS(dirFS(""))), gen: 1}
 	data, found, err := w.file("/proc/self", "cgroup")
 	if !found {
-		w.Close()
+		closeFiles(w.files)
 		return nil, fmt.Errorf("%w: %w", ErrNoCgroup, cmp.Or(err, w.files[0].err)) // or it does not exist
 	}
 	w.find(data)
@@ -91,11 +90,10 @@ func (w *Watcher) find(self []byte) {
 // every earlier size. It reuses the array of Memory.Levels of the last. After
 // Close, the error wraps fs.ErrClosed.
 func (w *Watcher) Read() (Limits, error) {
-	if w.closed {
+	if w.files == nil {
 		return Limits{}, errWatcherClosed
 	}
-	w.reads++
-	w.gen++
+	w.reads, w.gen = w.reads+1, w.gen+1
 	// proc/self/cgroup that cannot be read now does not hide the limits.
 	if self, found, err := w.file("/proc/self", "cgroup"); err == nil && found {
 		if !bytes.Equal(self, w.seen) || (w.retry.backoff > 0 && w.reads >= w.retry.at) {
@@ -146,11 +144,9 @@ func (w *Watcher) readAll(abs string) ([]byte, error) { return readAll(w.fsys, n
 
 // Close closes the files and returns the first error; again, it does nothing.
 func (w *Watcher) Close() error {
-	if w.closed {
-		return nil
-	}
-	w.closed = true
-	return closeFiles(w.files)
+	err := closeFiles(w.files)
+	w.files = nil
+	return err
 }
 
 // closeFiles closes the files and returns the first error.
