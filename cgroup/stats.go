@@ -190,7 +190,7 @@ func readMemory(s *Stats, v Version, dir string, r *statReader) {
 	if r.count(dir, usage, math.MaxInt64, &m.Usage) {
 		m.Dir, m.WorkingSet = dir, m.Usage
 		if inactive, found := r.stat(dir, "memory.stat", inactiveKey); found {
-			m.WorkingSet = workingSet(m.Usage, int64(inactive))
+			m.WorkingSet = max(m.Usage-int64(inactive), 0) // as the kubelet and cAdvisor count it
 		}
 	}
 	m.HasPeak = r.count(dir, peak, math.MaxInt64, &m.Peak)

@@ -226,8 +226,19 @@ func TestStatValue(t *testing.T) {
 			assert.False(t, found)
 		})
 	}
-	assert.Equal(t, int64(7), workingSet(10, 3))
-	assert.Equal(t, int64(0), workingSet(3, 10), "never below zero")
+}
+
+// TestWorkingSet: the usage less the inactive page cache, never below zero.
+func TestWorkingSet(t *testing.T) {
+	for _, tc := range []struct {
+		usage, inactive string
+		want            int64
+	}{{"10\n", "3", 7}, {"3\n", "10", 0}} {
+		got, err := ReadStatsDir(mapFS(map[string]string{"sys/fs/cgroup/cgroup.controllers": "memory\n",
+			"sys/fs/cgroup/memory.current": tc.usage, "sys/fs/cgroup/memory.stat": "inactive_file " + tc.inactive + "\n"}), "/sys/fs/cgroup")
+		require.NoError(t, err)
+		assert.Equal(t, tc.want, got.Memory.WorkingSet, "%+v", tc)
+	}
 }
 
 // The statistics of the two stats fixtures, in full.

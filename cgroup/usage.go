@@ -12,10 +12,6 @@ func memoryFiles(v Version) (limit, usage, peak, inactiveKey string) {
 	return "memory.max", "memory.current", "memory.peak", "inactive_file" // memory.peak: Linux 5.19 and later
 }
 
-// workingSet is usage less the inactive page cache, never below zero, as the
-// kubelet and cAdvisor count it (container_memory_working_set_bytes).
-func workingSet(usage, inactive int64) int64 { return max(usage-inactive, 0) }
-
 // parseFilePages returns the page cache on the file lists of memory.stat,
 // what the kernel reclaims (writing back the dirty pages) before it
 // OOM-kills anyone, and lazy, the rest of the lists: "MADV_FREE anonymous
