@@ -48,7 +48,7 @@ func unescape(s []byte) string {
 	b := make([]byte, 0, len(s))
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if c == '\\' && i+3 < len(s) && '0' <= s[i+1] && s[i+1] <= '3' && isOctal(s[i+2]) && isOctal(s[i+3]) {
+		if c == '\\' && i+3 < len(s) && s[i+1]-'0' < 4 && s[i+2]-'0' < 8 && s[i+3]-'0' < 8 { // below '0' wraps
 			c = (s[i+1]-'0')<<6 | (s[i+2]-'0')<<3 | (s[i+3] - '0')
 			i += 3
 		}
@@ -56,8 +56,6 @@ func unescape(s []byte) string {
 	}
 	return string(b)
 }
-
-func isOctal(c byte) bool { return '0' <= c && c <= '7' }
 
 // relPath returns cgPath relative to the cgroup path root ("" or "/..."),
 // and whether root is cgPath or one of its ancestors, comparing the raw

@@ -95,10 +95,9 @@ func (w *Watcher) Read() (Limits, error) {
 	}
 	w.reads, w.gen = w.reads+1, w.gen+1
 	// proc/self/cgroup that cannot be read now does not hide the limits.
-	if self, found, err := w.file("/proc/self", "cgroup"); err == nil && found {
-		if !bytes.Equal(self, w.seen) || (w.retry.backoff > 0 && w.reads >= w.retry.at) {
-			w.find(self)
-		}
+	if self, found, err := w.file("/proc/self", "cgroup"); err == nil && found &&
+		(!bytes.Equal(self, w.seen) || w.retry.backoff > 0 && w.reads >= w.retry.at) {
+		w.find(self)
 	}
 	lim, err := eval(w, w.lim)
 	w.last, w.fresh, w.lim.Memory.Levels = lim, true, lim.Memory.Levels[:0]
@@ -154,9 +153,7 @@ func closeFiles(files []watchFile) error {
 	var first error
 	for _, wf := range files {
 		if wf.f != nil {
-			if err := wf.f.Close(); first == nil {
-				first = err
-			}
+			first = cmp.Or(first, wf.f.Close())
 		}
 	}
 	return first
