@@ -226,7 +226,7 @@ func FuzzUsage(f *testing.F) {
 		f.Add(s, "active_file 5\ninactive_file 6\ntotal_active_file 7\ntotal_inactive_file 8\n")
 	}
 	f.Fuzz(func(t *testing.T, usage, stat string) {
-		u, err := parseUsage([]byte(usage))
+		u, err := parseCount([]byte(usage), "memory.current", unlimitedMemory-1)
 		requireParseError(t, err)
 		if err == nil && (u < 0 || u >= unlimitedMemory) {
 			t.Fatalf("usage %d out of range", u)
@@ -239,7 +239,7 @@ func FuzzUsage(f *testing.F) {
 			}
 		}
 		for _, key := range []string{"inactive_file", "total_inactive_file"} {
-			v, _, err := statValue([]byte(stat), key, unlimitedMemory-1)
+			v, _, err := statValue([]byte(stat), key, unlimitedMemory-1, "")
 			requireParseError(t, err)
 			if v >= unlimitedMemory {
 				t.Fatalf("%s %d out of range", key, v)
