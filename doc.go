@@ -38,18 +38,17 @@
 //
 // FITGO_MEMORY_LIMIT is a memory limit known from outside, such as a
 // pod-level limit that a private cgroup namespace hides: bytes, as the
-// downward API writes them, or a Kubernetes quantity (512Mi, 1G).
-// FITGO_CPU_LIMIT is the same for the CPU limit: cores (1.5), millicores
-// (1500m), or a bare integer of at least 1000 as millicores, as the
-// downward API writes limits.cpu with divisor 1m (a smaller bare integer
-// could be whole cores, and is ignored).
+// downward API writes them, or a Kubernetes quantity (512Mi, 1G), of at least
+// 1 MiB (not 0, 1e9, or 512 from a divisor of 1Mi). FITGO_CPU_LIMIT is the
+// same for the CPU limit: cores (1.5), millicores (1500m), or a bare integer
+// of at least 1000 as millicores, as the downward API writes limits.cpu with
+// divisor 1m (a smaller bare integer could be whole cores).
 //
-// A field that is not understood is skipped and reported in
-// Report.SettingErr; the rest still applies. A FITGO_MEMORY_LIMIT that is
-// not a quantity of at least 1 MiB (0, 1e9, or 512 from a divisor of 1Mi), or
-// that leaves less than the policy's minimum GOMEMLIMIT, a reserve that does,
-// or a FITGO_CPU_LIMIT that is not a positive quantity, is ignored as if
-// unset, and reported in its knob's Status (SettingErr).
+// A field of FITGO that is not understood is skipped and reported in
+// Report.SettingErr; the rest still applies. A limit variable not understood,
+// or a memory limit or reserve that leaves less than the policy's minimum
+// GOMEMLIMIT, is ignored as if unset, and reported in its knob's Status
+// (SettingErr).
 //
 // It logs at its first reading of the limits, a second after start, through
 // slog.Default as main has set it by then (with refresh=off, at init; a
@@ -60,11 +59,10 @@
 // It never panics, exits or blocks: an error is in the Report.
 //
 // For other policies, logging or lifetimes, do not import this package: call
-// maxprocs.Apply and memlimit.Apply in main.
-//
-// The README shows [what it sets] for common limits next to what the Go
-// runtime, automaxprocs and automemlimit set, the [configuration] in a
-// table, the [explicit API] with its options, and [how it compares].
+// maxprocs.Apply and memlimit.Apply in main (the README's [explicit API]).
+// The README also shows [what it sets] for common limits next to what the Go
+// runtime, automaxprocs and automemlimit set, the [configuration] in a table,
+// and [how it compares].
 //
 // [what it sets]: https://github.com/fitgo/fitgo#what-it-sets
 // [configuration]: https://github.com/fitgo/fitgo#configuration-fitgo-and-the-environment

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -16,13 +17,6 @@ import (
 	"github.com/fitgo/fitgo/maxprocs"
 	"github.com/fitgo/fitgo/memlimit"
 )
-
-// envVar is the environment variable that configures the blank import.
-const envVar = "FITGO"
-
-// defaultRefresh is the blank import's refresh interval: the cadence at which
-// the Go runtime (1.25 and later) re-reads the CPU limit itself.
-const defaultRefresh = time.Second
 
 // Report is what the blank import did at start-up, with the live handles of
 // both knobs.
@@ -71,9 +65,8 @@ type deps struct {
 
 // start applies both knobs as the blank import does: it reads the limits
 // once, hands them to both, and runs one refresh loop for the two. It never
-// panics. It logs the start-up lines at the loop's first reading, through
-// slog.Default as main has set it by then (at init it is still the default
-// text handler); with no loop, or nothing for it to follow, at once.
+// panics. It logs the start-up lines at the loop's first reading or, with
+// nothing for a loop to follow, at once.
 func start(d deps) (rep Report) {
 	first := make(chan func(), 1) // the start-up lines, for the loop's first reading
 	defer close(first)
@@ -86,10 +79,7 @@ func start(d deps) (rep Report) {
 	cfg, err := parseFITGO(rep.Setting)
 	rep.SettingErr = err
 
-	// The packages log refresh events (changes, hand-overs) to whatever
-	// slog.Default is when they happen, once the program has had a chance to
-	// configure logging; this function logs the start-up lines itself.
-	var armed atomic.Bool
+	var armed atomic.Bool // the packages log through laterHandler from the end of start-up on
 	logger := slog.New(&laterHandler{armed: &armed})
 	ctx := context.Background()
 	var mp atomic.Pointer[maxprocs.Fit] // the hint's, once Apply returned
@@ -98,9 +88,8 @@ func start(d deps) (rep Report) {
 	}
 	var shared *cgroup.Limits
 	if cfg.maxprocs || cfg.memlimit {
-		// The controllers' errors are in lim. An error of the whole reading
-		// (no cgroup at all, say) is not: then each knob reads again and
-		// reports it.
+		// The controllers' errors are in lim; an error of the whole reading
+		// (no cgroup at all, say) is not, so each knob reads again for it.
 		if lim, err := d.read(); err == nil || lim.CPU.Version != 0 || lim.Memory.Version != 0 {
 			shared = &lim
 		}
@@ -125,12 +114,47 @@ func start(d deps) (rep Report) {
 	return rep
 }
 
-// logStart writes the start-up lines: a Warn line for each setting of FITGO,
-// FITGO_CPU_LIMIT or FITGO_MEMORY_LIMIT not understood, the error as its
-// message (the packages' own are dropped at start-up); then one Info line
-// when something changed, otherwise a Debug line (which the default logger
-// drops), never a warning for running outside a container, which is normal.
-// A knob's Result is nil when FITGO turned it off.
+// laterHandler sends records to slog.Default's handler as it is when they
+// are logged, not as it was at start-up, and drops them until armed: the
+// blank import runs before main configures logging, and it writes its one
+// start-up line itself.
+type laterHandler struct {
+	armed *atomic.Bool
+	ops   []func(slog.Handler) slog.Handler // the WithAttrs and WithGroup calls, in order
+}
+
+func (h *laterHandler) Enabled(ctx context.Context, level slog.Level) bool {
+	return h.armed.Load() && slog.Default().Handler().Enabled(ctx, level)
+}
+
+func (h *laterHandler) Handle(ctx context.Context, r slog.Record) error {
+	if !h.armed.Load() {
+		return nil
+	}
+	t := slog.Default().Handler()
+	for _, op := range h.ops {
+		t = op(t)
+	}
+	return t.Handle(ctx, r)
+}
+
+func (h *laterHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	if len(attrs) == 0 {
+		return h
+	}
+	return &laterHandler{h.armed, append(slices.Clip(h.ops), func(t slog.Handler) slog.Handler { return t.WithAttrs(attrs) })}
+}
+
+func (h *laterHandler) WithGroup(name string) slog.Handler {
+	if name == "" {
+		return h
+	}
+	return &laterHandler{h.armed, append(slices.Clip(h.ops), func(t slog.Handler) slog.Handler { return t.WithGroup(name) })}
+}
+
+// logStart writes the start-up lines that the package doc describes, the
+// knobs' SettingErr included (the packages' own lines are dropped until
+// start-up is done). A knob's Result is nil when FITGO turned it off.
 func logStart(l *slog.Logger, settingErr error, mp *maxprocs.Result, ml *memlimit.Result) {
 	if l == nil {
 		return
@@ -165,10 +189,15 @@ func status[R any](on bool, get func() R) *R {
 
 // knobs are the attributes of both knobs in the log lines: their Results
 // or, where FITGO turned a knob off (its Result is nil), "off" and the value
-// in force, which a Result of zeros would give as 0.
+// in force, which a Result of zeros would give as 0 ("no limit" in words).
 func knobs(mp *maxprocs.Result, ml *memlimit.Result) []slog.Attr {
+	off := (*memlimit.Fit)(nil).Status().After
+	mem := any(off)
+	if off == math.MaxInt64 {
+		mem = "no limit"
+	}
 	a := []slog.Attr{slog.Group("GOMAXPROCS", "fitgo", "off", "value", (*maxprocs.Fit)(nil).Status().After),
-		slog.Group("GOMEMLIMIT", "fitgo", "off", "value", memValue((*memlimit.Fit)(nil).Status().After))}
+		slog.Group("GOMEMLIMIT", "fitgo", "off", "value", mem)}
 	if mp != nil {
 		a[0] = slog.Any("GOMAXPROCS", *mp)
 	}
@@ -176,14 +205,6 @@ func knobs(mp *maxprocs.Result, ml *memlimit.Result) []slog.Attr {
 		a[1] = slog.Any("GOMEMLIMIT", *ml)
 	}
 	return a
-}
-
-// memValue is a memory limit in the log lines: "no limit" in words.
-func memValue(v int64) any {
-	if v == math.MaxInt64 {
-		return "no limit"
-	}
-	return v
 }
 
 // LogValue makes a Report log as a group of the live status of both knobs,

@@ -30,7 +30,7 @@ type throttleHint struct {
 	window, quiet int // in readings
 
 	start, last cgroup.Stats // the window's first reading, and the last one
-	n           int          // readings since start; 0: no window yet
+	n           int          // readings since start
 	mute        int          // readings left before another warning may be given
 }
 
@@ -55,15 +55,9 @@ func newThrottleHint(interval time.Duration) throttleHint {
 // counters went down since the last one (the cgroup was made anew) starts a
 // new window.
 func (h *throttleHint) step(st cgroup.Stats) (throttling, bool) {
-	if h.mute > 0 {
-		h.mute--
-	}
-	if st.CPU.Dir == "" {
-		h.n = 0
-		return throttling{}, false
-	}
-	c, l := &st.CPU, &h.last.CPU
-	if h.n == 0 || c.Dir != l.Dir || c.Periods < l.Periods || c.ThrottledPeriods < l.ThrottledPeriods || c.ThrottledTime < l.ThrottledTime {
+	h.mute = max(h.mute-1, 0)
+	c, l := &st.CPU, &h.last.CPU // no window yet: l.Dir is ""
+	if c.Dir == "" || c.Dir != l.Dir || c.Periods < l.Periods || c.ThrottledPeriods < l.ThrottledPeriods || c.ThrottledTime < l.ThrottledTime {
 		h.start, h.last, h.n = st, st, 1
 		return throttling{}, false
 	}
@@ -111,13 +105,11 @@ func openHinted(fsys fs.FS, interval time.Duration, log func() *slog.Logger, pro
 // errors do not touch the limits' reading.
 func (s *hinted) Read() (cgroup.Limits, error) {
 	lim, err := s.Watcher.Read()
-	l := s.log()
-	if l == nil || !l.Enabled(context.Background(), slog.LevelWarn) {
-		return lim, err
-	}
-	if st, serr := s.Watcher.Stats(); serr == nil {
-		if d, warn := s.hint.step(st); warn {
-			logHint(l, d, time.Duration(d.readings)*s.interval, lim, s.procs())
+	if l := s.log(); l != nil && l.Enabled(context.Background(), slog.LevelWarn) {
+		if st, serr := s.Watcher.Stats(); serr == nil {
+			if d, warn := s.hint.step(st); warn {
+				logHint(l, d, time.Duration(d.readings)*s.interval, lim, s.procs())
+			}
 		}
 	}
 	return lim, err

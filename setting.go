@@ -1,7 +1,6 @@
 package fitgo
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -14,6 +13,12 @@ import (
 	"github.com/fitgo/fitgo/memlimit"
 )
 
+const (
+	envVar         = "FITGO"     // the variable that configures the blank import
+	defaultRefresh = time.Second // the cadence at which the Go runtime (1.25 and later) re-reads the CPU limit itself
+	maxErrs        = 3           // how many bad fields FITGO's error names, each cut by envvar.Short
+)
+
 // setting is the blank import's configuration from FITGO: the Options of
 // both knobs, which of them are on, and the refresh interval.
 type setting struct {
@@ -23,28 +28,38 @@ type setting struct {
 	ml                 memlimit.Options
 }
 
-// parseFITGO parses the value of FITGO, whose fields the package doc lists:
-// comma-separated, like GODEBUG. Spaces around fields are ignored, later
-// fields override earlier ones, and empty fields are skipped. A field that
-// cannot be understood is skipped and reported in err (at most maxErrs of
-// them); the other fields still apply.
+// parseFITGO parses the value of FITGO as the package doc describes it:
+// comma-separated fields, like GODEBUG, spaces around them ignored, later ones
+// overriding earlier ones, empty ones skipped; err names those not understood.
 func parseFITGO(s string) (c setting, err error) {
-	c = setting{maxprocs: true, memlimit: true}
-	refresh, interval, headroom, guard, nonGo := true, time.Duration(0), true, true, true
-	switches := map[string]*bool{"maxprocs": &c.maxprocs, "memlimit": &c.memlimit, "refresh": &refresh,
-		"headroom": &headroom, "leakguard": &guard, "nongo": &nonGo}
+	c = setting{maxprocs: true, memlimit: true, every: defaultRefresh}
+	headroom, guard, nonGo := true, true, true
+	switches := map[string]*bool{"maxprocs": &c.maxprocs, "memlimit": &c.memlimit, "headroom": &headroom, "leakguard": &guard, "nongo": &nonGo}
 	var errs []error
 	for _, field := range strings.Split(s, ",") {
 		field = strings.TrimSpace(field)
 		key, value, ok := strings.Cut(field, "=")
 		key, value = strings.TrimSpace(key), strings.TrimSpace(value)
-		var bad, unknown string
-		switch on, sw := value == "on", switches[key]; {
+		bad := ""
+		switch on, off, sw := value == "on", value == "off", switches[key]; {
 		case field == "":
 		case field == "off":
 			c.maxprocs, c.memlimit = false, false
 		case !ok:
 			bad = "want off or key=value"
+		case sw != nil && (on || off):
+			*sw = on
+		case sw != nil:
+			bad = "want on or off"
+		case key == "refresh" && off:
+			c.every = 0
+		case key == "refresh" && on:
+			c.every = defaultRefresh
+		case key == "refresh":
+			bad = "want off, on or a positive duration such as 500ms"
+			if d, perr := time.ParseDuration(value); perr == nil && d > 0 {
+				c.every, bad = d, ""
+			}
 		case key == "rounding":
 			bad = "want floor, ceil or nearest"
 			for r := maxprocs.Floor; r <= maxprocs.Nearest; r++ { // a Policy's String begins with its rounding's name
@@ -52,11 +67,11 @@ func parseFITGO(s string) (c setting, err error) {
 					c.mp.Rounding, bad = r, ""
 				}
 			}
-		case key == "insist" && (on || value == "off" || value == "maxprocs" || value == "memlimit"):
+		case key == "insist" && (on || off || value == "maxprocs" || value == "memlimit"):
 			c.mp.Insist, c.ml.Insist = on || value == "maxprocs", on || value == "memlimit"
 		case key == "insist":
 			bad = "want on, off, maxprocs or memlimit"
-		case key == "gc" && (value == "auto" || value == "off"):
+		case key == "gc" && (value == "auto" || off):
 			c.ml.GC = value == "auto"
 		case key == "gc":
 			bad = "want auto or off"
@@ -70,30 +85,15 @@ func parseFITGO(s string) (c setting, err error) {
 			if v, qok := envvar.Quantity(value, 1); qok {
 				c.ml.Reserve, bad = v, ""
 			}
-		case sw == nil:
-			unknown = key
-		case on || value == "off":
-			*sw = on
-			if key == "refresh" {
-				interval = 0
-			}
-		case key != "refresh":
-			bad = "want on or off"
-		default:
-			bad = "want off, on or a positive duration such as 500ms"
-			if d, perr := time.ParseDuration(value); perr == nil && d > 0 {
-				refresh, interval, bad = true, d, ""
-			}
+		default: // the key says it all: quote it alone, keeping the error short
+			errs = append(errs, fmt.Errorf("FITGO: unknown setting %q (want maxprocs, memlimit, refresh, rounding, insist, headroom, leakguard, nongo, gc, reserve or oomprofile)", envvar.Short(key)))
 		}
-		switch {
-		case unknown != "": // the key says it all: quote it alone, keeping the error short
-			errs = append(errs, fmt.Errorf("FITGO: unknown setting %q (want maxprocs, memlimit, refresh, rounding, insist, headroom, leakguard, nongo, gc, reserve or oomprofile)", envvar.Short(unknown)))
-		case bad != "":
+		if bad != "" {
 			errs = append(errs, fmt.Errorf("FITGO: %q: %s", envvar.Short(field), bad))
 		}
 	}
-	if refresh {
-		c.every = knob.Interval(cmp.Or(interval, defaultRefresh))
+	if c.every > 0 {
+		c.every = knob.Interval(c.every)
 	}
 	c.mp.KeepExisting, c.ml.KeepExisting = !c.mp.Insist, !c.ml.Insist // insisting: fitgo's value wins over an earlier one too
 	c.ml.NoHeadroom, c.ml.NoLeakGuard, c.ml.NoNonGo = !headroom, !guard, !nonGo
@@ -102,6 +102,3 @@ func parseFITGO(s string) (c setting, err error) {
 	}
 	return c, errors.Join(errs...)
 }
-
-// maxErrs is how many bad fields FITGO's error names, each cut by envvar.Short.
-const maxErrs = 3

@@ -89,23 +89,14 @@ func (t *tightest) add(q, p int64, dir string) {
 // readCPULevel reads the CPU bandwidth limit of one cgroup directory.
 func readCPULevel(w files, v Version, dir string) (quota, period int64, limited bool, err error) {
 	if v == V2 {
-		_, err = parseFile(w, dir, "cpu.max", func(b []byte) (err error) {
-			quota, period, limited, err = parseCPUMax(b)
-			return err
-		})
+		_, err = parseFile(w, dir, "cpu.max", func(b []byte) (err error) { quota, period, limited, err = parseCPUMax(b); return err })
 		return quota, period, limited, err
 	}
-	_, err = parseFile(w, dir, "cpu.cfs_quota_us", func(b []byte) (err error) {
-		quota, limited, err = parseCFS(b, "cpu.cfs_quota_us")
-		return err
-	})
+	_, err = parseFile(w, dir, "cpu.cfs_quota_us", func(b []byte) (err error) { quota, limited, err = parseCFS(b, "cpu.cfs_quota_us"); return err })
 	if err != nil || !limited {
 		return 0, 0, false, err
 	}
-	found, err := parseFile(w, dir, "cpu.cfs_period_us", func(b []byte) (err error) {
-		period, _, err = parseCFS(b, "cpu.cfs_period_us")
-		return err
-	})
+	found, err := parseFile(w, dir, "cpu.cfs_period_us", func(b []byte) (err error) { period, _, err = parseCFS(b, "cpu.cfs_period_us"); return err })
 	if err == nil && !found {
 		err = &fs.PathError{Op: "open", Path: joinPath(dir, "cpu.cfs_period_us"), Err: fs.ErrNotExist}
 	}

@@ -5,15 +5,12 @@ import (
 	"time"
 )
 
-// parseCPUStat parses cpu.stat, "key value" lines, into s.CPU; its times are
-// in nanoseconds on v1 and in microseconds (_usec) on v2. Other keys are
-// ignored; a known key whose value is not a number that fits its field is an
-// error on its line, and leaves s.CPU as it was.
+// parseCPUStat parses cpu.stat into s.CPU, which an error leaves as it was;
+// its times are in nanoseconds on v1 and in microseconds (_usec) on v2.
 func parseCPUStat(data []byte, s *Stats) error {
 	c := s.CPU
-	err := statCounts(data, statCount{"nr_periods", &c.Periods}, statCount{"nr_throttled", &c.ThrottledPeriods},
-		statCount{"nr_bursts", &c.Bursts})
-	if err != nil {
+	if err := statCounts(data, statCount{"nr_periods", &c.Periods}, statCount{"nr_throttled", &c.ThrottledPeriods},
+		statCount{"nr_bursts", &c.Bursts}); err != nil {
 		return err
 	}
 	for _, f := range [...]struct {
@@ -25,7 +22,7 @@ func parseCPUStat(data []byte, s *Stats) error {
 		{"throttled_usec", time.Microsecond, &c.ThrottledTime}, {"burst_usec", time.Microsecond, &c.BurstTime},
 		{"usage_usec", time.Microsecond, &c.Usage},
 	} {
-		v, found, err := statValue(data, f.key, uint64(math.MaxInt64/f.unit))
+		v, found, err := statValue(data, f.key, uint64(math.MaxInt64/f.unit), "")
 		if err != nil {
 			return err
 		} else if found {
@@ -35,10 +32,4 @@ func parseCPUStat(data []byte, s *Stats) error {
 	}
 	s.CPU = c
 	return nil
-}
-
-// parseCPUAcctUsage parses cgroup v1 cpuacct.usage: CPU time in nanoseconds.
-func parseCPUAcctUsage(data []byte) (time.Duration, error) {
-	v, err := parseCount(data, "cpuacct.usage", math.MaxInt64)
-	return time.Duration(v), err
 }

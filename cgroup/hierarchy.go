@@ -6,13 +6,14 @@ import (
 )
 
 // mountQuery is the cgroup of one controller in /proc/self/cgroup (version
-// 0: none), then the mount that findMounts finds for it.
+// 0: none), then the mount that findMounts finds for it (point "": none).
 type mountQuery struct {
 	version     Version
 	ctrl, path  string
 	err         error  // an unusable line for the controller
-	found, std  bool   // std: the mount is under /sys/fs/cgroup
+	std         bool   // the mount is under /sys/fs/cgroup
 	point, root string // the mount point (cleaned) and root, unescaped
+	dir         string // the cgroup's directory under point
 }
 
 // parseProcCgroup finds the cgroup of controller ctrl in /proc/self/cgroup,
@@ -65,22 +66,11 @@ func locate(w files, self []byte, lim *Limits) {
 				qs[i].err = err // one value for both, reported once
 			}
 		}
-		if err == nil {
-			findMounts(mountinfo, qs[:])
-		}
+		findMounts(mountinfo, qs[:])
 	}
-	c, m := &lim.CPU, &lim.Memory
-	c.Version, c.Path, c.Mount, c.MountRoot, c.Dir, c.Err = qs[0].locate()
-	m.Version, m.Path, m.Mount, m.MountRoot, m.Dir, m.Err = qs[1].locate()
-}
-
-// locate returns the hierarchy found by q, as CPU and Memory have it; one
-// that no mount shows has Version 0 and only the path set.
-func (q *mountQuery) locate() (v Version, path, mount, root, dir string, err error) {
-	if q.err != nil || !q.found {
-		return 0, q.path, "", "", "", q.err
-	}
-	return q.version, q.path, q.point, q.root, cgroupDir(q.point, q.root, q.path), nil
+	c, m, qc, qm := &lim.CPU, &lim.Memory, &qs[0], &qs[1]
+	c.Version, c.Path, c.Mount, c.MountRoot, c.Dir, c.Err = qc.version, qc.path, qc.point, qc.root, qc.dir, qc.err
+	m.Version, m.Path, m.Mount, m.MountRoot, m.Dir, m.Err = qm.version, qm.path, qm.point, qm.root, qm.dir, qm.err
 }
 
 // up returns the parent of dir, a level whose limits count, and false when

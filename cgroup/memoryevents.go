@@ -1,9 +1,7 @@
 package cgroup
 
-// parseMemoryEvents parses cgroup v2 memory.events, "key value" lines (low,
-// high, max, oom, oom_kill, oom_group_kill), into s.Memory.Events. Other keys
-// are ignored; a known key whose value is not a number is an error on its
-// line, and leaves s as it was.
+// parseMemoryEvents parses cgroup v2 memory.events into s.Memory.Events,
+// which an error leaves as it was.
 func parseMemoryEvents(data []byte, s *Stats) error {
 	e := s.Memory.Events
 	err := statCounts(data, statCount{"low", &e.Low}, statCount{"high", &e.High}, statCount{"max", &e.Max},

@@ -48,7 +48,7 @@ func unescape(s []byte) string {
 	b := make([]byte, 0, len(s))
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if c == '\\' && i+3 < len(s) && '0' <= s[i+1] && s[i+1] <= '3' && isOctal(s[i+2]) && isOctal(s[i+3]) {
+		if c == '\\' && i+3 < len(s) && s[i+1]-'0' < 4 && s[i+2]-'0' < 8 && s[i+3]-'0' < 8 { // below '0' wraps
 			c = (s[i+1]-'0')<<6 | (s[i+2]-'0')<<3 | (s[i+3] - '0')
 			i += 3
 		}
@@ -57,19 +57,16 @@ func unescape(s []byte) string {
 	return string(b)
 }
 
-func isOctal(c byte) bool { return '0' <= c && c <= '7' }
-
-// isAncestorOrSelf reports whether the cgroup path root is cgPath or one of
-// its ancestors, and relPath returns cgPath relative to it ("" or "/...").
-// Both compare the raw paths, "/.." elements included.
-func isAncestorOrSelf(root, cgPath string) bool {
+// relPath returns cgPath relative to the cgroup path root ("" or "/..."),
+// and whether root is cgPath or one of its ancestors, comparing the raw
+// paths, "/.." elements included.
+func relPath(root, cgPath string) (rel string, ok bool) {
 	if root == "/" {
-		return strings.HasPrefix(cgPath, "/")
+		return cgPath, strings.HasPrefix(cgPath, "/")
 	}
-	return strings.HasPrefix(cgPath, root) && (len(cgPath) == len(root) || cgPath[len(root)] == '/')
+	rel, ok = strings.CutPrefix(cgPath, root)
+	return rel, ok && (rel == "" || rel[0] == '/')
 }
-
-func relPath(root, cgPath string) string { return cgPath[len(strings.TrimSuffix(root, "/")):] }
 
 // climbsOut reports whether the relative path rel leads above its start: a
 // cgroup outside the process's cgroup namespace is shown with leading "/.."
@@ -91,40 +88,34 @@ func climbsOut(rel string) bool {
 	return false
 }
 
-// cgroupDir returns the directory of cgroup cgPath under a mount at point
-// whose root is root.
-func cgroupDir(point, root, cgPath string) string {
-	return path.Join(point, relPath(root, cgPath))
-}
-
 // findMounts finds the mount of each query without an error: a "cgroup"
 // mount naming the controller (V1) or a "cgroup2" mount (V2), whose root is
 // the cgroup path or an ancestor and below which the path does not climb
-// out. A mount covered by its child on the same mount point is hidden. Of
-// the others the shortest root wins (the most ancestors shown); of equal
-// ones, one under /sys/fs/cgroup (where runc and systemd mount; the JDK's
-// choice), then the first listed. Malformed lines are skipped.
+// out, and not covered by its child on the same mount point. The shortest
+// root wins (the most ancestors shown), then one under /sys/fs/cgroup (where
+// runc and systemd mount; the JDK's choice), then the first listed. A query
+// left without a mount gets version 0.
 func findMounts(mountinfo []byte, qs []mountQuery) {
 	for i := range qs {
 		q := &qs[i]
-		if q.err != nil || q.version == 0 {
-			continue
-		}
 		fstype := "cgroup2"
 		if q.version == V1 {
 			fstype = "cgroup"
 		}
 		forEachMount(mountinfo, func(m mountInfo) {
-			if string(m.fstype) != fstype || q.version == V1 && !hasController(m.superOpts, q.ctrl) {
+			if q.err != nil || string(m.fstype) != fstype || q.version == 0 || q.version == V1 && !hasController(m.superOpts, q.ctrl) {
 				return
 			}
 			root, point := unescape(m.root), path.Clean(unescape(m.point))
-			shown := isAncestorOrSelf(root, q.path) && !climbsOut(relPath(root, q.path))
+			rel, shown := relPath(root, q.path)
 			std := strings.HasPrefix(point+"/", "/sys/fs/cgroup/")
-			if shown && (!q.found || len(root) < len(q.root) || len(root) == len(q.root) && std && !q.std) && !covered(mountinfo, m) {
-				q.found, q.std, q.point, q.root = true, std, point, root
+			if shown && !climbsOut(rel) && (q.point == "" || len(root) < len(q.root) || len(root) == len(q.root) && std && !q.std) && !covered(mountinfo, m) {
+				q.std, q.point, q.root, q.dir = std, point, root, path.Join(point, rel)
 			}
 		})
+		if q.point == "" {
+			q.version = 0
+		}
 	}
 }
 

@@ -66,14 +66,12 @@ func nextLine(data []byte) (line, rest []byte) {
 // spaces is the white space around fields, newlines aside.
 const spaces = " \t\r\v\f"
 
-func trimSpace(b []byte) []byte { return bytes.Trim(b, spaces) }
-
 // nextField returns the first white-space separated field of b and the rest
 // from the next field on.
 func nextField(b []byte) (field, rest []byte) {
-	b = trimSpace(b)
+	b = bytes.Trim(b, spaces)
 	if i := bytes.IndexAny(b, spaces); i >= 0 {
-		return b[:i], trimSpace(b[i:])
+		return b[:i], bytes.Trim(b[i:], spaces)
 	}
 	return b, nil
 }
@@ -90,16 +88,18 @@ func parseUint(b []byte) (v uint64, ok bool) {
 	return v, len(b) > 0
 }
 
-// statValue finds key in a "key value" file such as memory.stat and returns
-// its value, a number of at most limit; found is false when no line has the
+// statValue finds key in a "key value" file such as memory.stat, or "key
+// value unit" for a unit such as /proc/self/status's "kB", and returns its
+// value, a number of at most limit; found is false when no line has the
 // key, and other lines are not looked at.
-func statValue(data []byte, key string, limit uint64) (v uint64, found bool, err error) {
+func statValue(data []byte, key string, limit uint64, unit string) (v uint64, found bool, err error) {
 	for n := 1; len(data) > 0; n++ {
 		var line []byte
 		line, data = nextLine(data)
 		if k, val := nextField(line); string(k) == key {
-			u, ok := parseUint(val)
-			if !ok || u > limit {
+			num, rest := nextField(val)
+			u, ok := parseUint(num)
+			if !ok || u > limit || string(rest) != unit {
 				return 0, false, invalid(n, string(k), line)
 			}
 			return u, true, nil
@@ -114,10 +114,11 @@ type statCount struct {
 	v   *uint64
 }
 
-// statCounts sets each count whose key data has, as statValue reads it.
+// statCounts sets each count whose key data has, as statValue reads it: a
+// value that is not a number is an error on its line, other keys are ignored.
 func statCounts(data []byte, counts ...statCount) error {
 	for _, c := range counts {
-		v, found, err := statValue(data, c.key, math.MaxUint64)
+		v, found, err := statValue(data, c.key, math.MaxUint64, "")
 		if err != nil {
 			return err
 		} else if found {
@@ -148,7 +149,7 @@ func singleLine(data []byte) ([]byte, error) {
 	if len(bytes.Trim(rest, spaces+"\n")) > 0 {
 		return nil, &parseError{Line: 2, Err: errExtraLines}
 	}
-	if line = trimSpace(line); len(line) == 0 {
+	if line = bytes.Trim(line, spaces); len(line) == 0 {
 		return nil, &parseError{Err: errEmpty}
 	}
 	return line, nil

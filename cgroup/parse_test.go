@@ -2,6 +2,7 @@ package cgroup
 
 import (
 	"fmt"
+	"path"
 	"strings"
 	"testing"
 
@@ -363,7 +364,9 @@ func TestFindMount(t *testing.T) {
 	}
 }
 
-func TestCgroupDir(t *testing.T) {
+// TestRelPath: the cgroup's directory under a mount is its path relative
+// to the mount's root, below the mount point.
+func TestRelPath(t *testing.T) {
 	for _, tc := range []struct{ point, root, path, want string }{
 		{"/sys/fs/cgroup", "/", "/", "/sys/fs/cgroup"},
 		{"/sys/fs/cgroup", "/", "/a/b", "/sys/fs/cgroup/a/b"},
@@ -372,7 +375,13 @@ func TestCgroupDir(t *testing.T) {
 		{"/", "/", "/a", "/a"},
 		{"/", "/a", "/a", "/"},
 	} {
-		assert.Equal(t, tc.want, cgroupDir(tc.point, tc.root, tc.path), "%+v", tc)
+		rel, ok := relPath(tc.root, tc.path)
+		assert.True(t, ok, "%+v", tc)
+		assert.Equal(t, tc.want, path.Join(tc.point, rel), "%+v", tc)
+	}
+	for _, tc := range [][2]string{{"/doc", "/docker"}, {"/a/b", "/a"}, {"/", ""}, {"/", "relative"}} {
+		_, ok := relPath(tc[0], tc[1])
+		assert.False(t, ok, "root %q is not an ancestor of %q", tc[0], tc[1])
 	}
 }
 
@@ -410,5 +419,5 @@ func TestParseUint(t *testing.T) {
 func findMount(mountinfo []byte, version Version, ctrl, cgPath string) (point, root string, ok bool) {
 	qs := [1]mountQuery{{version: version, ctrl: ctrl, path: cgPath}}
 	findMounts(mountinfo, qs[:])
-	return qs[0].point, qs[0].root, qs[0].found
+	return qs[0].point, qs[0].root, qs[0].point != ""
 }

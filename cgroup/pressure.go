@@ -2,15 +2,14 @@ package cgroup
 
 import (
 	"bytes"
+	"slices"
 	"strconv"
 	"time"
 )
 
-// parsePressure parses a pressure file: a "some" line and, on most kernels
-// and resources, a "full" line, each "avg10=A avg60=A avg300=A total=T" with
-// the averages in percent (two decimals) and T in microseconds. Unknown
-// lines and keys are ignored; a known key with a malformed value is an error
-// on that line.
+// parsePressure parses a pressure file, lines "some|full avg10=A avg60=A
+// avg300=A total=T", the averages in percent (two decimals), T in µs.
+// Unknown lines and keys are ignored; a malformed field is an error.
 func parsePressure(data []byte) (Pressure, error) {
 	var p Pressure
 	for n := 1; len(data) > 0; n++ {
@@ -33,26 +32,16 @@ func parsePressure(data []byte) (Pressure, error) {
 			if !ok {
 				return Pressure{}, invalid(n, "pressure field", f)
 			}
-			var avg *float64
-			switch string(k) {
-			case "avg10":
-				avg = &l.Avg10
-			case "avg60":
-				avg = &l.Avg60
-			case "avg300":
-				avg = &l.Avg300
-			case "total":
+			if i := slices.Index([]string{"avg10", "avg60", "avg300"}, string(k)); i >= 0 {
+				if *[3]*float64{&l.Avg10, &l.Avg60, &l.Avg300}[i], ok = parseDecimal(v); !ok {
+					return Pressure{}, invalid(n, "pressure average", f)
+				}
+			} else if string(k) == "total" {
 				u, ok := parseUint(v)
 				if !ok || u > maxMicros {
 					return Pressure{}, invalid(n, "pressure total", f)
 				}
 				l.Total = time.Duration(u) * time.Microsecond
-				continue
-			default:
-				continue
-			}
-			if *avg, ok = parseDecimal(v); !ok {
-				return Pressure{}, invalid(n, "pressure average", f)
 			}
 		}
 	}

@@ -30,20 +30,16 @@ func ReadFS(fsys fs.FS) (Limits, error) { return ReadOnly(fsys, "") }
 // (nil: the real root, as Read reads it): the other's Limits stay zero and
 // none of its files is read.
 func ReadOnly(fsys fs.FS, controller string) (Limits, error) {
-	if fsys == nil {
-		fsys = dirFS("")
-	}
-	s := &snapshot{fsys: fsys}
+	s := &snapshot{fsys: cmp.Or(fsys, fs.FS(dirFS("")))}
 	self, err := s.readAll("/proc/self/cgroup")
 	if err != nil {
 		return Limits{}, fmt.Errorf("%w: %w", ErrNoCgroup, err)
 	}
 	var lim Limits
 	locate(s, self, &lim)
-	switch controller {
-	case "cpu":
+	if controller == "cpu" {
 		lim.Memory = Memory{}
-	case "memory":
+	} else if controller == "memory" {
 		lim.CPU = CPU{}
 	}
 	return eval(s, lim)
@@ -58,8 +54,8 @@ type files interface {
 	readAll(abs string) ([]byte, error)
 }
 
-// snapshot reads each file when asked, with one file open at a time (a
-// process short of descriptors can still read) and one buffer for all.
+// snapshot has one file open at a time (a process short of descriptors can
+// still read) and one buffer for all.
 type snapshot struct {
 	fsys fs.FS
 	buf  []byte
@@ -213,12 +209,7 @@ func readFile(f fs.File, b []byte, limit int) ([]byte, error) {
 }
 
 // fsName is the fs.FS name of the absolute path abs.
-func fsName(abs string) string {
-	if abs == "/" {
-		return "."
-	}
-	return strings.TrimPrefix(abs, "/")
-}
+func fsName(abs string) string { return cmp.Or(strings.TrimPrefix(abs, "/"), ".") }
 
 // pathError reports err about abs instead of the name in fsys.
 func pathError(op, abs string, err error) error {

@@ -83,7 +83,7 @@ type Pressure struct {
 // other parts are filled all the same. A file that does not exist is not an
 // error. Stats never changes what Read returns.
 func (w *Watcher) Stats() (Stats, error) {
-	if w.closed {
+	if w.files == nil {
 		return Stats{}, errWatcherClosed
 	}
 	lim := w.last
@@ -119,10 +119,7 @@ func readDir(fsys fs.FS, dir string, read func(files, *Limits) (Stats, error)) (
 	if !path.IsAbs(dir) {
 		return Stats{}, fmt.Errorf("cgroup: ReadStatsDir: %q is not an absolute path", dir)
 	}
-	dir = path.Clean(dir)
-	if fsys == nil {
-		fsys = dirFS("")
-	}
+	dir, fsys = path.Clean(dir), cmp.Or(fsys, fs.FS(dirFS("")))
 	if _, err := fs.Stat(fsys, fsName(dir)); err != nil {
 		return Stats{}, pathError("stat", dir, err)
 	}
@@ -130,9 +127,7 @@ func readDir(fsys fs.FS, dir string, read func(files, *Limits) (Stats, error)) (
 	if _, err := fs.Stat(fsys, fsName(joinPath(dir, "cgroup.controllers"))); err == nil {
 		v = V2
 	}
-	var lim Limits
-	lim.CPU.Version, lim.CPU.Dir, lim.Memory.Version, lim.Memory.Dir = v, dir, v, dir
-	return read(&snapshot{fsys: fsys}, &lim)
+	return read(&snapshot{fsys: fsys}, &Limits{CPU: CPU{Version: v, Dir: dir}, Memory: Memory{Version: v, Dir: dir}})
 }
 
 // statReader reads statistics files and keeps their errors.
@@ -149,6 +144,17 @@ func (r *statReader) read(dir, name string, parse func([]byte) error) bool {
 	return found && err == nil
 }
 
+// count reads the one-line count of at most limit in dir/name into n.
+func (r *statReader) count(dir, name string, limit uint64, n *int64) bool {
+	return r.read(dir, name, func(b []byte) (err error) { *n, err = parseCount(b, name, limit); return err })
+}
+
+// stat reads the value of key in the "key value" file dir/name.
+func (r *statReader) stat(dir, name, key string) (v uint64, found bool) {
+	r.read(dir, name, func(b []byte) (err error) { v, found, err = statValue(b, key, math.MaxInt64, ""); return err })
+	return v, found
+}
+
 // readStats reads the statistics of lim's hierarchies, as Watcher.Stats
 // says; the pressure files are v2's, so a v2 memory Dir wins over a v1 CPU one.
 func readStats(w files, lim *Limits) (Stats, error) {
@@ -159,11 +165,7 @@ func readStats(w files, lim *Limits) (Stats, error) {
 	if c.Version != 0 && r.read(dir, "cpu.stat", func(b []byte) error { return parseCPUStat(b, &s) }) {
 		s.CPU.Dir = dir
 		if !s.CPU.HasUsage && c.Version == V1 {
-			r.read(dir, "cpuacct.usage", func(b []byte) (err error) {
-				s.CPU.Usage, err = parseCPUAcctUsage(b)
-				s.CPU.HasUsage = err == nil
-				return err
-			})
+			s.CPU.HasUsage = r.count(dir, "cpuacct.usage", math.MaxInt64, (*int64)(&s.CPU.Usage)) // in nanoseconds
 		}
 	}
 	if m.Version != 0 {
@@ -172,16 +174,10 @@ func readStats(w files, lim *Limits) (Stats, error) {
 			psi = m.Dir
 		}
 	}
-	if psi != "" {
-		into := [3]*Pressure{&s.Pressure.CPU, &s.Pressure.Memory, &s.Pressure.IO}
-		for i, name := range [3]string{"cpu.pressure", "memory.pressure", "io.pressure"} {
-			parse := func(b []byte) (err error) {
-				*into[i], err = parsePressure(b)
-				return err
-			}
-			if r.read(psi, name, parse) {
-				s.Pressure.Dir = psi
-			}
+	into := [3]*Pressure{&s.Pressure.CPU, &s.Pressure.Memory, &s.Pressure.IO}
+	for i, name := range [3]string{"cpu.pressure", "memory.pressure", "io.pressure"} {
+		if psi != "" && r.read(psi, name, func(b []byte) (err error) { *into[i], err = parsePressure(b); return err }) {
+			s.Pressure.Dir = psi
 		}
 	}
 	return s, r.errs
@@ -190,31 +186,14 @@ func readStats(w files, lim *Limits) (Stats, error) {
 // readMemory fills s.Memory from the files of dir.
 func readMemory(s *Stats, v Version, dir string, r *statReader) {
 	m := &s.Memory
-	usage, inactiveKey := usageFiles(v)
-	peak := "memory.peak" // Linux 5.19 and later
-	if v == V1 {
-		peak = "memory.max_usage_in_bytes"
+	_, usage, peak, inactiveKey := memoryFiles(v)
+	if r.count(dir, usage, math.MaxInt64, &m.Usage) {
+		m.Dir, m.WorkingSet = dir, m.Usage
+		if inactive, found := r.stat(dir, "memory.stat", inactiveKey); found {
+			m.WorkingSet = max(m.Usage-int64(inactive), 0) // as the kubelet and cAdvisor count it
+		}
 	}
-	var n int64
-	count := func(name string) bool {
-		return r.read(dir, name, func(b []byte) (err error) {
-			n, err = parseCount(b, name, math.MaxInt64)
-			return err
-		})
-	}
-	if count(usage) {
-		m.Dir, m.Usage, m.WorkingSet = dir, n, n
-		r.read(dir, "memory.stat", func(b []byte) error {
-			inactive, found, err := statValue(b, inactiveKey, math.MaxInt64)
-			if found {
-				m.WorkingSet = workingSet(m.Usage, int64(inactive))
-			}
-			return err
-		})
-	}
-	if count(peak) {
-		m.Peak, m.HasPeak = n, true
-	}
+	m.HasPeak = r.count(dir, peak, math.MaxInt64, &m.Peak)
 	readEvents(s, v, dir, r)
 }
 
@@ -225,16 +204,8 @@ func readEvents(s *Stats, v Version, dir string, r *statReader) {
 		m.HasEvents = r.read(dir, "memory.events", func(b []byte) error { return parseMemoryEvents(b, s) })
 		return
 	}
-	m.HasEvents = r.read(dir, "memory.failcnt", func(b []byte) error {
-		n, err := parseCount(b, "memory.failcnt", math.MaxInt64)
-		m.Events.Max = uint64(n)
-		return err
-	})
-	r.read(dir, "memory.oom_control", func(b []byte) error {
-		kills, found, err := statValue(b, "oom_kill", math.MaxInt64)
-		if found {
-			m.Events.OOMKill, m.HasEvents = kills, true
-		}
-		return err
-	})
+	var failures int64
+	ok := r.count(dir, "memory.failcnt", math.MaxInt64, &failures)
+	kills, found := r.stat(dir, "memory.oom_control", "oom_kill")
+	m.Events.Max, m.Events.OOMKill, m.HasEvents = uint64(failures), kills, ok || found
 }

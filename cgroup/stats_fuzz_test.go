@@ -21,7 +21,7 @@ func FuzzCPUStat(f *testing.F) {
 		if c.ThrottledTime < 0 || c.BurstTime < 0 || c.Usage < 0 || (!c.HasUsage && c.Usage != 0) || c.Dir != "" {
 			t.Fatalf("%q: %+v", in, c)
 		}
-		u, err := parseCPUAcctUsage([]byte(in))
+		u, err := parseCount([]byte(in), "cpuacct.usage", math.MaxInt64)
 		requireParseError(t, err)
 		if u < 0 || (err != nil && u != 0) {
 			t.Fatalf("%q: usage %v, %v", in, u, err)
@@ -80,7 +80,7 @@ func FuzzStatValue(f *testing.F) {
 	}
 	f.Add("52428800\n", "")
 	f.Fuzz(func(t *testing.T, in, key string) {
-		v, found, err := statValue([]byte(in), key, math.MaxInt64)
+		v, found, err := statValue([]byte(in), key, math.MaxInt64, "")
 		requireParseError(t, err)
 		if v > math.MaxInt64 || (!found && v != 0) || (err != nil && found) {
 			t.Fatalf("%q %q: %d %v %v", in, key, v, found, err)

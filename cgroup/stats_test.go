@@ -101,14 +101,15 @@ func TestParseCPUStat(t *testing.T) {
 	}
 }
 
-func TestParseCPUAcctUsage(t *testing.T) {
-	for in, want := range map[string]time.Duration{"71333165549\n": 71333165549, "0": 0, "9223372036854775807": 1<<63 - 1} {
-		got, err := parseCPUAcctUsage([]byte(in))
+// TestParseCount: a count such as cpuacct.usage, CPU time in nanoseconds.
+func TestParseCount(t *testing.T) {
+	for in, want := range map[string]int64{"71333165549\n": 71333165549, "0": 0, "9223372036854775807": 1<<63 - 1} {
+		got, err := parseCount([]byte(in), "cpuacct.usage", math.MaxInt64)
 		require.NoError(t, err)
 		assert.Equal(t, want, got)
 	}
 	for _, in := range []string{"", "-5\n", "x\n", "1 2\n", "9223372036854775808\n", "--1\n"} {
-		_, err := parseCPUAcctUsage([]byte(in))
+		_, err := parseCount([]byte(in), "cpuacct.usage", math.MaxInt64)
 		var pe *parseError
 		assert.ErrorAs(t, err, &pe, "%q", in)
 	}
@@ -214,7 +215,7 @@ var statValueTests = []struct {
 func TestStatValue(t *testing.T) {
 	for _, tc := range statValueTests {
 		t.Run(tc.name, func(t *testing.T) {
-			v, found, err := statValue([]byte(tc.in), tc.key, math.MaxInt64)
+			v, found, err := statValue([]byte(tc.in), tc.key, math.MaxInt64, "")
 			if tc.errLine == 0 {
 				require.NoError(t, err)
 				assert.Equal(t, uint64(tc.want), v)
@@ -225,8 +226,19 @@ func TestStatValue(t *testing.T) {
 			assert.False(t, found)
 		})
 	}
-	assert.Equal(t, int64(7), workingSet(10, 3))
-	assert.Equal(t, int64(0), workingSet(3, 10), "never below zero")
+}
+
+// TestWorkingSet: the usage less the inactive page cache, never below zero.
+func TestWorkingSet(t *testing.T) {
+	for _, tc := range []struct {
+		usage, inactive string
+		want            int64
+	}{{"10\n", "3", 7}, {"3\n", "10", 0}} {
+		got, err := ReadStatsDir(mapFS(map[string]string{"sys/fs/cgroup/cgroup.controllers": "memory\n",
+			"sys/fs/cgroup/memory.current": tc.usage, "sys/fs/cgroup/memory.stat": "inactive_file " + tc.inactive + "\n"}), "/sys/fs/cgroup")
+		require.NoError(t, err)
+		assert.Equal(t, tc.want, got.Memory.WorkingSet, "%+v", tc)
+	}
 }
 
 // The statistics of the two stats fixtures, in full.

@@ -2,51 +2,14 @@ package cgroup
 
 import "errors"
 
-// usageEval collects Memory.Levels, RssAnon, LazyFree and UsageErr (r's
-// errors) of one evaluation.
-type usageEval struct {
-	r         statReader
-	levels    []Level
-	rss, lazy int64
-	ownOK     bool // rss has been read
-}
-
-// level adds the level dir whose own limits are max and high (-1: none);
-// leaf, the process's own cgroup and the first level, counts without a
-// limit too. A level whose files are missing or bad is left out.
-func (e *usageEval) level(v Version, dir string, lmax, high int64, leaf bool) {
-	r, l := &e.r, Level{Dir: dir, Max: lmax, High: high}
-	if leaf {
-		e.ownOK = r.read("/proc/self", "status", func(b []byte) (err error) { e.rss, err = parseProcKB(b, "RssAnon:"); return err })
-	}
-	usageFile, _ := usageFiles(v)
-	if lmax < 0 && high < 0 && !leaf || !e.ownOK ||
-		!r.read(dir, usageFile, func(b []byte) (err error) { l.Usage, err = parseUsage(b); return err }) ||
-		!r.read(dir, "memory.stat", func(b []byte) (err error) { l.File, l.Lazy, err = parseFilePages(b, v); return err }) {
-		return
-	}
-	if l.Lazy > 0 && e.lazy == 0 { // the process's, not written since: the others are held
-		r.read("/proc/self", "smaps_rollup", func(b []byte) (err error) { e.lazy, err = parseProcKB(b, "LazyFree:"); return err })
-	}
-	e.levels = append(e.levels, l)
-}
-
-// usageFiles are the file of the usage and the memory.stat key of the
-// inactive page cache, which the working set leaves out.
-func usageFiles(v Version) (usage, inactiveKey string) {
+// memoryFiles are the files of the hard limit, the usage and its peak, and
+// the memory.stat key of the inactive page cache, which the working set
+// leaves out.
+func memoryFiles(v Version) (limit, usage, peak, inactiveKey string) {
 	if v == V1 {
-		return "memory.usage_in_bytes", "total_inactive_file"
+		return "memory.limit_in_bytes", "memory.usage_in_bytes", "memory.max_usage_in_bytes", "total_inactive_file"
 	}
-	return "memory.current", "inactive_file"
-}
-
-// workingSet is usage less the inactive page cache, never below zero, as the
-// kubelet and cAdvisor count it (container_memory_working_set_bytes).
-func workingSet(usage, inactive int64) int64 { return max(usage-inactive, 0) }
-
-// parseUsage parses memory.current (v2) or memory.usage_in_bytes (v1): bytes.
-func parseUsage(data []byte) (int64, error) {
-	return parseCount(data, "memory usage", unlimitedMemory-1)
+	return "memory.max", "memory.current", "memory.peak", "inactive_file" // memory.peak: Linux 5.19 and later
 }
 
 // parseFilePages returns the page cache on the file lists of memory.stat,
@@ -56,12 +19,10 @@ func parseUsage(data []byte) (int64, error) {
 // (v1 rss), which reclaim drops only if not written since. Shmem is page
 // cache (v1 cache, v2 file) but on the anon lists (cgroup-v2.rst), so lazy
 // is the lists less the page cache but shmem (0 without the cache's key).
-// A level's usage less the page cache is what it cannot reclaim: anonymous
-// memory, shmem and the kernel memory, charged to the usage on both (on v1
-// memory.usage_in_bytes is rss + cache + memory.kmem.usage_in_bytes, as
-// measured on Linux 6.18) with no key of its own; the reclaimable slab
-// counts too, an error on the safe side. The v1 keys are total_*, the
-// cgroup and its descendants, as memory.usage_in_bytes is.
+// The kernel memory, with no key, is in the usage on both (v1: rss + cache +
+// memory.kmem.usage_in_bytes, measured on Linux 6.18), so a Level's Usage
+// less File counts it, and the reclaimable slab, an error on the safe side.
+// The v1 keys are total_*, the cgroup and its descendants, as the usage is.
 func parseFilePages(data []byte, v Version) (file, lazy int64, err error) {
 	keys := [4]string{"active_file", "inactive_file", "file", "shmem"}
 	if v == V1 {
@@ -69,7 +30,7 @@ func parseFilePages(data []byte, v Version) (file, lazy int64, err error) {
 	}
 	found, n := false, [4]uint64{}
 	for i, k := range keys {
-		if n[i], found, err = statValue(data, k, unlimitedMemory-1); err != nil || i == 2 && !found {
+		if n[i], found, err = statValue(data, k, unlimitedMemory-1, ""); err != nil || i == 2 && !found {
 			return int64(n[0] + n[1]), 0, err
 		}
 	}
@@ -84,19 +45,9 @@ func parseFilePages(data []byte, v Version) (file, lazy int64, err error) {
 // co-process's memory at the level; left to the others, it lowers
 // GOMEMLIMIT, which does not bound it.
 func parseProcKB(data []byte, key string) (int64, error) {
-	for n := 1; len(data) > 0; n++ {
-		var line []byte
-		line, data = nextLine(data)
-		k, v := nextField(line)
-		if string(k) != key {
-			continue
-		}
-		num, unit := nextField(v)
-		u, ok := parseUint(num)
-		if !ok || string(unit) != "kB" || u >= unlimitedMemory>>10 {
-			return 0, invalid(n, key[:len(key)-1], line)
-		}
-		return int64(u) << 10, nil
+	kb, found, err := statValue(data, key, unlimitedMemory>>10-1, "kB")
+	if err == nil && !found {
+		err = &parseError{Err: errors.New("no " + key[:len(key)-1] + " line")}
 	}
-	return 0, &parseError{Err: errors.New("no " + key[:len(key)-1] + " line")}
+	return int64(kb) << 10, err
 }

@@ -1,72 +1,20 @@
 package cgroup
 
 import (
-	"strconv"
 	"testing"
 	"testing/fstest"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/fitgo/fitgo/internal/rig/cgfs"
 )
 
-// statusOwn is a /proc/self/status whose RssAnon is own MiB.
-func statusOwn(own int64) string {
-	return "Name:\tapp\nVmRSS:\t99999 kB\nRssAnon:\t" + strconv.FormatInt(own*1024, 10) + " kB\nRssFile:\t5000 kB\nRssShmem:\t0 kB\n"
-}
-
-// withShmem is fsys with a /proc/self/status of own MiB of RssAnon and shmem
-// MiB of RssShmem.
-func withShmem(fsys fstest.MapFS, own, shmem int64) fstest.MapFS {
-	fsys["proc/self/status"] = &fstest.MapFile{Data: []byte("RssAnon:\t" + strconv.FormatInt(own*1024, 10) +
-		" kB\nRssFile:\t5000 kB\nRssShmem:\t" + strconv.FormatInt(shmem*1024, 10) + " kB\n")}
-	return fsys
-}
-
-// withLazyFree is fsys with a /proc/self/smaps_rollup of lazy MiB of
-// LazyFree.
-func withLazyFree(fsys fstest.MapFS, lazy int64) fstest.MapFS {
-	fsys["proc/self/smaps_rollup"] = &fstest.MapFile{Data: []byte("Rss:\t99999 kB\nAnonymous:\t99999 kB\nLazyFree:\t" +
-		strconv.FormatInt(lazy*1024, 10) + " kB\nAnonHugePages:\t0 kB\n")}
-	return fsys
-}
-
-// stat is a memory.stat line "key n MiB".
-func stat(key string, n int64) string { return key + " " + strconv.FormatInt(n*mib, 10) + "\n" }
-
-func mibs(n int64) string { return strconv.FormatInt(n*mib, 10) + "\n" }
-
-// headroomV2 is a v2 tree, the process in /pod/app, with files given by
-// name under sys/fs/cgroup ("" values are left out).
-func headroomV2(own int64, files map[string]string) fstest.MapFS {
-	fsys := fstest.MapFS{
-		"proc/self/cgroup":    {Data: []byte("0::/pod/app\n")},
-		"proc/self/mountinfo": {Data: []byte("25 1 0:23 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n")},
-	}
-	if own >= 0 {
-		fsys["proc/self/status"] = &fstest.MapFile{Data: []byte(statusOwn(own))}
-	}
-	for name, data := range files {
-		if data != "" {
-			fsys["sys/fs/cgroup/"+name] = &fstest.MapFile{Data: []byte(data)}
-		}
-	}
-	return fsys
-}
-
-func headroomV1(own int64, files map[string]string) fstest.MapFS {
-	fsys := fstest.MapFS{
-		"proc/self/cgroup":                           {Data: []byte("4:memory:/pod/app\n")},
-		"proc/self/mountinfo":                        {Data: []byte("30 25 0:26 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n")},
-		"proc/self/status":                           {Data: []byte(statusOwn(own))},
-		"sys/fs/cgroup/memory/memory.limit_in_bytes": {Data: []byte("9223372036854771712\n")},
-	}
-	for name, data := range files {
-		if data != "" {
-			fsys["sys/fs/cgroup/memory/"+name] = &fstest.MapFile{Data: []byte(data)}
-		}
-	}
-	return fsys
-}
+// The fixture trees (package cgfs).
+var (
+	statusOwn, withShmem, withLazyFree = cgfs.StatusOwn, cgfs.WithShmem, cgfs.WithLazyFree
+	stat, mibs, headroomV2, headroomV1 = cgfs.Stat, cgfs.MiBs, cgfs.V2, cgfs.V1
+)
 
 // TestLevels: the facts of each level whose memory the process shares, as
 // read from its files (its own limits, usage, page cache and lazily freed
@@ -226,7 +174,7 @@ func FuzzUsage(f *testing.F) {
 		f.Add(s, "active_file 5\ninactive_file 6\ntotal_active_file 7\ntotal_inactive_file 8\n")
 	}
 	f.Fuzz(func(t *testing.T, usage, stat string) {
-		u, err := parseUsage([]byte(usage))
+		u, err := parseCount([]byte(usage), "memory.current", unlimitedMemory-1)
 		requireParseError(t, err)
 		if err == nil && (u < 0 || u >= unlimitedMemory) {
 			t.Fatalf("usage %d out of range", u)
@@ -239,7 +187,7 @@ func FuzzUsage(f *testing.F) {
 			}
 		}
 		for _, key := range []string{"inactive_file", "total_inactive_file"} {
-			v, _, err := statValue([]byte(stat), key, unlimitedMemory-1)
+			v, _, err := statValue([]byte(stat), key, unlimitedMemory-1, "")
 			requireParseError(t, err)
 			if v >= unlimitedMemory {
 				t.Fatalf("%s %d out of range", key, v)

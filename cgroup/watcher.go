@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"slices"
 )
 
 // Watcher follows limit changes (a Kubernetes in-place resize rewrites
@@ -21,17 +22,16 @@ import (
 // must be used by one goroutine at a time. ReadFS and ReadStatsDir read
 // once, through a snapshot, which keeps nothing open.
 type Watcher struct {
-	fsys   fs.FS
-	files  []watchFile // /proc/self/cgroup, then each file read since it was
-	seen   []byte      // its content when the hierarchy was found
-	lim    Limits      // the hierarchy, with the errors of finding it
-	buf    []byte
-	reads  int   // counts Reads: the clock of every retry
-	retry  retry // of finding the hierarchy, while that fails
-	closed bool
-	gen    int    // counts readings (start, Read, a Stats on its own): each reads a file once
-	last   Limits // what the last Read returned, for a Stats right after it
-	fresh  bool   // no Stats since that Read
+	fsys  fs.FS
+	files []watchFile // /proc/self/cgroup, then each file read since it was; nil after Close
+	seen  []byte      // its content when the hierarchy was found
+	lim   Limits      // the hierarchy, with the errors of finding it
+	buf   []byte
+	reads int    // counts Reads: the clock of every retry
+	retry retry  // of finding the hierarchy, while that fails
+	gen   int    // counts readings (start, Read, a Stats on its own): each reads a file once
+	last  Limits // what the last Read returned, for a Stats right after it
+	fresh bool   // no Stats since that Read
 }
 
 // watchFile is one file to re-read; f is nil while it is missing or cannot
@@ -45,11 +45,14 @@ type watchFile struct {
 	gen       int
 }
 
-// retry schedules the next attempt after a failure, 1, 2, 4 ... 32 Reads on.
+// retry schedules the next attempt after a failure, 1, 2, 4 ... 32 Reads on;
+// backoff is 0 while there is none.
 type retry struct{ at, backoff int }
 
-func (r *retry) failed(now int) {
-	r.backoff = min(max(1, 2*r.backoff), 32)
+func (r *retry) after(now int, failed bool) {
+	if r.backoff = min(max(1, 2*r.backoff), 32); !failed {
+		r.backoff = 0
+	}
 	r.at = now + r.backoff
 }
 
@@ -60,13 +63,10 @@ var errWatcherClosed = fmt.Errorf("cgroup: Watcher.Read after Close: %w", fs.Err
 // files. It fails only when the error wraps ErrNoCgroup; any other problem
 // shows in every Read, as in ReadFS.
 func NewWatcher(fsys fs.FS) (*Watcher, error) {
-	if fsys == nil {
-		fsys = dirFS("")
-	}
-	w := &Watcher{fsys: fsys, gen: 1}
+	w := &Watcher{fsys: cmp.Or(fsys, fs.FS(dirFS(""))), gen: 1}
 	data, found, err := w.file("/proc/self", "cgroup")
 	if !found {
-		w.Close()
+		closeFiles(w.files)
 		return nil, fmt.Errorf("%w: %w", ErrNoCgroup, cmp.Or(err, w.files[0].err)) // or it does not exist
 	}
 	w.find(data)
@@ -82,11 +82,7 @@ func (w *Watcher) find(self []byte) {
 	w.seen = append(w.seen[:0], self...)
 	w.lim = Limits{}
 	locate(w, w.seen, &w.lim)
-	if w.lim.CPU.Err != nil || w.lim.Memory.Err != nil {
-		w.retry.failed(w.reads)
-	} else {
-		w.retry = retry{}
-	}
+	w.retry.after(w.reads, w.lim.CPU.Err != nil || w.lim.Memory.Err != nil)
 }
 
 // Read re-reads the files and returns what ReadFS would. It allocates only
@@ -94,35 +90,27 @@ func (w *Watcher) find(self []byte) {
 // every earlier size. It reuses the array of Memory.Levels of the last. After
 // Close, the error wraps fs.ErrClosed.
 func (w *Watcher) Read() (Limits, error) {
-	if w.closed {
+	if w.files == nil {
 		return Limits{}, errWatcherClosed
 	}
-	w.reads++
-	w.gen++
+	w.reads, w.gen = w.reads+1, w.gen+1
 	// proc/self/cgroup that cannot be read now does not hide the limits.
-	if self, found, err := w.file("/proc/self", "cgroup"); err == nil && found {
-		failed := w.lim.CPU.Err != nil || w.lim.Memory.Err != nil
-		if !bytes.Equal(self, w.seen) || (failed && w.reads >= w.retry.at) {
-			w.find(self)
-		}
+	if self, found, err := w.file("/proc/self", "cgroup"); err == nil && found &&
+		(!bytes.Equal(self, w.seen) || w.retry.backoff > 0 && w.reads >= w.retry.at) {
+		w.find(self)
 	}
 	lim, err := eval(w, w.lim)
 	w.last, w.fresh, w.lim.Memory.Levels = lim, true, lim.Memory.Levels[:0]
 	return lim, err
 }
 
-// file returns the content of dir/name until the next call; found is false
-// when it does not exist: no limit at that level. It opens the file on first
-// use, and again when the retry of a failed open is due, and reads it from
-// its start with ReadAt, or else by opening it again; a Watcher reads it once
-// in a reading.
+// file opens dir/name on first use, and again when the retry of a failed
+// open is due, and reads it from its start with ReadAt, or else by opening
+// it again; once in a reading.
 func (w *Watcher) file(dir, name string) ([]byte, bool, error) {
-	i := 0
-	for i < len(w.files) && (w.files[i].dir != dir || w.files[i].name != name) {
-		i++
-	}
-	if i == len(w.files) {
-		w.files = append(w.files, watchFile{dir: dir, name: name})
+	i := slices.IndexFunc(w.files, func(f watchFile) bool { return f.dir == dir && f.name == name })
+	if i < 0 {
+		i, w.files = len(w.files), append(w.files, watchFile{dir: dir, name: name})
 	}
 	wf := &w.files[i]
 	if wf.gen == w.gen {
@@ -133,17 +121,12 @@ func (w *Watcher) file(dir, name string) ([]byte, bool, error) {
 		wf.f, wf.retry = nil, retry{}
 	}
 	if wf.f == nil && !errors.Is(wf.err, fs.ErrNotExist) && w.reads >= wf.retry.at {
-		if wf.f, wf.err = openFile(w.fsys, joinPath(dir, name)); wf.err == nil {
-			wf.retry = retry{}
-		} else {
-			wf.retry.failed(w.reads)
-		}
+		wf.f, wf.err = openFile(w.fsys, joinPath(dir, name))
+		wf.retry.after(w.reads, wf.err != nil)
 	}
-	switch {
-	case wf.f != nil:
-	case errors.Is(wf.err, fs.ErrNotExist): // no limit until the process moves
+	if wf.f == nil && errors.Is(wf.err, fs.ErrNotExist) { // no limit until the process moves
 		return nil, false, nil
-	default:
+	} else if wf.f == nil {
 		return nil, false, wf.err
 	}
 	data, err := readFile(wf.f, w.buf, sizeLimit(dir, name))
@@ -160,11 +143,9 @@ func (w *Watcher) readAll(abs string) ([]byte, error) { return readAll(w.fsys, n
 
 // Close closes the files and returns the first error; again, it does nothing.
 func (w *Watcher) Close() error {
-	if w.closed {
-		return nil
-	}
-	w.closed = true
-	return closeFiles(w.files)
+	err := closeFiles(w.files)
+	w.files = nil
+	return err
 }
 
 // closeFiles closes the files and returns the first error.
@@ -172,9 +153,7 @@ func closeFiles(files []watchFile) error {
 	var first error
 	for _, wf := range files {
 		if wf.f != nil {
-			if err := wf.f.Close(); first == nil {
-				first = err
-			}
+			first = cmp.Or(first, wf.f.Close())
 		}
 	}
 	return first

@@ -7,8 +7,6 @@ import "strconv"
 // runtimeAtoi parses an integer as this toolchain's runtime does: from Go
 // 1.26 with strconv.ParseInt.
 func runtimeAtoi(s string, bits int) (int64, bool) {
-	if n, err := strconv.ParseInt(s, 10, bits); err == nil {
-		return n, true
-	}
-	return 0, false
+	n, err := strconv.ParseInt(s, 10, bits)
+	return n, err == nil
 }

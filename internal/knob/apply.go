@@ -46,11 +46,11 @@ type Outcome[V comparable] struct {
 
 // Common are the options of every knob's package, documented there.
 type Common struct {
-	KeepExisting, Insist bool
-	Logger               *slog.Logger
-	Refresh              time.Duration
-	Context              context.Context
-	Limits               *cgroup.Limits // nil: Env reads them
+	Insist  bool
+	Logger  *slog.Logger
+	Refresh time.Duration
+	Context context.Context
+	Limits  *cgroup.Limits // nil: Env reads them
 }
 
 // Apply is one Apply, or Plan, of a knob as its package prepares it. Run
