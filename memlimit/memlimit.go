@@ -333,6 +333,7 @@ func (f *Fit) Status() Result {
 	}
 	f.readEvents(&r)
 	f.gcResult(&r)
+	r.OOMCapture.Written = int(f.oom.written.Load())
 	return r
 }
 

@@ -65,6 +65,7 @@ type oomCapture struct {
 	log     *slog.Logger
 	pid     int
 	busy    atomic.Bool
+	written atomic.Int64   // the captures written (Result.OOMCapture.Written)
 	wg      sync.WaitGroup // the capture being written
 	armed   bool           // below the threshold since the last trigger
 	last    time.Time      // the last capture's start
@@ -179,7 +180,9 @@ func (c *oomCapture) capture(rd oomReading) {
 	if err != nil { // no profile without its breakdown
 		os.Remove(filepath.Join(c.dir, base+".pb.gz"))
 	}
-	err = errors.Join(err, c.keep(base))
+	if err = errors.Join(err, c.keep(base)); err == nil {
+		c.written.Add(1)
+	}
 	switch {
 	case c.log == nil:
 	case err != nil:

@@ -284,6 +284,7 @@ func TestOOMTickAllocs(t *testing.T) {
 	over := oomLimits(245, 0, 90) // over, captured once, then over and not re-armed
 	s.tick(s.f, now, over, nil)
 	s.oom.wg.Wait()
+	assert.Equal(t, 1, s.Status().OOMCapture.Written)
 	assert.Zero(t, testing.AllocsPerRun(1000, func() { s.tick(s.f, now, over, nil) }))
 }
 

@@ -74,11 +74,13 @@ type Result struct {
 	// OOMCapture is the OOM capture (Options.OOMProfile) as Apply found it:
 	// its directory Dir ("": off), Err why it is off although asked for, and
 	// Previous, the breakdown of the newest capture an earlier process wrote
-	// there ("": none), written At: after an OOM kill, the evidence.
+	// there ("": none), written At: after an OOM kill, the evidence. From
+	// Status, Written counts the captures this Apply has written.
 	OOMCapture struct {
 		Dir, Previous string
 		At            time.Time
 		Err           error
+		Written       int
 	}
 	// SettingErr is why FITGO_MEMORY_LIMIT (or UpperLimit) or Reserve was
 	// ignored: not a quantity of at least 1 MiB, or one that leaves less than
