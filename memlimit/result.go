@@ -86,7 +86,7 @@ type Result struct {
 	// ignored: not a quantity of at least 1 MiB, or one that leaves less than
 	// the policy's Min; the limit is fitted as if it were unset. It also
 	// warns of a FITGO_MEMORY_LIMIT in bytes below the limit read, which is
-	// kept: a downward-API divisor other than 1 gives one. It also has
+	// kept: a downward-API divisor other than 1 gives one; and
 	// OOMCapture.Err.
 	SettingErr error
 	// Reason says why the memory limit was left alone ("" when Changed) or,
