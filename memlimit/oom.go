@@ -53,11 +53,6 @@ const (
 	oomCost = 4 << 20
 )
 
-// processStart is when this process started, as near as the package can
-// tell: captures in the directory written before it are an earlier
-// process's.
-var processStart = time.Now()
-
 // oomCapture is a Fit's OOM capture. dir, log and pid do not change; busy
 // is set while a capture is written; the rest is the refresh goroutine's.
 type oomCapture struct {
@@ -102,8 +97,8 @@ func (f *Fit) startOOM(dir string, refresh time.Duration, r *Result) {
 		return
 	}
 	c.dir = dir
-	for _, p := range captures(dir) {
-		if p.pid != c.pid || p.unix < processStart.Unix() {
+	for _, p := range captures(dir) { // an earlier process's: another pid, or ours (a container's pid 1) before now
+		if p.pid != c.pid || p.unix < time.Now().Unix() {
 			r.OOMCapture.Previous, r.OOMCapture.At = filepath.Join(dir, p.base+".txt"), time.Unix(p.unix, 0)
 			break
 		}
@@ -281,18 +276,15 @@ func parseCaptureName(name string) (base string, unix int64, pid int, ok bool) {
 	return base, unix, pid, true
 }
 
-// The runtime's classes in a breakdown, from runtime/metrics.
-var oomMetrics = [...]string{"/memory/classes/total:bytes", "/memory/classes/heap/objects:bytes",
-	"/memory/classes/heap/unused:bytes", "/memory/classes/heap/free:bytes", "/memory/classes/heap/released:bytes",
-	"/memory/classes/heap/stacks:bytes", "/memory/classes/os-stacks:bytes", "/gc/gogc:percent",
-	"/cpu/classes/gc/total:cpu-seconds", "/cpu/classes/gc/mark/idle:cpu-seconds", "/cpu/classes/total:cpu-seconds"}
-
 // breakdown is the text of a capture of rd, named base, and its largest
 // holder, with the runtime's classes read now.
 func breakdown(rd oomReading, base string) (string, string) {
-	s := make([]metrics.Sample, len(oomMetrics))
-	for i := range s {
-		s[i].Name = oomMetrics[i]
+	var s []metrics.Sample
+	for _, name := range [...]string{"/memory/classes/total:bytes", "/memory/classes/heap/objects:bytes",
+		"/memory/classes/heap/unused:bytes", "/memory/classes/heap/free:bytes", "/memory/classes/heap/released:bytes",
+		"/memory/classes/heap/stacks:bytes", "/memory/classes/os-stacks:bytes", "/gc/gogc:percent",
+		"/cpu/classes/gc/total:cpu-seconds", "/cpu/classes/gc/mark/idle:cpu-seconds", "/cpu/classes/total:cpu-seconds"} {
+		s = append(s, metrics.Sample{Name: name})
 	}
 	metrics.Read(s)
 	v := func(i int) int64 { return int64(min(u64(s[i]), 1<<62)) }

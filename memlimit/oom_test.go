@@ -185,7 +185,7 @@ func TestOOMKeep(t *testing.T) {
 }
 
 // TestOOMPrevious: Apply names the newest capture of an earlier process: of
-// another pid, or of this one from before it started.
+// another pid, or of this one from before the Apply.
 func TestOOMPrevious(t *testing.T) {
 	for name, c := range map[string]struct {
 		unix []int64
@@ -195,7 +195,7 @@ func TestOOMPrevious(t *testing.T) {
 		"none":              {nil, 7, ""},
 		"another process":   {[]int64{100, 200}, 7, "oom-200-7.txt"},
 		"this pid, earlier": {[]int64{100}, os.Getpid(), fmt.Sprintf("oom-100-%d.txt", os.Getpid())},
-		"this process's":    {[]int64{processStart.Unix() + 1}, os.Getpid(), ""},
+		"this process's":    {[]int64{time.Now().Unix() + 1}, os.Getpid(), ""},
 	} {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
