@@ -98,7 +98,7 @@ func (f *Fit) startOOM(dir string, refresh time.Duration, r *Result) {
 	}
 	c.dir = dir
 	for _, p := range captures(dir) { // an earlier process's: another pid, or ours (a container's pid 1) before now
-		if p.pid != c.pid || p.unix < time.Now().Unix() {
+		if p.pid != c.pid || p.unix <= time.Now().Unix() {
 			r.OOMCapture.Previous, r.OOMCapture.At = filepath.Join(dir, p.base+".txt"), time.Unix(p.unix, 0)
 			break
 		}
