@@ -307,10 +307,7 @@ func TestGCReadingFromMetrics(t *testing.T) {
 	assert.False(t, r.bound())
 	assert.Greater(t, r.cpu, 0.0)
 	assert.LessOrEqual(t, r.gcCPU, r.cpu)
-	s := make([]metrics.Sample, len(runtimeMetrics))
-	for i := range s {
-		s[i].Name = runtimeMetrics[i]
-	}
+	s := newSamples()
 	metrics.Read(s)
 	for i := range s {
 		assert.NotEqual(t, metrics.KindBad, s[i].Value.Kind(), s[i].Name)

@@ -242,20 +242,27 @@ func (r *rule) check(lim cgroup.Limits, env string) (setting error) {
 const mLive, mTotal, mObjects, mUnused, mFree, mReleased, nFloor = 0, 1, 2, 3, 4, 5, 6
 const mGoal, mGOGC, mStacks, mGlobals, mGCCPU, mIdleMark, mCPU, nMetrics = 6, 7, 8, 9, 10, 11, 12, 13
 
-var runtimeMetrics = [nMetrics]string{
-	mLive:     "/gc/heap/live:bytes",
-	mTotal:    "/memory/classes/total:bytes",
-	mObjects:  "/memory/classes/heap/objects:bytes",
-	mUnused:   "/memory/classes/heap/unused:bytes",
-	mFree:     "/memory/classes/heap/free:bytes",
-	mReleased: "/memory/classes/heap/released:bytes",
-	mGoal:     "/gc/heap/goal:bytes",
-	mGOGC:     "/gc/gogc:percent",
-	mStacks:   "/gc/scan/stack:bytes",
-	mGlobals:  "/gc/scan/globals:bytes",
-	mGCCPU:    "/cpu/classes/gc/total:cpu-seconds",
-	mIdleMark: "/cpu/classes/gc/mark/idle:cpu-seconds",
-	mCPU:      "/cpu/classes/total:cpu-seconds",
+// newSamples are the samples of a reading, by those indices.
+func newSamples() []metrics.Sample {
+	s := make([]metrics.Sample, nMetrics)
+	for i, name := range [nMetrics]string{
+		mLive:     "/gc/heap/live:bytes",
+		mTotal:    "/memory/classes/total:bytes",
+		mObjects:  "/memory/classes/heap/objects:bytes",
+		mUnused:   "/memory/classes/heap/unused:bytes",
+		mFree:     "/memory/classes/heap/free:bytes",
+		mReleased: "/memory/classes/heap/released:bytes",
+		mGoal:     "/gc/heap/goal:bytes",
+		mGOGC:     "/gc/gogc:percent",
+		mStacks:   "/gc/scan/stack:bytes",
+		mGlobals:  "/gc/scan/globals:bytes",
+		mGCCPU:    "/cpu/classes/gc/total:cpu-seconds",
+		mIdleMark: "/cpu/classes/gc/mark/idle:cpu-seconds",
+		mCPU:      "/cpu/classes/total:cpu-seconds",
+	} {
+		s[i].Name = name
+	}
+	return s
 }
 
 // readRuntime reads, with one metrics.Read into r.samples (allocated once),
@@ -271,10 +278,7 @@ func (r *rule) readRuntime(withFloor, withGC bool) (floor, resident int64, rt gc
 	}
 	if n > 0 {
 		if r.samples == nil {
-			r.samples = make([]metrics.Sample, nMetrics)
-			for i := range r.samples {
-				r.samples[i].Name = runtimeMetrics[i]
-			}
+			r.samples = newSamples()
 		}
 		s := r.samples
 		metrics.Read(s[:n])
@@ -297,7 +301,7 @@ func (r *rule) readRuntime(withFloor, withGC bool) (floor, resident int64, rt gc
 	return floor, resident, rt
 }
 
-// floorOf is the floor from samples of runtimeMetrics (the first nFloor):
+// floorOf is the floor from samples of newSamples (the first nFloor):
 // 1.25 × the live heap marked by the last GC plus the runtime's memory
 // outside the heap, the lowest GOMEMLIMIT that does not pin the GC (the heap
 // may grow by a quarter before the next cycle, as with GOGC=25).
@@ -307,7 +311,7 @@ func floorOf(s []metrics.Sample) int64 {
 	return int64(min(live+live/4+total-min(heap, total), 1<<62))
 }
 
-// gcOf is the GC's state from samples of runtimeMetrics.
+// gcOf is the GC's state from samples of newSamples.
 func gcOf(s []metrics.Sample) gcReading {
 	total := u64(s[mTotal]) // and GOGC=off is -1, which the metric gives as a uint64
 	return gcReading{live: u64(s[mLive]), goal: u64(s[mGoal]), gogc: int64(u64(s[mGOGC])), stacks: u64(s[mStacks]),
