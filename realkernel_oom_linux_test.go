@@ -61,14 +61,16 @@ func growToKill(t *testing.T, ch *cgv1.Child, cmd string) {
 }
 
 // oomBreakdown is the breakdown of the one capture in dir, whose heap
-// profile is beside it.
+// profile beside it opens with go tool pprof -top.
 func oomBreakdown(t *testing.T, dir string) string {
 	t.Helper()
 	txt, _ := filepath.Glob(filepath.Join(dir, "oom-*.txt"))
 	require.Len(t, txt, 1, "one capture")
 	data, err := os.ReadFile(txt[0])
 	require.NoError(t, err)
-	assert.FileExists(t, txt[0][:len(txt[0])-len(".txt")]+".pb.gz")
+	profile := txt[0][:len(txt[0])-len(".txt")] + ".pb.gz"
+	out, err := exec.Command("go", "tool", "pprof", "-top", profile).CombinedOutput()
+	assert.NoError(t, err, "the heap profile opens: %s", out)
 	t.Logf("%s:\n%s", filepath.Base(txt[0]), data)
 	return string(data)
 }
