@@ -32,6 +32,9 @@
 //	reserve=<bytes>     take this much (64Mi, 67108864) off the memory limit
 //	                    before the ratio, for what fitgo cannot see, such as
 //	                    a sidecar under a pod-level limit (memlimit's Reserve)
+//	oomprofile=<dir>    write a heap profile and a memory breakdown into this
+//	                    absolute directory when the memory held passes 90 %
+//	                    of the limit (memlimit's OOMProfile)
 //
 // FITGO_MEMORY_LIMIT is a memory limit known from outside, such as a
 // pod-level limit that a private cgroup namespace hides: bytes, as the

@@ -3,6 +3,7 @@ package fitgo
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -74,13 +75,18 @@ func parseFITGO(s string) (c setting, err error) {
 			c.ml.GC = value == "auto"
 		case key == "gc":
 			bad = "want auto or off"
+		case key == "oomprofile":
+			bad = "want an absolute directory path"
+			if filepath.IsAbs(value) {
+				c.ml.OOMProfile, bad = value, ""
+			}
 		case key == "reserve":
 			bad = "want a quantity of bytes such as 64Mi or 67108864"
 			if v, qok := envvar.Quantity(value, 1); qok {
 				c.ml.Reserve, bad = v, ""
 			}
 		default: // the key says it all: quote it alone, keeping the error short
-			errs = append(errs, fmt.Errorf("FITGO: unknown setting %q (want maxprocs, memlimit, refresh, rounding, insist, headroom, leakguard, nongo, gc or reserve)", envvar.Short(key)))
+			errs = append(errs, fmt.Errorf("FITGO: unknown setting %q (want maxprocs, memlimit, refresh, rounding, insist, headroom, leakguard, nongo, gc, reserve or oomprofile)", envvar.Short(key)))
 		}
 		if bad != "" {
 			errs = append(errs, fmt.Errorf("FITGO: %q: %s", envvar.Short(field), bad))

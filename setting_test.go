@@ -106,6 +106,9 @@ func TestFITGO(t *testing.T) {
 		{"reserve=99999999999999999999", nil, `"reserve=99999999999999999999"`},
 		{"reserve=8Ei", nil, `"reserve=8Ei"`},
 		{"reserve=off", nil, `"reserve=off"`},
+		{"oomprofile=/var/fitgo", []func(*setting){func(c *setting) { c.ml.OOMProfile = "/var/fitgo" }}, ""},
+		{"oomprofile=fitgo", nil, `"oomprofile=fitgo": want an absolute directory path`},
+		{"oomprofile=", nil, `"oomprofile=": want an absolute directory path`},
 	} {
 		t.Run(tc.in, func(t *testing.T) {
 			want := defSetting()

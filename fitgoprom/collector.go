@@ -20,15 +20,20 @@ type Option func(*collector)
 // managements, such as fitgo.Startup().MaxProcs and fitgo.Startup().MemLimit
 // for the blank import, or what maxprocs.Apply and memlimit.Apply returned.
 // Either may be nil; its label is then empty. A Fit's policy is fixed, so
-// it is taken once, here.
+// it is taken once, here. When ml has the OOM capture on (OOMProfile),
+// fitgo_oom_captures_total counts its captures, from its Status at each
+// scrape.
 func WithFits(mp *maxprocs.Fit, ml *memlimit.Fit) Option {
 	return func(c *collector) {
-		c.mpPolicy, c.mlPolicy = "", ""
+		c.mpPolicy, c.mlPolicy, c.oom = "", "", nil
 		if mp != nil {
 			c.mpPolicy = mp.Status().Policy.String()
 		}
 		if ml != nil {
-			c.mlPolicy = ml.Status().Policy.String()
+			st := ml.Status()
+			if c.mlPolicy = st.Policy.String(); st.OOMCapture.Dir != "" && st.OOMCapture.Err == nil {
+				c.oom = ml
+			}
 		}
 	}
 }
@@ -52,8 +57,9 @@ func NewCollector(opts ...Option) prometheus.Collector {
 }
 
 type collector struct {
-	fsys               fs.FS  // nil: the real root
-	mpPolicy, mlPolicy string // the policies of WithFits' Fits
+	fsys               fs.FS         // nil: the real root
+	mpPolicy, mlPolicy string        // the policies of WithFits' Fits
+	oom                *memlimit.Fit // WithFits' memlimit Fit with the OOM capture on
 
 	mu     sync.Mutex // a Watcher is used by one goroutine at a time
 	w      *cgroup.Watcher
@@ -77,10 +83,11 @@ var (
 	descPressureStalled = newDesc("pressure_stalled_seconds_total", "Total time tasks of the cgroup stalled on a resource (pressure stall information): kind some is at least one task, full all at once.", "resource", "kind")
 	descInfo            = newDesc("cgroup_info", "The process's cgroups, the directories whose files impose the effective limits, and the policies applied; always 1.",
 		"cpu_version", "cpu_dir", "cpu_source", "memory_version", "memory_dir", "memory_source", "memory_high_source", "gomaxprocs_policy", "gomemlimit_policy")
-	descErrors = newDesc("read_errors_total", "Number of scrapes in which a cgroup file could not be read or parsed.")
+	descOOMCaptures = newDesc("oom_captures_total", "Number of OOM captures (a heap profile and a memory breakdown) written by the memlimit Fit given with WithFits.")
+	descErrors      = newDesc("read_errors_total", "Number of scrapes in which a cgroup file could not be read or parsed.")
 
 	allDescs = []*prometheus.Desc{descCPULimit, descPeriods, descThrottled, descThrottledTime, descBursts, descBurstTime, descUsage,
-		descMemLimit, descMemHigh, descMemUsage, descWorkingSet, descMaxUsage, descMemEvents, descPressureStalled, descInfo, descErrors}
+		descMemLimit, descMemHigh, descMemUsage, descWorkingSet, descMaxUsage, descMemEvents, descPressureStalled, descInfo, descOOMCaptures, descErrors}
 )
 
 func newDesc(name, help string, labels ...string) *prometheus.Desc {
@@ -130,6 +137,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
 	}
 	counter(descErrors, errors)
+	if c.oom != nil {
+		counter(descOOMCaptures, float64(c.oom.Status().OOMCapture.Written))
+	}
 	gauge(descInfo, 1, lim.CPU.Version.String(), lim.CPU.Dir, lim.CPU.Source,
 		lim.Memory.Version.String(), lim.Memory.Dir, lim.Memory.MaxSource, lim.Memory.HighSource,
 		c.mpPolicy, c.mlPolicy)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -255,4 +256,21 @@ func TestCollectNotUTF8(t *testing.T) {
 	require.NotPanics(t, func() { got = gathered(t, reg) })
 	dir := `/sys/fs/cgroup/a\xffb`
 	assert.Contains(t, got, `fitgo_cgroup_info{cpu_dir="`+dir+`",cpu_source="",cpu_version="v2",gomaxprocs_policy="",gomemlimit_policy="",memory_dir="`+dir+`",memory_high_source="",memory_source="",memory_version="v2"}`)
+}
+
+// TestCollectOOMCaptures: fitgo_oom_captures_total is sent for a memlimit
+// Fit with the OOM capture on, and only then.
+func TestCollectOOMCaptures(t *testing.T) {
+	lim := &cgroup.Limits{Memory: cgroup.Memory{Version: cgroup.V2, Max: 256 << 20, MaxSource: "/sys/fs/cgroup/app"}}
+	for _, dir := range []string{"", t.TempDir()} {
+		ml, err := memlimit.Apply(memlimit.Options{Limits: lim, Refresh: time.Hour, OOMProfile: dir})
+		require.NoError(t, err)
+		require.NoError(t, ml.Status().OOMCapture.Err)
+		reg := prometheus.NewPedanticRegistry()
+		reg.MustRegister(NewCollector(fixture("stats-v2"), WithFits(nil, ml)))
+		v, ok := gathered(t, reg)["fitgo_oom_captures_total"]
+		assert.Equal(t, dir != "", ok, "dir %q", dir)
+		assert.Zero(t, v)
+		ml.Undo()
+	}
 }

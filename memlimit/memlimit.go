@@ -84,6 +84,13 @@ type Options struct {
 	// program sets GOGC (Result.GC). It needs a Refresh. The blank import
 	// sets it for FITGO=gc=auto. Off: GOGC is left alone.
 	GC bool
+	// OOMProfile, when not "", is a directory where, at the refresh reading
+	// when the memory held under the limit first passes 90 % of it, a heap
+	// profile and a breakdown of who holds the memory are written, as
+	// evidence of an OOM kill to come (oom.go, docs/observability.md); at
+	// Apply, Result.OOMCapture names one an earlier process wrote there. It
+	// needs a Refresh. The blank import sets it for FITGO=oomprofile=DIR.
+	OOMProfile string
 
 	env *env // nil: the process
 }
@@ -151,6 +158,7 @@ type Fit struct {
 	hard     int64
 	otherWhy string
 	gc       gcPolicy
+	oom      oomCapture
 }
 
 // Apply sets the Go runtime's soft memory limit (GOMEMLIMIT) from the
@@ -165,11 +173,16 @@ type Fit struct {
 func Apply(o Options) (*Fit, error) {
 	f, a := prepare(&o)
 	f.startGC(&o, a.Left == "")
+	f.startOOM(o.OOMProfile, o.Refresh, &f.res)
 	var out knob.Outcome[int64]
 	f.f, f.loop, out = a.Run(f.res.outcome(), false)
 	f.res.set(out)
 	if f.loop == nil {
 		f.stopGC(gcNoLimit)
+	}
+	if f.loop == nil && f.oom.dir != "" {
+		f.oom.dir, f.res.OOMCapture.Err = "", errors.New("memlimit: OOM capture: no refresh: "+f.res.Reason)
+		f.res.SettingErr = errors.Join(f.res.SettingErr, f.res.OOMCapture.Err)
 	}
 	f.env.Knob.LogApply(o.Logger, f.res.outcome(), "result", f.res)
 	return f, f.res.Err
@@ -271,6 +284,9 @@ func (f *Fit) tick(k *knob.Fit[int64, memLimit], now time.Time, lim cgroup.Limit
 	if keep && gev != guardNone {
 		f.logGuard(gev, rd.Want, rd.Limit)
 	}
+	if keep {
+		f.oom.step(now, &lim, rd.Want, rd.Limit.guard.Steps)
+	}
 	return keep
 }
 
@@ -317,6 +333,7 @@ func (f *Fit) Status() Result {
 	}
 	f.readEvents(&r)
 	f.gcResult(&r)
+	r.OOMCapture.Written = int(f.oom.written.Load())
 	return r
 }
 

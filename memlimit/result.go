@@ -71,11 +71,23 @@ type Result struct {
 		Ceiling    int64
 		Reason     string
 	}
+	// OOMCapture is the OOM capture (Options.OOMProfile) as Apply found it:
+	// its directory Dir ("": off), Err why it is off although asked for, and
+	// Previous, the breakdown of the newest capture an earlier process wrote
+	// there ("": none), written At: after an OOM kill, the evidence. From
+	// Status, Written counts the captures this Apply has written.
+	OOMCapture struct {
+		Dir, Previous string
+		At            time.Time
+		Err           error
+		Written       int
+	}
 	// SettingErr is why FITGO_MEMORY_LIMIT (or UpperLimit) or Reserve was
 	// ignored: not a quantity of at least 1 MiB, or one that leaves less than
 	// the policy's Min; the limit is fitted as if it were unset. It also
 	// warns of a FITGO_MEMORY_LIMIT in bytes below the limit read, which is
-	// kept: a downward-API divisor other than 1 gives one.
+	// kept: a downward-API divisor other than 1 gives one; and
+	// OOMCapture.Err.
 	SettingErr error
 	// Reason says why the memory limit was left alone ("" when Changed) or,
 	// from Fit.Status, why it is not being fitted.
@@ -145,6 +157,9 @@ func (r Result) String() string {
 		}
 		lim += " " + a.Key + " " + strconv.FormatUint(a.Value.Uint64(), 10)
 	}
+	if r.OOMCapture.Previous != "" {
+		lim += "; " + r.previousCapture()
+	}
 	return processKnob.Summary(r.outcome(), lim, r.Policy.String()+r.gcText())
 }
 
@@ -172,9 +187,17 @@ func (r Result) LogValue() slog.Value {
 	if ev := r.eventCounts(); len(ev) > 0 {
 		lim = append(lim, slog.Attr{Key: "memory_events", Value: slog.GroupValue(ev...)})
 	}
+	if r.OOMCapture.Previous != "" {
+		lim = append(lim, slog.String("oom_capture", r.previousCapture()))
+	}
 	lim = append(lim, slog.String("policy", r.Policy.String()))
 	if r.GC.On {
 		lim = append(lim, r.gcValue())
 	}
 	return processKnob.LogValue(r.outcome(), lim...)
+}
+
+// previousCapture says where an earlier process's OOM capture is.
+func (r Result) previousCapture() string {
+	return "the previous process wrote an OOM capture at " + r.OOMCapture.At.UTC().Format(time.RFC3339) + ": " + r.OOMCapture.Previous
 }
