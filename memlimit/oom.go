@@ -125,14 +125,7 @@ func (c *oomCapture) step(now time.Time, lim *cgroup.Limits, want int64, steps i
 	m := &lim.Memory
 	var rd oomReading
 	for _, lv := range m.Levels {
-		l, from := lv.Max, memoryMax
-		if m.Version == cgroup.V1 {
-			from = limitInBytes
-		}
-		if lv.High >= 0 && (l < 0 || lv.High < l) {
-			l, from = lv.High, memoryHigh
-		}
-		held := max(lv.Usage-lv.File-min(lv.Lazy, m.LazyFree), 0)
+		l, from, held, _ := levelOf(m, lv)
 		if l > 0 && (rd.limit == 0 || l-held < rd.limit-rd.held) {
 			rd = oomReading{at: now, level: lv, from: from, limit: l, held: held}
 		}

@@ -105,20 +105,14 @@ func (r *rule) value(lim cgroup.Limits) (l memLimit, has bool, want int64, ev gu
 // cgroup without one), others what the others hold there, bytes the rest.
 func (r *rule) others(m cgroup.Memory, resident int64) (best memLimit, ok bool) {
 	for _, lv := range m.Levels {
-		h := memLimit{source: lv.Dir, from: memoryMax, level: lv.Max}
-		if m.Version == cgroup.V1 {
-			h.from = limitInBytes
-		}
-		if lv.High >= 0 && (h.level < 0 || lv.High < h.level) {
-			h.from, h.level = memoryHigh, lv.High
-		} else if h.level < 0 {
+		h := memLimit{source: lv.Dir}
+		var held, lazy int64
+		if h.level, h.from, held, lazy = levelOf(&m, lv); h.level < 0 {
 			h.from, h.level = noFile, math.MaxInt64
 		}
-		// Held is what the kernel cannot reclaim, less the process's MADV_FREE
-		// pages: the process holds its RssAnon less those, of which the runtime
-		// holds what it has resident; the rest is memory outside Go.
-		lazy := min(lv.Lazy, m.LazyFree)
-		held, own := max(lv.Usage-lv.File-lazy, 0), max(m.RssAnon-lazy, 0)
+		// The process holds its RssAnon less its MADV_FREE pages, of which the
+		// runtime holds what it has resident; the rest is memory outside Go.
+		own := max(m.RssAnon-lazy, 0)
 		goOwn := own
 		if r.nonGo {
 			goOwn = min(own, resident)
@@ -130,6 +124,22 @@ func (r *rule) others(m cgroup.Memory, resident int64) (best memLimit, ok bool) 
 		}
 	}
 	return best, ok
+}
+
+// levelOf is the limit of level lv of m, the lower of its memory.max (v1
+// memory.limit_in_bytes) and memory.high (-1: none), with its file; and held,
+// what the kernel cannot reclaim there, less lazy, the process's MADV_FREE
+// pages not written since (usage less the page cache and those).
+func levelOf(m *cgroup.Memory, lv cgroup.Level) (limit int64, from limitFile, held, lazy int64) {
+	limit, from = lv.Max, memoryMax
+	if m.Version == cgroup.V1 {
+		from = limitInBytes
+	}
+	if lv.High >= 0 && (limit < 0 || lv.High < limit) {
+		limit, from = lv.High, memoryHigh
+	}
+	lazy = min(lv.Lazy, m.LazyFree)
+	return limit, from, max(lv.Usage-lv.File-lazy, 0), lazy
 }
 
 // avail is what limit leaves when the others hold others: limit − others,
