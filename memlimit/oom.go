@@ -161,7 +161,7 @@ func (c *oomCapture) capture(rd oomReading) {
 	defer c.busy.Store(false)
 	base := "oom-" + strconv.FormatInt(rd.at.Unix(), 10) + "-" + strconv.Itoa(c.pid)
 	text, largest := breakdown(rd, base)
-	err := writeFile(c.dir, base+".pb.gz", func(w io.Writer) error { return pprof.Lookup("heap").WriteTo(w, 0) })
+	err := writeFile(c.dir, base+".pb.gz", pprof.WriteHeapProfile)
 	if err == nil {
 		err = writeFile(c.dir, base+".txt", func(w io.Writer) error { _, err := io.WriteString(w, text); return err })
 	}
