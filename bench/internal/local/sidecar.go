@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 
@@ -21,23 +22,34 @@ type sidecar struct {
 	held results.SidecarLine
 	done chan struct{} // closed when the process has exited
 	err  error         // Wait's error, once done
+
+	mu    sync.Mutex
+	grown *results.SidecarLine // its "grown" line, once it printed one
+}
+
+// sidecarSpec is what a sidecar does: hold size bytes, keep cache bytes of
+// page cache, free its memory freeAfter after it holds it (0: never), grow
+// by grow bytes when told to (sidecar.grow).
+type sidecarSpec struct {
+	size, cache int64
+	freeAfter   time.Duration
+	grow        int64
 }
 
 // sidecarTimeout bounds the wait for the sidecar to hold its memory.
 const sidecarTimeout = time.Minute
 
-// startSidecar starts the sidecar binary bin holding size bytes in the
-// cgroups whose cgroup.procs files are procs (through the runner's
-// trampoline self), and waits until it holds them; with cache > 0 it also
-// keeps that much page cache, and with freeAfter > 0 it frees its memory
-// that long after.
-func startSidecar(ctx context.Context, self, bin string, procs []string, size, cache int64, freeAfter time.Duration) (*sidecar, error) {
+// startSidecar starts the sidecar binary bin as spec says in the cgroups
+// whose cgroup.procs files are procs (through the runner's trampoline self),
+// and waits until it holds its memory.
+func startSidecar(ctx context.Context, self, bin string, procs []string, spec sidecarSpec) (*sidecar, error) {
 	if bin == "" || len(procs) == 0 {
 		return nil, errors.New("no sidecar binary or no cgroup for it")
 	}
 	files, _ := json.Marshal(procs)
-	cmd := exec.Command(self, bin, "-mib", strconv.FormatInt((size+(1<<20)-1)>>20, 10), "-free-after", freeAfter.String(),
-		"-cache-mib", strconv.FormatInt((cache+(1<<20)-1)>>20, 10))
+	size := spec.size
+	cmd := exec.Command(self, bin, "-mib", mib(size), "-free-after", spec.freeAfter.String(),
+		"-cache-mib", mib(spec.cache), "-grow-mib", mib(spec.grow))
 	cmd.Env = append(cleanEnv(os.Environ()), cgexecEnv+"="+string(files))
 	dieWithParent(cmd)
 	out, err := cmd.StdoutPipe()
@@ -73,8 +85,13 @@ func startSidecar(ctx context.Context, self, bin string, procs []string, size, c
 			}
 			if l.State == "held" {
 				s.held = l
-				go func() { // drain further lines
-					for range lines {
+				go func() { // the further lines: a grown one is kept
+					for l := range lines {
+						if l.State == results.SidecarGrown {
+							s.mu.Lock()
+							s.grown = &l
+							s.mu.Unlock()
+						}
 					}
 				}()
 				return s, nil
@@ -87,6 +104,22 @@ func startSidecar(ctx context.Context, self, bin string, procs []string, size, c
 			return nil, ctx.Err()
 		}
 	}
+}
+
+// mib returns size in MiB, rounded up, for the sidecar's flags.
+func mib(size int64) string { return strconv.FormatInt((size+(1<<20)-1)>>20, 10) }
+
+// grow tells the sidecar to grow by its spec's grow bytes (SIGUSR2).
+func (s *sidecar) grow() error { return s.cmd.Process.Signal(syscall.SIGUSR2) }
+
+// grownLine returns the line the sidecar printed once it had grown.
+func (s *sidecar) grownLine() (results.SidecarLine, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.grown == nil {
+		return results.SidecarLine{}, false
+	}
+	return *s.grown, true
 }
 
 // oomKilled reports whether the sidecar has exited by a SIGKILL the runner
