@@ -354,12 +354,18 @@ func ShortTitle(st results.Setting) string {
 	if st.SidecarBytes > 0 {
 		parts = append(parts, MiB(float64(st.SidecarBytes))+" sidecar")
 	}
+	if st.BurstBytes > 0 {
+		parts = append(parts, MiB(float64(st.BurstBytes))+" burst")
+	}
 	if len(parts) == 0 {
 		parts = append(parts, "no limits")
 	}
 	name := st.Scenario
 	if st.Layout != "" {
 		name += ", " + st.Layout
+	}
+	if st.WorkloadName != "" {
+		name += ", " + st.WorkloadName
 	}
 	return name + ": " + strings.Join(parts, ", ")
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -67,8 +68,51 @@ var gcColumns = []column{
 	{"throttled periods", func(s results.Summary, _ *results.Summary) string {
 		return intOrDash(s.ThrottledPeriods) + " (" + pct(s.ThrottledPeriodsRatio) + ")"
 	}},
-	{"peak memory", func(s results.Summary, _ *results.Summary) string { return MiB(float64(s.MemoryPeakBytes)) }},
-	{"OOM kills", func(s results.Summary, _ *results.Summary) string { return fmt.Sprintf("%d/%d", s.OOMKills, s.Runs) }},
+	{"peak memory", func(s results.Summary, _ *results.Summary) string {
+		return withRange(s, "memory_peak_bytes", s.MemoryPeakBytes, mibOf)
+	}},
+	{"GOGC at end", func(s results.Summary, _ *results.Summary) string { return withRange(s, "gogc", s.GOGC, gogc) }},
+	{"OOM kills", func(s results.Summary, _ *results.Summary) string {
+		out := fmt.Sprintf("%d/%d", s.OOMKills, s.Runs)
+		if s.BurstBytes > 0 || s.SidecarOOMKills > 0 {
+			out += fmt.Sprintf(" (co-process %d/%d)", s.SidecarOOMKills, s.Runs)
+		}
+		return out
+	}},
+	{"heap goal max", func(s results.Summary, _ *results.Summary) string {
+		return withRange(s, "heap_goal_max_bytes", s.HeapGoalMaxBytes, mibOf)
+	}},
+	{"policy ceiling", func(s results.Summary, _ *results.Summary) string {
+		return withRange(s, "gc_ceiling_bytes", s.GCCeilingBytes, mibOf)
+	}},
+	{"policy GOGC", func(s results.Summary, _ *results.Summary) string { return withRange(s, "gc_policy_gogc", s.GCPolicyGOGC, gogc) }},
+	{"policy reason", func(s results.Summary, _ *results.Summary) string {
+		if len(s.GCReasons) == 0 {
+			return "–"
+		}
+		return strings.Join(s.GCReasons, "; ")
+	}},
+	{"burst at", func(s results.Summary, _ *results.Summary) string {
+		if math.IsNaN(float64(s.BurstAtSeconds)) {
+			return "–"
+		}
+		return fmt.Sprintf("%.1f s, GOGC %s, heap goal %s; held in %d/%d", float64(s.BurstAtSeconds), gogc(s.BurstGOGC),
+			MiB(float64(s.BurstHeapGoalBytes)), s.BurstsGrown, s.Runs)
+	}},
+}
+
+// mibOf is MiB of a median or a bound.
+func mibOf(v results.Float) string { return MiB(float64(v)) }
+
+// gogc formats a GOGC: "off" for -1, "–" for none.
+func gogc(v results.Float) string {
+	switch {
+	case math.IsNaN(float64(v)):
+		return "–"
+	case v < 0:
+		return "off"
+	}
+	return strconv.FormatFloat(float64(v), 'f', 0, 64)
 }
 
 // gcPlot draws p99 against GC CPU seconds, a point per variant in a colour
