@@ -2,7 +2,9 @@ package report
 
 import (
 	"fmt"
+	"image/color"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -85,7 +87,9 @@ var gcColumns = []column{
 	{"policy ceiling", func(s results.Summary, _ *results.Summary) string {
 		return withRange(s, "gc_ceiling_bytes", s.GCCeilingBytes, mibOf)
 	}},
-	{"policy GOGC", func(s results.Summary, _ *results.Summary) string { return withRange(s, "gc_policy_gogc", s.GCPolicyGOGC, gogc) }},
+	{"policy GOGC", func(s results.Summary, _ *results.Summary) string {
+		return withRange(s, "gc_policy_gogc", s.GCPolicyGOGC, gogc)
+	}},
 	{"policy reason", func(s results.Summary, _ *results.Summary) string {
 		if len(s.GCReasons) == 0 {
 			return "–"
@@ -115,24 +119,55 @@ func gogc(v results.Float) string {
 	return strconv.FormatFloat(float64(v), 'f', 0, 64)
 }
 
-// gcPlot draws p99 against GC CPU seconds, a point per variant in a colour
-// of its own, with min–max whiskers both ways; the variants are named in the
-// chart's legend (first: add them), not beside the points, where the labels
-// of close points overlapped.
-func gcPlot(group []results.Summary, legend *plot.Legend, first bool) (*plot.Plot, error) {
+// gcAxis is an X axis of the gc scenario's chart: a figure of a summary,
+// its key in Summary.Range, its scale and label.
+type gcAxis struct {
+	title, label, key string
+	scale             float64
+	get               func(results.Summary) results.Float
+}
+
+// The gc chart's two panels per setting: p99 against GC CPU, and against
+// the limited cgroup's peak memory.
+var (
+	gcCPUAxis = gcAxis{"p99 against GC CPU", "GC CPU in the window, CPU-seconds", "gc_cpu_seconds", 1,
+		func(s results.Summary) results.Float { return s.GCCPUSeconds }}
+	gcMemoryAxis = gcAxis{"p99 against peak memory", "peak memory of the cgroup, MiB", "memory_peak_bytes", 1.0 / (1 << 20),
+		func(s results.Summary) results.Float { return s.MemoryPeakBytes }}
+)
+
+// gcColour returns the colour of variant v in the gc chart: its place among
+// the variants of every setting (names), so that a variant keeps its colour
+// from panel to panel.
+func gcColour(names []string, v string) color.Color {
+	i := slices.Index(names, v)
+	return palette[(i+1)%len(palette)] // palette[0] is the p99 bars' colour
+}
+
+// gcPlot draws p99 against the axis' figure, a point per variant in its
+// colour (gcColour of names), with min–max whiskers both ways; the variants
+// are named in the chart's legend (add: add them), not beside the points,
+// where the labels of close points overlapped. The variants killed in
+// every run have no point: the panel names them.
+func gcPlot(st results.Setting, ax gcAxis, group []results.Summary, names []string, legend *plot.Legend, add bool) (*plot.Plot, error) {
 	p := plot.New()
-	p.Title.Text = "p99 against GC CPU (medians, min–max)"
-	p.X.Label.Text = "GC CPU in the window, CPU-seconds"
+	p.Title.Text = ShortTitle(st) + "\n" + ax.title + " (medians, min–max)"
+	p.X.Label.Text = ax.label
 	p.Y.Label.Text = "p99, ms"
 	p.Add(plotter.NewGrid())
 	xmax, ymax := 0.0, 0.0
-	for i, s := range group {
-		x, y := float64(s.GCCPUSeconds), float64(s.LatencyP99MS)
+	var killed []string
+	for _, s := range group {
+		if s.AllKilled() {
+			killed = append(killed, s.Variant)
+		}
+		x, y := float64(ax.get(s))*ax.scale, float64(s.LatencyP99MS)
 		if math.IsNaN(x) || math.IsNaN(y) {
 			continue
 		}
-		c := palette[(i+1)%len(palette)] // palette[0] is the p99 bars' colour
-		xlo, xhi := spread(s, "gc_cpu_seconds", s.GCCPUSeconds)
+		c := gcColour(names, s.Variant)
+		xlo, xhi := spread(s, ax.key, ax.get(s))
+		xlo, xhi = xlo*ax.scale, xhi*ax.scale
 		ylo, yhi := spread(s, "latency_p99_ms", s.LatencyP99MS)
 		pt := plotter.XYs{{X: x, Y: y}}
 		sc, err := plotter.NewScatter(pt)
@@ -152,13 +187,30 @@ func gcPlot(group []results.Summary, legend *plot.Legend, first bool) (*plot.Plo
 		}
 		xe.Color, ye.Color = c, c
 		p.Add(xe, ye, sc)
-		if first {
-			legend.Add(s.Variant, sc)
-		}
 		xmax, ymax = max(xmax, xhi), max(ymax, yhi)
 	}
+	if add {
+		for _, v := range names {
+			sc, err := plotter.NewScatter(plotter.XYs{{}})
+			if err != nil {
+				return nil, err
+			}
+			sc.GlyphStyle.Color, sc.GlyphStyle.Radius, sc.GlyphStyle.Shape = gcColour(names, v), vg.Points(5), draw.CircleGlyph{}
+			legend.Add(v, sc)
+		}
+	}
 	p.X.Min, p.Y.Min = 0, 0
-	p.X.Max, p.Y.Max = max(xmax*1.08, 1), max(ymax*1.08, 1)
+	p.X.Max, p.Y.Max = max(xmax*1.08, 1), max(ymax*1.15, 1)
+	if len(killed) > 0 {
+		l, err := plotter.NewLabels(plotter.XYLabels{XYs: []plotter.XY{{X: p.X.Max * 0.02, Y: p.Y.Max * 0.97}},
+			Labels: []string{"OOM-killed in every run: " + strings.Join(killed, ", ")}})
+		if err != nil {
+			return nil, err
+		}
+		l.TextStyle[0].Color = killColour
+		l.TextStyle[0].YAlign = draw.YTop
+		p.Add(l)
+	}
 	return p, nil
 }
 

@@ -75,17 +75,32 @@ func TestGCBurstTable(t *testing.T) {
 	assert.Contains(t, md, "## gc, heavy (100 MiB live, 100 MiB/s): CPU quota 1 CPU, memory limit 1024 MiB, burst: a co-process grows by 205 MiB (20 %)\n")
 	assert.Contains(t, md, "| fitgo-gc | 10.0 | 0.50x | 1.00 | 0.25x | 750 MiB | 400 | 0/2 (co-process 1/2) |", "which process was killed")
 	assert.Contains(t, md, "| gogc-off | – | – | – | – | – | – | 2/2 (co-process 0/2) |")
+	assert.Contains(t, md, "- At 1 CPU in 1024 MiB, heavy (100 MiB live, 100 MiB/s), with a co-process growing by 205 MiB the GC policy (fitgo-gc) spent")
+	assert.Contains(t, md, "OOM-killed 0/2 times, its co-process 1/2 times (fitgo's default: 0/2 and 0/2).")
 	assert.Contains(t, md, " | policy reason | burst at |\n")
 	assert.Contains(t, md, "| 500 MiB | 700 MiB | 400 | raised | 10.5 s, GOGC 400, heap goal 450 MiB; held in 2/2 |\n")
 	assert.Contains(t, md, "| – | – | – | – | 10.2 s, GOGC off, heap goal 900 MiB; held in 0/2 |\n")
 }
 
+// TestGCChart: a row per setting of the gc scenario, the light workload's
+// and the burst's included, two panels each.
+func TestGCBenchText(t *testing.T) {
+	var b bytes.Buffer
+	require.NoError(t, BenchText(&b, Meta{Runner: "local"}, burstRuns()[:1]))
+	assert.Contains(t, b.String(), "\nBenchmarkLocal/scenario=gc/cpus=1/mem=1024Mi/workload=heavy/burst=205Mi/variant=fitgo\t")
+}
+
 func TestGCChart(t *testing.T) {
+	light := gcRuns()
+	for i := range light {
+		light[i].WorkloadName = "light (30 MiB live, 5 MiB/s)"
+	}
 	path := filepath.Join(t.TempDir(), "chart.png")
-	require.NoError(t, WriteChart(path, results.Summarize(gcRuns())))
+	require.NoError(t, WriteChart(path, results.Summarize(append(append(gcRuns(), light...), burstRuns()...))))
 	f, err := os.Open(path)
 	require.NoError(t, err)
 	defer f.Close()
-	_, err = png.Decode(f)
+	img, err := png.Decode(f)
 	require.NoError(t, err)
+	assert.Greater(t, img.Bounds().Dy(), img.Bounds().Dx()/2, "three rows of charts")
 }

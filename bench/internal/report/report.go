@@ -636,6 +636,12 @@ func BenchText(w io.Writer, meta Meta, runs []results.Run) error {
 		if r.Layout != "" {
 			layout = fmt.Sprintf("/layout=%s/sidecar=%dMi", r.Layout, r.SidecarBytes>>20)
 		}
+		if f := strings.Fields(r.WorkloadName); len(f) > 0 {
+			layout += "/workload=" + f[0] // heavy, light: a name has no spaces
+		}
+		if r.BurstBytes > 0 {
+			layout += fmt.Sprintf("/burst=%dMi", (r.BurstBytes+1<<19)>>20) // rounded, as MiB
+		}
 		fmt.Fprintf(bw, "%s/scenario=%s/cpus=%s/mem=%s%s/variant=%s", name, r.Scenario,
 			strconv.FormatFloat(r.CPUs, 'f', -1, 64), mem, layout, r.Variant)
 		done := 0.0

@@ -452,7 +452,7 @@ func summarize(runs []Run) Summary {
 }
 
 // SortSettings returns the distinct settings of the summaries, sorted by
-// scenario, load, CPUs and memory.
+// scenario, load, burst (none first), workload, CPUs and memory.
 func SortSettings(sums []Summary) []Setting {
 	var out []Setting
 	for _, s := range sums {
@@ -461,8 +461,8 @@ func SortSettings(sums []Summary) []Setting {
 		}
 	}
 	slices.SortStableFunc(out, func(a, b Setting) int {
-		return cmp.Or(cmp.Compare(a.Scenario, b.Scenario), cmp.Compare(a.Load, b.Load), cmp.Compare(a.CPUs, b.CPUs), cmp.Compare(a.MemoryBytes, b.MemoryBytes),
-			cmp.Compare(a.SidecarBytes, b.SidecarBytes), cmp.Compare(a.Layout, b.Layout), cmp.Compare(a.WorkloadName, b.WorkloadName), cmp.Compare(a.BurstBytes, b.BurstBytes))
+		return cmp.Or(cmp.Compare(a.Scenario, b.Scenario), cmp.Compare(a.Load, b.Load), cmp.Compare(a.BurstBytes, b.BurstBytes), cmp.Compare(a.WorkloadName, b.WorkloadName),
+			cmp.Compare(a.CPUs, b.CPUs), cmp.Compare(a.MemoryBytes, b.MemoryBytes), cmp.Compare(a.SidecarBytes, b.SidecarBytes), cmp.Compare(a.Layout, b.Layout))
 	})
 	return out
 }
