@@ -110,7 +110,10 @@ func (r *runner) runOne(ctx context.Context, st setting, v variant.Variant, roun
 			if st.burst > 0 {
 				burst = sc
 				defer func() {
-					if b, ok := sc.grownLine(); ok && run.Burst != nil {
+					if run.Burst == nil {
+						return // never told to grow
+					}
+					if b, ok := sc.grownLine(5 * time.Second); ok {
 						run.Burst.Grown, run.Burst.GrowMS = true, b.GrowMS
 					}
 				}()

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
-	"sync"
 	"syscall"
 	"time"
 
@@ -23,8 +22,9 @@ type sidecar struct {
 	done chan struct{} // closed when the process has exited
 	err  error         // Wait's error, once done
 
-	mu    sync.Mutex
-	grown *results.SidecarLine // its "grown" line, once it printed one
+	grown   chan struct{}       // closed when it printed its "grown" line
+	grownAt results.SidecarLine // that line, once grown is closed
+	drained chan struct{}       // closed when its output has been read to the end
 }
 
 // sidecarSpec is what a sidecar does: hold size bytes, keep cache bytes of
@@ -61,7 +61,7 @@ func startSidecar(ctx context.Context, self, bin string, procs []string, spec si
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	s := &sidecar{cmd: cmd, done: make(chan struct{})}
+	s := &sidecar{cmd: cmd, done: make(chan struct{}), grown: make(chan struct{}), drained: make(chan struct{})}
 	lines := make(chan results.SidecarLine, 4)
 	go func() {
 		sc := bufio.NewScanner(out)
@@ -86,11 +86,11 @@ func startSidecar(ctx context.Context, self, bin string, procs []string, spec si
 			if l.State == "held" {
 				s.held = l
 				go func() { // the further lines: a grown one is kept
+					defer close(s.drained)
 					for l := range lines {
-						if l.State == results.SidecarGrown {
-							s.mu.Lock()
-							s.grown = &l
-							s.mu.Unlock()
+						if l.State == results.SidecarGrown && s.grownAt.State == "" {
+							s.grownAt = l
+							close(s.grown)
 						}
 					}
 				}()
@@ -112,14 +112,25 @@ func mib(size int64) string { return strconv.FormatInt((size+(1<<20)-1)>>20, 10)
 // grow tells the sidecar to grow by its spec's grow bytes (SIGUSR2).
 func (s *sidecar) grow() error { return s.cmd.Process.Signal(syscall.SIGUSR2) }
 
-// grownLine returns the line the sidecar printed once it had grown.
-func (s *sidecar) grownLine() (results.SidecarLine, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.grown == nil {
+// grownLine returns the line the sidecar printed once it had grown, waiting
+// up to wait for it (a growth that the kernel's reclaim slows down may end
+// after the workload), and false when it did not print one: it exited, or
+// it was never told to grow.
+func (s *sidecar) grownLine(wait time.Duration) (results.SidecarLine, bool) {
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-s.grown:
+		return s.grownAt, true
+	case <-s.drained:
+	case <-t.C:
+	}
+	select { // it may have printed the line and exited since
+	case <-s.grown:
+		return s.grownAt, true
+	default:
 		return results.SidecarLine{}, false
 	}
-	return *s.grown, true
 }
 
 // oomKilled reports whether the sidecar has exited by a SIGKILL the runner

@@ -200,7 +200,17 @@ func gcPlot(st results.Setting, ax gcAxis, group []results.Summary, names []stri
 		}
 	}
 	p.X.Min, p.Y.Min = 0, 0
-	p.X.Max, p.Y.Max = max(xmax*1.08, 1), max(ymax*1.15, 1)
+	p.X.Max, p.Y.Max = xmax*1.08, ymax*1.08
+	if len(killed) > 0 {
+		p.Y.Max = ymax * 1.2 // room for the line that names them
+	}
+	if !(p.X.Max > 0) {
+		p.X.Max = 1
+	}
+	if !(p.Y.Max > 0) {
+		p.Y.Max = 1
+	}
+	p.X.Tick.Marker, p.Y.Tick.Marker = plainTicks{}, plainTicks{}
 	if len(killed) > 0 {
 		l, err := plotter.NewLabels(plotter.XYLabels{XYs: []plotter.XY{{X: p.X.Max * 0.02, Y: p.Y.Max * 0.97}},
 			Labels: []string{"OOM-killed in every run: " + strings.Join(killed, ", ")}})
@@ -212,6 +222,20 @@ func gcPlot(st results.Setting, ax gcAxis, group []results.Summary, names []stri
 		p.Add(l)
 	}
 	return p, nil
+}
+
+// plainTicks are gonum's default ticks with their labels in the fewest
+// digits: 250, not 250.00.
+type plainTicks struct{}
+
+func (plainTicks) Ticks(lo, hi float64) []plot.Tick {
+	ts := plot.DefaultTicks{}.Ticks(lo, hi)
+	for i := range ts {
+		if ts[i].Label != "" {
+			ts[i].Label = strconv.FormatFloat(ts[i].Value, 'f', -1, 64)
+		}
+	}
+	return ts
 }
 
 // errPoint is one point with min–max ranges on both axes.
