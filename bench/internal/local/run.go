@@ -218,9 +218,10 @@ func (r *runner) runOne(ctx context.Context, st setting, v variant.Variant, roun
 		if err != nil {
 			r.logf("local: reading OOM kills: %v", err)
 		}
-		if run.Sidecar != nil && !killedBySIGKILL {
-			// In the coprocess layout the counter also counts the sidecar's
-			// kill; the workload was not killed if it exited by itself.
+		if (st.sidecar > 0 || st.burst > 0) && !killedBySIGKILL {
+			// In the coprocess layout and the burst case the counter also
+			// counts the sidecar's kill; the workload was not killed if it
+			// exited by itself.
 			n = 0
 		}
 		run.OOMKills = min(n, 1)
