@@ -74,6 +74,14 @@ type Config struct {
 	// DrainTimeout bounds the wait for in-flight requests after the window
 	// (default 30s).
 	DrainTimeout time.Duration
+	// Warmup, when positive, runs the allocation at AllocMiBPerSec for this
+	// long after the live heap is built and before the measured window, with
+	// no requests: a GC policy has its first readings before measurement, as
+	// in a long-running service.
+	Warmup time.Duration
+	// GCPolicy, when set, reads the fitting library's GC policy; the
+	// workload calls it at the end of the window (Workload.GCPolicy).
+	GCPolicy func() results.GCPolicy
 }
 
 // Defaults of Config.
@@ -116,13 +124,20 @@ var processStart = time.Now()
 // runs the workload, prints the result as one JSON line on stdout and exits.
 // With -calibrate it prints the work iterations for -work and exits.
 func Main(variant string) {
-	os.Exit(main1(variant, os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(main1(Config{Variant: variant}, os.Args[1:], os.Stdout, os.Stderr))
 }
 
-func main1(variant string, args []string, stdout, stderr io.Writer) int {
+// MainGC is Main for a binary whose fitting library has a GC policy: policy
+// reads it at the end of the window, for the result.
+func MainGC(variant string, policy func() results.GCPolicy) {
+	os.Exit(main1(Config{Variant: variant, GCPolicy: policy}, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func main1(cfg Config, args []string, stdout, stderr io.Writer) int {
+	variant := cfg.Variant
 	fs := flag.NewFlagSet(variant, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	cfg := Config{Variant: variant, Progress: stderr}
+	cfg.Progress = stderr
 	fs.DurationVar(&cfg.Duration, "duration", DefaultDuration, "length of the measured window")
 	fs.Float64Var(&cfg.HeapMiB, "heap-mib", DefaultHeapMiB, "live heap to keep, MiB")
 	fs.Float64Var(&cfg.AllocMiBPerSec, "alloc-mib", DefaultAllocMiBPerSec, "allocation rate, MiB/s (requests included)")
@@ -131,6 +146,7 @@ func main1(variant string, args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.WorkIterations, "work-iters", 0, "CPU work per request in loop iterations (0: calibrate for -work)")
 	fs.StringVar(&cfg.Ticker, "ticker", TickerNetpoll, "how the request generator wakes up: netpoll (a timerfd in the network poller, like requests arriving on sockets) or sleep (runtime timers)")
 	fs.Float64Var(&cfg.GrowMiBPerSec, "grow-mib", 0, "grow the live heap by this many MiB/s during the window, never freeing it (a leak; 0: a steady heap)")
+	fs.DurationVar(&cfg.Warmup, "warmup", 0, "allocate at -alloc-mib for this long after the heap is built, before the measured window, with no requests (0: none)")
 	fs.DurationVar(&cfg.ReportEvery, "report-every", 0, "write a JSON progress line (GOMAXPROCS, GOMEMLIMIT, requests, ...) to stderr at this interval (0: never)")
 	fs.Float64Var(&cfg.OutsideMiB, "outside-mib", 0, "memory to hold outside the Go runtime from the start, MiB (0: none)")
 	fs.StringVar(&cfg.OutsideVia, "outside-via", "mmap", "how to hold -outside-mib: cgo (C's malloc; a binary built with cgo) or mmap (anonymous)")
@@ -356,15 +372,16 @@ func Run(ctx context.Context, cfg Config) (*results.Workload, error) {
 			WorkIterations:  cfg.WorkIterations,
 			WorkMicros:      float64(cfg.Work) / float64(time.Microsecond),
 			DurationSeconds: cfg.Duration.Seconds(),
+			WarmupSeconds:   cfg.Warmup.Seconds(),
 		},
 	}
 
 	var (
-		phase     atomic.Value // string
+		phase     atomic.Value // a phaseAt
 		completed atomic.Uint64
 		latencies latHist // every request, for the limit window's p99
 	)
-	phase.Store("setup")
+	phase.Store(phaseAt{"setup", processStart})
 	progressDone := make(chan struct{})
 	var progressWG sync.WaitGroup
 	if cfg.ReportEvery > 0 && cfg.Progress != nil {
@@ -381,14 +398,16 @@ func Run(ctx context.Context, cfg Config) (*results.Workload, error) {
 				case <-t.C:
 				}
 				snap := readMetrics()
+				ph := phase.Load().(phaseAt)
 				p := results.Progress{
 					Type: results.TypeProgress, Variant: cfg.Variant,
-					ElapsedMS:  msSince(processStart),
-					Phase:      phase.Load().(string),
+					ElapsedMS: msSince(processStart),
+					Phase:     ph.name, PhaseMS: msSince(ph.since),
 					GOMAXPROCS: runtime.GOMAXPROCS(0), GOMEMLIMIT: memLimit(),
 					Requests: completed.Load(), GCCycles: snap.gcCycles,
 					HeapLiveBytes: int64(snap.heapLive), RSSBytes: rss(),
 					HeapGoalBytes: int64(snap.heapGoal), GCCPUSeconds: snap.gcCPU, CPUSeconds: snap.total,
+					GOGC: int(snap.gogc),
 				}
 				p.LimitBound = limitBound(snap.heapGoal, snap.heapLive, snap.stacks, snap.globals, snap.gogc, p.GOMEMLIMIT)
 				if win == nil && p.LimitBound {
@@ -417,6 +436,17 @@ func Run(ctx context.Context, cfg Config) (*results.Workload, error) {
 	}
 	h := newHeap(cfg.HeapMiB)
 	runtime.GC() // start from a settled heap: the next goal follows the live heap
+	if cfg.Warmup > 0 {
+		t0 := time.Now()
+		phase.Store(phaseAt{"warmup", t0})
+		wctx, cancel := context.WithTimeout(ctx, cfg.Warmup)
+		allocate(wctx, h, cfg.AllocMiBPerSec*(1<<20), t0)
+		cancel()
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		res.WarmupMS = msSince(t0)
+	}
 
 	// The background allocator supplies the allocation rate less what the
 	// requests allocate (one group each).
@@ -436,10 +466,16 @@ func Run(ctx context.Context, cfg Config) (*results.Workload, error) {
 	m0 := readMetrics()
 	start := time.Now()
 	res.SetupMS = float64(start.Sub(processStart)) / float64(time.Millisecond)
-	phase.Store("run")
+	phase.Store(phaseAt{"run", start})
 
 	runCtx, stop := context.WithCancel(ctx)
 	var bg sync.WaitGroup
+	var goalMax atomic.Uint64
+	bg.Add(1)
+	go func() {
+		defer bg.Done()
+		heapGoalMax(runCtx, &goalMax)
+	}()
 	if bgRate > 0 {
 		bg.Add(1)
 		go func() {
@@ -499,8 +535,12 @@ func Run(ctx context.Context, cfg Config) (*results.Workload, error) {
 	case <-ctx.Done():
 	}
 	end := time.Now()
-	stop()
 	m1 := readMetrics()
+	stop()
+	if cfg.GCPolicy != nil {
+		p := cfg.GCPolicy()
+		res.GCPolicy = &p
+	}
 	var cpuErr1 error
 	if cpuErr == nil {
 		cpu1, cpuErr1 = cg.Stats()
@@ -552,6 +592,8 @@ func Run(ctx context.Context, cfg Config) (*results.Workload, error) {
 		res.GCCPUFraction = results.Float(res.GCCPUSeconds / tot)
 	}
 	res.HeapLiveBytes = int64(m1.heapLive)
+	res.GOGC = int(m1.gogc)
+	res.HeapGoalMaxBytes = int64(max(goalMax.Load(), m0.heapGoal, m1.heapGoal))
 	res.PeakRSSBytes = peakRSS()
 	switch {
 	case cpuErr != nil:
@@ -569,6 +611,35 @@ func Run(ctx context.Context, cfg Config) (*results.Workload, error) {
 		}
 	}
 	return res, nil
+}
+
+// phaseAt is the workload's phase and when it began.
+type phaseAt struct {
+	name  string
+	since time.Time
+}
+
+// heapGoalEvery is how often heapGoalMax samples the heap goal: a goal
+// holds for a GC cycle, which at the gc scenario's rates lasts 100 ms or
+// more.
+const heapGoalEvery = 10 * time.Millisecond
+
+// heapGoalMax keeps the largest /gc/heap/goal:bytes in top until ctx is done.
+func heapGoalMax(ctx context.Context, top *atomic.Uint64) {
+	s := []metrics.Sample{{Name: "/gc/heap/goal:bytes"}}
+	t := time.NewTicker(heapGoalEvery)
+	defer t.Stop()
+	for {
+		metrics.Read(s)
+		if v := s[0].Value.Uint64(); v > top.Load() {
+			top.Store(v)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // windowStart is the state of the process when its heap goal was first set

@@ -5,6 +5,7 @@ import (
 	"context"
 	"math"
 	"runtime"
+	"runtime/debug"
 	"runtime/metrics"
 	"strings"
 	"sync"
@@ -67,6 +68,40 @@ func TestRun(t *testing.T) {
 	assert.GreaterOrEqual(t, lines, 3)
 }
 
+// TestWarmupAndGCPolicy: the warm-up comes before the window, in a phase of
+// its own; the result has the GOGC and the largest heap goal of the window,
+// and the GC policy as the binary's reader gives it.
+func TestWarmupAndGCPolicy(t *testing.T) {
+	var progress syncBuffer
+	policy := results.GCPolicy{On: true, GOGC: 250, Base: 100, CeilingBytes: 700 << 20, Reason: "raised"}
+	res, err := Run(context.Background(), Config{
+		Variant: "test", Duration: 200 * time.Millisecond, HeapMiB: 2, AllocMiBPerSec: 64, Rate: 200, WorkIterations: 100,
+		Warmup: 300 * time.Millisecond, ReportEvery: 50 * time.Millisecond, Progress: &progress,
+		GCPolicy: func() results.GCPolicy { return policy },
+	})
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, res.WarmupMS, 300.0)
+	assert.Greater(t, res.SetupMS, res.WarmupMS, "the heap build, then the warm-up")
+	assert.Equal(t, 0.3, res.Config.WarmupSeconds)
+	assert.Equal(t, &policy, res.GCPolicy)
+	gogc := debug.SetGCPercent(100)
+	debug.SetGCPercent(gogc)
+	assert.Equal(t, gogc, res.GOGC)
+	assert.Greater(t, res.HeapGoalMaxBytes, int64(2<<20), "above the live heap")
+
+	phases := map[string]bool{}
+	for _, l := range strings.Split(strings.TrimSpace(progress.String()), "\n") {
+		line, err := results.ParseLine([]byte(l))
+		require.NoError(t, err, l)
+		phases[line.Progress.Phase] = true
+		if line.Progress.Phase == "warmup" {
+			assert.Less(t, line.Progress.PhaseMS, res.WarmupMS)
+		}
+		assert.Equal(t, gogc, line.Progress.GOGC)
+	}
+	assert.True(t, phases["warmup"] && phases["run"], "%v", phases)
+}
+
 func TestRunCanceled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(100*time.Millisecond, cancel)
@@ -78,7 +113,7 @@ func TestRunCanceled(t *testing.T) {
 
 func TestMain1(t *testing.T) {
 	var stdout, stderr bytes.Buffer
-	code := main1("v", []string{"-duration", "200ms", "-heap-mib", "4", "-rate", "200", "-work-iters", "100"}, &stdout, &stderr)
+	code := main1(Config{Variant: "v"}, []string{"-duration", "200ms", "-heap-mib", "4", "-rate", "200", "-work-iters", "100"}, &stdout, &stderr)
 	require.Equal(t, 0, code, stderr.String())
 	assert.Equal(t, 1, strings.Count(stdout.String(), "\n"), "one JSON line on stdout")
 	res, _, err := results.ParseOutput(stdout.Bytes())
@@ -87,12 +122,12 @@ func TestMain1(t *testing.T) {
 	assert.Equal(t, uint64(40), res.Requests)
 
 	stdout.Reset()
-	require.Equal(t, 0, main1("v", []string{"-calibrate", "-work", "10us"}, &stdout, &stderr))
+	require.Equal(t, 0, main1(Config{Variant: "v"}, []string{"-calibrate", "-work", "10us"}, &stdout, &stderr))
 	assert.Regexp(t, `^[1-9][0-9]*\n$`, stdout.String())
 
-	assert.Equal(t, 0, main1("v", []string{"-h"}, &stdout, &stderr))
+	assert.Equal(t, 0, main1(Config{Variant: "v"}, []string{"-h"}, &stdout, &stderr))
 	assert.Contains(t, stderr.String(), "-report-every")
-	assert.Equal(t, 2, main1("v", []string{"-nope"}, &stdout, &stderr))
+	assert.Equal(t, 2, main1(Config{Variant: "v"}, []string{"-nope"}, &stdout, &stderr))
 }
 
 func TestCalibrate(t *testing.T) {

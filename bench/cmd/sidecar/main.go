@@ -12,7 +12,10 @@
 // temporary directory and removed at exit) twice before it says it holds
 // its memory, so that the pages are active, and then again every
 // -cache-every, as a process that serves files, writes logs or runs an
-// embedded database does. It exits on SIGTERM or SIGINT.
+// embedded database does. With -grow-mib, on SIGUSR2 it grows by that much
+// resident memory at once (the gc scenario's burst: a co-process whose
+// memory jumps) and prints a line with state "grown" once it holds it. It
+// exits on SIGTERM or SIGINT.
 package main
 
 import (
@@ -36,12 +39,13 @@ import (
 
 func main() {
 	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGUSR1, syscall.SIGTERM, syscall.SIGINT)
+	signal.Notify(sig, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGTERM, syscall.SIGINT)
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr, sig))
 }
 
-// run holds the memory, reports on stdout, and frees it on SIGUSR1 or after
-// -free-after, until sig delivers another signal; it returns the exit code.
+// run holds the memory, reports on stdout, frees it on SIGUSR1 or after
+// -free-after and grows by -grow-mib on SIGUSR2, until sig delivers another
+// signal; it returns the exit code.
 func run(args []string, stdout, stderr io.Writer, sig <-chan os.Signal) int {
 	fs := flag.NewFlagSet("sidecar", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -50,6 +54,7 @@ func run(args []string, stdout, stderr io.Writer, sig <-chan os.Signal) int {
 	listen := fs.String("listen", "", "once the memory is held, accept TCP connections on this address (e.g. :8642), for a readiness or startup probe")
 	cacheMiB := fs.Int("cache-mib", 0, "also keep this much page cache: read a file of this size in a loop (0: none)")
 	cacheEvery := fs.Duration("cache-every", time.Second, "read the -cache-mib file again this often")
+	growMiB := fs.Int("grow-mib", 0, "on SIGUSR2, grow by this much resident memory at once, MiB (0: SIGUSR2 does nothing)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -72,14 +77,7 @@ func run(args []string, stdout, stderr io.Writer, sig <-chan os.Signal) int {
 			}
 		}()
 	}
-	held := make([][]byte, *mib)
-	for i := range held {
-		b := make([]byte, 1<<20)
-		for j := 0; j < len(b); j += 4096 {
-			b[j] = 1 // fault the page in
-		}
-		held[i] = b
-	}
+	held := touched(*mib)
 	if *listen != "" {
 		ln, err := net.Listen("tcp", *listen)
 		if err != nil {
@@ -91,6 +89,7 @@ func run(args []string, stdout, stderr io.Writer, sig <-chan os.Signal) int {
 	}
 	say(stdout, results.SidecarLine{State: "held", HeldBytes: int64(*mib) << 20})
 
+	var grown [][]byte // the burst
 	var timeout <-chan time.Time
 	if *freeAfter > 0 {
 		timeout = time.After(*freeAfter)
@@ -98,18 +97,40 @@ func run(args []string, stdout, stderr io.Writer, sig <-chan os.Signal) int {
 	for {
 		select {
 		case s := <-sig:
+			if s == syscall.SIGUSR2 {
+				if *growMiB > 0 && grown == nil {
+					t0 := time.Now()
+					grown = touched(*growMiB)
+					say(stdout, results.SidecarLine{State: results.SidecarGrown, HeldBytes: int64(len(held)+len(grown)) << 20,
+						GrowMS: float64(time.Since(t0)) / float64(time.Millisecond)})
+				}
+				continue
+			}
 			if s != syscall.SIGUSR1 {
 				return 0
 			}
 		case <-timeout:
 			timeout = nil
 		}
-		if held != nil {
-			held = nil
+		if held != nil || grown != nil {
+			held, grown = nil, nil
 			debug.FreeOSMemory()
 			say(stdout, results.SidecarLine{State: "freed"})
 		}
 	}
+}
+
+// touched returns mib MiB of memory, every page written: resident.
+func touched(mib int) [][]byte {
+	held := make([][]byte, mib)
+	for i := range held {
+		b := make([]byte, 1<<20)
+		for j := 0; j < len(b); j += 4096 {
+			b[j] = 1 // fault the page in
+		}
+		held[i] = b
+	}
+	return held
 }
 
 // cacheFile makes a sparse file of size bytes in a new temporary directory:

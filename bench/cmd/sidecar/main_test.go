@@ -49,6 +49,40 @@ func TestRun(t *testing.T) {
 	assert.Equal(t, 2, run([]string{"-mib", "x"}, io.Discard, io.Discard, sig))
 }
 
+// TestRunGrow: with -grow-mib, SIGUSR2 grows the memory held once, and a
+// line says so; a second SIGUSR2 does nothing.
+func TestRunGrow(t *testing.T) {
+	r, w := io.Pipe()
+	sig := make(chan os.Signal)
+	code := make(chan int, 1)
+	go func() {
+		code <- run([]string{"-mib", "0", "-grow-mib", "16"}, w, io.Discard, sig)
+		w.Close()
+	}()
+	lines := bufio.NewScanner(r)
+	next := func() results.SidecarLine {
+		t.Helper()
+		require.True(t, lines.Scan(), "a line")
+		l, err := results.ParseSidecarLine(lines.Bytes())
+		require.NoError(t, err)
+		return l
+	}
+	held := next()
+	assert.Equal(t, "held", held.State)
+	assert.Zero(t, held.HeldBytes)
+
+	sig <- syscall.SIGUSR2
+	grown := next()
+	assert.Equal(t, results.SidecarGrown, grown.State)
+	assert.Equal(t, int64(16<<20), grown.HeldBytes)
+	assert.GreaterOrEqual(t, grown.RSSBytes, int64(16<<20), "the pages are resident")
+	assert.Greater(t, grown.GrowMS, 0.0)
+	sig <- syscall.SIGUSR2 // grown once: no line
+	sig <- syscall.SIGTERM
+	assert.Equal(t, 0, <-code)
+	assert.False(t, lines.Scan(), "no more lines")
+}
+
 // TestRunListen: with -listen, a connection succeeds once the memory is held
 // (the startup probe of the pod-level layout), and the port is closed when
 // the sidecar exits.

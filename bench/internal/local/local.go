@@ -113,15 +113,38 @@ const (
 	DefaultLeakGrowMiB  = 4
 	DefaultLeakDuration = 100 * time.Second
 
-	// The gc scenario: CPU quotas with a memory limit of ten times the
-	// default live heap, the room a GC policy may spend, and twice the
-	// default allocation rate: a heap goal near 0.9 × 1 GiB then runs a GC
-	// cycle every 8 s, several in a 30 s window.
-	DefaultGCCPUs     = "0.5,1"
+	// The gc scenario: a memory limit of ten times the heavy workload's
+	// live heap, the room a GC policy may spend, and its workloads
+	// (GCWorkloads) at their CPU quotas; each run warms up for
+	// DefaultGCWarmup (the policy has its first readings) before a 30 s
+	// window. With twice the default allocation rate, a heap goal near 0.9
+	// × 1 GiB runs a GC cycle every 8 s, several in the window.
 	DefaultGCMemory   = "1Gi"
-	DefaultGCAllocMiB = 100
 	DefaultGCDuration = 30 * time.Second
+	DefaultGCWarmup   = 3 * time.Second
+	// DefaultGCBurst is the burst case's growth as a fraction of the limit:
+	// the heavy workload at its largest quota, and a co-process in the same
+	// cgroup that grows by that much at once GCBurstAt into the window
+	// (half the window when it is shorter than twice that) and holds it.
+	DefaultGCBurst = 0.2
+	GCBurstAt      = 10 * time.Second
 )
+
+// gcWorkload is a workload of the gc scenario: its live heap, allocation
+// rate and CPU quotas.
+type gcWorkload struct {
+	name              string
+	heapMiB, allocMiB float64
+	cpus              string
+}
+
+// GCWorkloads are the gc scenario's workloads: a GC-heavy one, where a GC
+// policy can buy CPU with memory, at two quotas, and a light one, whose GC
+// is cheap and where a policy should leave the heap alone.
+var GCWorkloads = []gcWorkload{
+	{"heavy", 100, 100, "0.5,1"},
+	{"light", 30, 5, "1"},
+}
 
 // Options configure a local benchmark.
 type Options struct {
@@ -147,6 +170,14 @@ type Options struct {
 	// DurationSet and AllocSet are true when Duration and AllocMiB were
 	// given explicitly: the leak and gc scenarios have defaults of their own.
 	DurationSet, AllocSet bool
+	// Warmup is the warm-up of each run before its measured window, where
+	// WarmupSet (the gc scenario's default: DefaultGCWarmup; none
+	// elsewhere).
+	Warmup    time.Duration
+	WarmupSet bool
+	// Burst is the gc scenario's burst as a fraction of the memory limit
+	// (0: no burst case).
+	Burst float64
 	// Loads are request work levels as fractions of the CPU quota (e.g. 0.7:
 	// requests take 0.7 × quota CPU-seconds per second); empty means the fixed
 	// Work per request. The sweep defaults to DefaultSweepLoads.
@@ -192,6 +223,9 @@ type setting struct {
 	growMiB  float64 // the leak's heap growth, MiB/s
 	allocMiB float64 // the allocation rate, MiB/s; 0: Options.AllocMiB
 	duration time.Duration
+	warmup   time.Duration
+	workload string // the gc scenario's workload, named with its figures
+	burst    int64  // the gc scenario's burst, bytes
 }
 
 func (s setting) String() string {
@@ -199,7 +233,8 @@ func (s setting) String() string {
 }
 
 func (s setting) results() results.Setting {
-	return results.Setting{Scenario: s.scenario, CPUs: s.cpus, MemoryBytes: s.memory, Load: s.load, Layout: s.layout, SidecarBytes: s.sidecar}
+	return results.Setting{Scenario: s.scenario, CPUs: s.cpus, MemoryBytes: s.memory, Load: s.load, Layout: s.layout, SidecarBytes: s.sidecar,
+		WorkloadName: s.workload, BurstBytes: s.burst}
 }
 
 // Main runs the local subcommand with args (flags) and returns the exit code:
@@ -225,8 +260,8 @@ func parseFlags(args []string, stderr io.Writer) (Options, error) {
 		scenario, cpus, memory, variantsFlag string
 		loads                                string
 	)
-	fs.StringVar(&scenario, "scenario", "", "scenarios, comma-separated (default: a short cpu pass at "+DefaultJobCPUs+" CPU, memory, and shared with a co-process, for the variants "+DefaultJobVariants+": about 10 minutes): cpu (quotas), nested (quota on a parent cgroup only), memory (memory limit below the untuned heap peak), sweep (quotas × loads, with static GOMAXPROCS oracles), shared (a memory limit shared with a sidecar process), leak (a live heap that grows until the limit), gc (CPU quotas with a roomy memory limit, for GC policies), or all (cpu, nested, memory)")
-	fs.StringVar(&cpus, "cpus", "", "CPU quotas of the cpu, nested, sweep and gc scenarios in cores or millicores (e.g. 0.5 or 500m), comma-separated; none for no quota (default "+DefaultCPUs+" for cpu, "+DefaultJobCPUs+" in the default job, "+DefaultNestedCPUs+" for nested, "+DefaultSweepCPUs+" for sweep, "+DefaultGCCPUs+" for gc)")
+	fs.StringVar(&scenario, "scenario", "", "scenarios, comma-separated (default: a short cpu pass at "+DefaultJobCPUs+" CPU, memory, and shared with a co-process, for the variants "+DefaultJobVariants+": about 10 minutes): cpu (quotas), nested (quota on a parent cgroup only), memory (memory limit below the untuned heap peak), sweep (quotas × loads, with static GOMAXPROCS oracles), shared (a memory limit shared with a sidecar process), leak (a live heap that grows until the limit), gc (GC policies with a roomy memory limit: a heavy and a light workload, and a burst case; about 45 minutes), or all (cpu, nested, memory)")
+	fs.StringVar(&cpus, "cpus", "", "CPU quotas of the cpu, nested, sweep and gc scenarios in cores or millicores (e.g. 0.5 or 500m), comma-separated; none for no quota (default "+DefaultCPUs+" for cpu, "+DefaultJobCPUs+" in the default job, "+DefaultNestedCPUs+" for nested, "+DefaultSweepCPUs+" for sweep; for gc "+GCWorkloads[0].cpus+" for the heavy workload and "+GCWorkloads[1].cpus+" for the light one)")
 	fs.StringVar(&loads, "load", "", "request work as fractions of the CPU quota, comma-separated (0.7: requests take 0.7 × quota CPU-seconds per second; the host's CPUs without a quota); default: the fixed -work per request, or "+DefaultSweepLoads+" for sweep")
 	fs.StringVar(&memory, "memory", "", "memory limits of the memory, shared, leak and gc scenarios, comma-separated (default "+DefaultMemory+" for memory, "+DefaultSharedMemory+" for shared and leak, "+DefaultGCMemory+" for gc)")
 	var sidecar, sidecarCache, layouts string
@@ -236,13 +271,15 @@ func parseFlags(args []string, stderr io.Writer) (Options, error) {
 	fs.DurationVar(&o.SidecarFreeAfter, "sidecar-free-after", 0, "make the shared scenario's sidecar free its memory this long after it holds it (0: it holds it to the end)")
 	fs.Float64Var(&o.GrowMiB, "grow-mib", DefaultLeakGrowMiB, "the leak scenario's heap growth, MiB/s")
 	fs.DurationVar(&o.Duration, "duration", DefaultDuration, "measured window of each run, after the live heap is built; the leak scenario's default is "+DefaultLeakDuration.String()+", the gc scenario's "+DefaultGCDuration.String())
+	fs.DurationVar(&o.Warmup, "warmup", 0, "warm-up of each run after the live heap is built and before the measured window: the allocation runs, no requests (default "+DefaultGCWarmup.String()+" in the gc scenario, none elsewhere)")
+	fs.Float64Var(&o.Burst, "burst", DefaultGCBurst, fmt.Sprintf("the gc scenario's burst case: a co-process in the limited cgroup grows by this fraction of the limit at once, %v into the window, and holds it (0: no burst case)", GCBurstAt))
 	fs.IntVar(&o.Runs, "runs", DefaultRuns, "rounds: each variant runs this many times per setting, interleaved (A B C A B C ...)")
 	fs.StringVar(&variantsFlag, "variants", "", "variants, comma-separated: "+strings.Join(variant.Names(), ", ")+", GOMAXPROCS=n (a static value), static (GOMAXPROCS=1 to the CPU count), sweep (all of these); default all but the sweep's extra rules and statics, or sweep for the sweep scenario")
 	fs.StringVar(&o.Out, "out", "", "directory to write results.json, runs.json, report.md, the charts and bench.txt to (default: a fresh directory under bench/out/)")
 	fs.BoolVar(&o.InPlace, "in-place", false, "run in the current cgroup with its limits instead of creating cgroups (e.g. inside a pod)")
 	fs.StringVar(&o.CgroupParent, "cgroup-parent", "", "cgroup v2 directory to create run cgroups in (default: the unified hierarchy's root, or the runner's own delegated cgroup)")
-	fs.Float64Var(&o.HeapMiB, "heap-mib", 0, fmt.Sprintf("live heap, MiB (default %d; %.0f%% of the limit in the memory scenario, of the limit less the sidecar in shared; the leak's start, default %.0f%% of the limit)", workload.DefaultHeapMiB, MemoryHeapFraction*100, LeakStartFraction*100))
-	fs.Float64Var(&o.AllocMiB, "alloc-mib", workload.DefaultAllocMiBPerSec, "allocation rate, MiB/s")
+	fs.Float64Var(&o.HeapMiB, "heap-mib", 0, fmt.Sprintf("live heap, MiB (default %d; %.0f%% of the limit in the memory scenario, of the limit less the sidecar in shared; the leak's start, default %.0f%% of the limit; in gc, every workload's, default %g and %g)", workload.DefaultHeapMiB, MemoryHeapFraction*100, LeakStartFraction*100, GCWorkloads[0].heapMiB, GCWorkloads[1].heapMiB))
+	fs.Float64Var(&o.AllocMiB, "alloc-mib", workload.DefaultAllocMiBPerSec, fmt.Sprintf("allocation rate, MiB/s (in gc, every workload's, default %g and %g)", GCWorkloads[0].allocMiB, GCWorkloads[1].allocMiB))
 	fs.Float64Var(&o.Rate, "rate", workload.DefaultRate, "requests per second (open loop)")
 	fs.DurationVar(&o.Work, "work", workload.DefaultWork, "CPU work per request (calibrated once, unthrottled, before the runs)")
 	fs.StringVar(&o.Ticker, "ticker", workload.TickerNetpoll, "how the workload's request generator wakes up: netpoll (like socket arrivals) or sleep (runtime timers)")
@@ -270,7 +307,7 @@ Flags:
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	o.DurationSet, o.AllocSet = set["duration"], set["alloc-mib"]
+	o.DurationSet, o.AllocSet, o.WarmupSet = set["duration"], set["alloc-mib"], set["warmup"]
 	if scenario == "" { // the default job
 		scenario = DefaultJobScenarios
 		if !set["cpus"] {
@@ -334,6 +371,10 @@ Flags:
 		return o, errors.New("-period must be between 1ms and 1s")
 	case o.SidecarFreeAfter < 0:
 		return o, errors.New("-sidecar-free-after must not be negative")
+	case o.Warmup < 0:
+		return o, errors.New("-warmup must not be negative")
+	case !(o.Burst >= 0 && o.Burst < 1):
+		return o, errors.New("-burst must be a fraction of the limit, at least 0 and below 1")
 	case o.HeapMiB < 0 || o.AllocMiB <= 0 || o.Rate <= 0 || o.Work <= 0 || o.GrowMiB <= 0:
 		return o, errors.New("-heap-mib, -alloc-mib, -rate, -work and -grow-mib must be positive")
 	case o.Ticker != workload.TickerNetpoll && o.Ticker != workload.TickerSleep:
@@ -370,26 +411,7 @@ func (o Options) settings() ([]setting, error) {
 				}
 			}
 		case ScenarioGC:
-			cpus, ms := o.CPUs, o.Memory
-			if len(cpus) == 0 {
-				cpus, _ = settings.ParseCPUs(DefaultGCCPUs, true)
-			}
-			if len(ms) == 0 {
-				ms, _ = settings.ParseSizes(DefaultGCMemory)
-			}
-			st := setting{scenario: sc, heapMiB: cmp.Or(o.HeapMiB, workload.DefaultHeapMiB)}
-			if !o.AllocSet {
-				st.allocMiB = DefaultGCAllocMiB
-			}
-			if !o.DurationSet {
-				st.duration = DefaultGCDuration
-			}
-			for _, m := range ms {
-				for _, c := range cpus {
-					st.cpus, st.memory = c, m
-					out = append(out, st)
-				}
-			}
+			out = append(out, o.gcSettings()...)
 		case ScenarioMemory:
 			ms := o.Memory
 			if len(ms) == 0 {
@@ -455,7 +477,62 @@ func (o Options) settings() ([]setting, error) {
 	if len(out) == 0 {
 		return nil, errors.New("no scenario to run")
 	}
+	if o.WarmupSet {
+		for i := range out {
+			out[i].warmup = o.Warmup
+		}
+	}
 	return out, nil
+}
+
+// gcSettings expands the gc scenario: each of GCWorkloads at each of its
+// quotas and each memory limit (the flags override every workload's
+// figures; two workloads they make the same run once), then the burst case,
+// the first workload at its largest quota.
+func (o Options) gcSettings() []setting {
+	ms := o.Memory
+	if len(ms) == 0 {
+		ms, _ = settings.ParseSizes(DefaultGCMemory)
+	}
+	var out, burst []setting
+	var seen [][2]float64
+	for i, wl := range GCWorkloads {
+		heap, alloc := cmp.Or(o.HeapMiB, wl.heapMiB), wl.allocMiB
+		if o.AllocSet {
+			alloc = o.AllocMiB
+		}
+		if slices.Contains(seen, [2]float64{heap, alloc}) {
+			continue
+		}
+		seen = append(seen, [2]float64{heap, alloc})
+		cpus := o.CPUs
+		if len(cpus) == 0 {
+			cpus, _ = settings.ParseCPUs(wl.cpus, true)
+		}
+		st := setting{scenario: ScenarioGC, heapMiB: heap, allocMiB: alloc, warmup: DefaultGCWarmup,
+			workload: fmt.Sprintf("%s (%g MiB live, %g MiB/s)", wl.name, heap, alloc)}
+		if !o.DurationSet {
+			st.duration = DefaultGCDuration
+		}
+		for _, m := range ms {
+			for _, c := range cpus {
+				st.cpus, st.memory = c, m
+				out = append(out, st)
+			}
+			if i == 0 && o.Burst > 0 {
+				b := st
+				b.cpus, b.burst = slices.Max(cpus), int64(o.Burst*float64(m))
+				burst = append(burst, b)
+			}
+		}
+	}
+	return append(out, burst...)
+}
+
+// burstAt returns the window age at which the burst of a window d begins:
+// GCBurstAt, or half the window when it is shorter than twice that.
+func burstAt(d time.Duration) time.Duration {
+	return min(GCBurstAt, d/2)
 }
 
 // memoryVariants returns the default variants when every scenario is shared,
@@ -674,7 +751,7 @@ func (r *runner) run(ctx context.Context) ([]results.Run, error) {
 	}
 
 	bins := o.Variants
-	if slices.ContainsFunc(sets, func(s setting) bool { _, in := inProcess(s.layout); return s.sidecar > 0 && !in }) {
+	if slices.ContainsFunc(sets, func(s setting) bool { _, in := inProcess(s.layout); return s.sidecar > 0 && !in || s.burst > 0 }) {
 		bins = append(slices.Clone(bins), variant.Sidecar)
 	}
 	if o.BinDir != "" {
@@ -704,17 +781,18 @@ func (r *runner) run(ctx context.Context) ([]results.Run, error) {
 	if slices.ContainsFunc(sets, func(s setting) bool { return s.load > 0 }) {
 		work += "; with a load L, each request's work is L × the quota / the rate (the host's CPUs without a quota), scaled from the calibration"
 	}
-	alloc, window := fmt.Sprintf("%g MiB/s", o.AllocMiB), o.Duration.String()
+	window := o.Duration.String()
+	warmup := ""
 	for _, st := range sets {
-		if st.allocMiB > 0 {
-			alloc = fmt.Sprintf("%g MiB/s", st.allocMiB) // the gc scenario's default
-		}
 		if st.duration > 0 {
 			window = st.duration.String() // the leak and gc scenarios' defaults
 		}
+		if st.warmup > 0 {
+			warmup = " after a " + st.warmup.String() + " warm-up (the allocation, no requests)"
+		}
 	}
-	r.meta.Workload = fmt.Sprintf("live heap %s of 32-byte two-pointer nodes, %s allocation, %g requests/s (open loop, generator woken by %s) %s, %s measured per run, CFS period %v",
-		heapDesc(sets), alloc, o.Rate, o.Ticker, work, window, o.Period)
+	r.meta.Workload = fmt.Sprintf("live heap %s of 32-byte two-pointer nodes, %s allocation, %g requests/s (open loop, generator woken by %s) %s, %s measured per run%s, CFS period %v",
+		heapDesc(sets), allocDesc(sets, o.AllocMiB), o.Rate, o.Ticker, work, window, warmup, o.Period)
 	r.meta.Notes = append(r.meta.Notes, variantNotes(o.Variants))
 
 	load0 := loadAvg()
@@ -746,6 +824,13 @@ func (r *runner) run(ctx context.Context) ([]results.Run, error) {
 			}
 			r.meta.Notes = append(r.meta.Notes, fmt.Sprintf("Leak (%s): the live heap starts at %g MiB and grows %g MiB/s for %v, never freed, until the run ends or the cgroup is OOM-killed.",
 				report.MiB(float64(st.memory)), st.heapMiB, st.growMiB, d))
+		}
+	}
+	for _, st := range sets {
+		if st.burst > 0 {
+			d := cmp.Or(st.duration, o.Duration)
+			r.meta.Notes = append(r.meta.Notes, fmt.Sprintf("Burst (%s): a co-process (`bench/cmd/sidecar`) in the limited cgroup, started before the workload and holding nothing, grows by %s (%.0f %% of the limit) at once when the workload's progress line shows %v of the window, and holds it to the end; the report says the GOGC and heap goal at that line, the OOM kills of the workload and of the co-process.",
+				report.ShortTitle(st.results()), report.MiB(float64(st.burst)), 100*float64(st.burst)/float64(st.memory), burstAt(d)))
 		}
 	}
 	var runs []results.Run
@@ -790,6 +875,19 @@ func heapDesc(sets []setting) string {
 		}
 	}
 	return strings.Join(hs, " / ")
+}
+
+// allocDesc lists the allocation rates of sets, def where a setting has
+// none of its own.
+func allocDesc(sets []setting, def float64) string {
+	var as []string
+	for _, s := range sets {
+		a := strconv.FormatFloat(cmp.Or(s.allocMiB, def), 'f', -1, 64) + " MiB/s"
+		if !slices.Contains(as, a) {
+			as = append(as, a)
+		}
+	}
+	return strings.Join(as, " / ")
 }
 
 func variantNotes(vs []variant.Variant) string {
@@ -848,6 +946,15 @@ func describeRun(r results.Run) string {
 	}
 	if w.GOMEMLIMIT != math.MaxInt64 {
 		s += ", GOMEMLIMIT " + report.MiB(float64(w.GOMEMLIMIT))
+	}
+	if r.Scenario == ScenarioGC {
+		s += fmt.Sprintf(", GOGC %d, heap goal up to %s", w.GOGC, report.MiB(float64(w.HeapGoalMaxBytes)))
+	}
+	if b := r.Burst; b != nil {
+		s += fmt.Sprintf(", burst at %.1fs (GOGC %d), grown %v", b.AtMS/1000, b.GOGC, b.Grown)
+	}
+	if r.Sidecar != nil && r.Sidecar.OOMKilled {
+		s += ", co-process OOM-killed"
 	}
 	return s
 }

@@ -4,6 +4,7 @@ import (
 	"io"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -71,24 +72,6 @@ func TestSharedAndLeakSettings(t *testing.T) {
 	require.Len(t, sets, 3)
 	assert.Equal(t, setting{scenario: "leak", memory: 1 << 30, heapMiB: 512, growMiB: 8}, sets[0], "-duration applies")
 
-	o, err = parseFlags([]string{"-scenario", "gc"}, io.Discard)
-	require.NoError(t, err)
-	assert.Equal(t, []string{"fitgo", "fitgo-gc", "gogc-off", "gctuner", "automaxprocs+automemlimit", "runtime"}, names(o.Variants))
-	sets, err = o.settings()
-	require.NoError(t, err)
-	assert.Equal(t, []setting{
-		{scenario: "gc", cpus: 0.5, memory: 1 << 30, heapMiB: 100, allocMiB: DefaultGCAllocMiB, duration: DefaultGCDuration},
-		{scenario: "gc", cpus: 1, memory: 1 << 30, heapMiB: 100, allocMiB: DefaultGCAllocMiB, duration: DefaultGCDuration},
-	}, sets)
-	o, err = parseFlags([]string{"-scenario", "gc", "-cpus", "2", "-memory", "2Gi", "-heap-mib", "200", "-alloc-mib", "40", "-duration", "20s",
-		"-variants", "fitgo,gogc-off"}, io.Discard)
-	require.NoError(t, err)
-	assert.Equal(t, []string{"GOGC=off"}, o.Variants[1].Env)
-	assert.True(t, o.Variants[1].HeadroomOracle, "GOMEMLIMIT = 0.9 × the limit from the runner")
-	sets, err = o.settings()
-	require.NoError(t, err)
-	assert.Equal(t, []setting{{scenario: "gc", cpus: 2, memory: 2 << 30, heapMiB: 200}}, sets, "the flags apply")
-
 	o, err = parseFlags([]string{"-scenario", "shared,cpu"}, io.Discard)
 	require.NoError(t, err)
 	assert.Equal(t, names(variant.All), names(o.Variants), "with other scenarios, the common default")
@@ -104,6 +87,67 @@ func TestSharedAndLeakSettings(t *testing.T) {
 	require.NoError(t, err)
 	_, err = o.settings()
 	assert.ErrorContains(t, err, "must hold less than the memory limit")
+}
+
+// TestGCSettings: the gc scenario runs the heavy workload at two quotas,
+// the light one at one, and the burst case on the heavy one at its largest
+// quota, each after a warm-up; the flags override every workload's figures.
+func TestGCSettings(t *testing.T) {
+	names := func(vs []variant.Variant) (out []string) {
+		for _, v := range vs {
+			out = append(out, v.Name)
+		}
+		return out
+	}
+	o, err := parseFlags([]string{"-scenario", "gc"}, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"fitgo", "fitgo-gc", "gogc-off", "gctuner", "automaxprocs+automemlimit", "runtime"}, names(o.Variants))
+	sets, err := o.settings()
+	require.NoError(t, err)
+	heavy := setting{scenario: "gc", memory: 1 << 30, heapMiB: 100, allocMiB: 100, duration: DefaultGCDuration, warmup: 3 * time.Second,
+		workload: "heavy (100 MiB live, 100 MiB/s)"}
+	at := func(st setting, cpus float64, burst int64) setting {
+		st.cpus, st.burst = cpus, burst
+		return st
+	}
+	light := setting{scenario: "gc", cpus: 1, memory: 1 << 30, heapMiB: 30, allocMiB: 5, duration: DefaultGCDuration, warmup: 3 * time.Second,
+		workload: "light (30 MiB live, 5 MiB/s)"}
+	assert.Equal(t, []setting{at(heavy, 0.5, 0), at(heavy, 1, 0), light, at(heavy, 1, 1<<30/5)}, sets)
+	assert.Equal(t, "gc, heavy (100 MiB live, 100 MiB/s): CPU quota 1 CPU, memory limit 1024 MiB, burst: a co-process grows by 205 MiB (20 %)", sets[3].String())
+	assert.Equal(t, 10*time.Second, burstAt(DefaultGCDuration))
+
+	o, err = parseFlags([]string{"-scenario", "gc", "-cpus", "2,1.5", "-memory", "2Gi", "-heap-mib", "200", "-duration", "8s", "-warmup", "5s",
+		"-burst", "0.25", "-variants", "fitgo,gogc-off"}, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"GOGC=off"}, o.Variants[1].Env)
+	assert.True(t, o.Variants[1].HeadroomOracle, "GOMEMLIMIT = 0.9 × the limit from the runner")
+	sets, err = o.settings()
+	require.NoError(t, err)
+	heavy = setting{scenario: "gc", memory: 2 << 30, heapMiB: 200, allocMiB: 100, warmup: 5 * time.Second, workload: "heavy (200 MiB live, 100 MiB/s)"}
+	light = setting{scenario: "gc", memory: 2 << 30, heapMiB: 200, allocMiB: 5, warmup: 5 * time.Second, workload: "light (200 MiB live, 5 MiB/s)"}
+	assert.Equal(t, []setting{at(heavy, 2, 0), at(heavy, 1.5, 0), at(light, 2, 0), at(light, 1.5, 0), at(heavy, 2, 2<<30/4)}, sets,
+		"the flags apply to every workload; the burst at the largest quota")
+	assert.Equal(t, 4*time.Second, burstAt(8*time.Second), "half a short window")
+
+	o, err = parseFlags([]string{"-scenario", "gc", "-heap-mib", "50", "-alloc-mib", "40", "-burst", "0", "-warmup", "0"}, io.Discard)
+	require.NoError(t, err)
+	sets, err = o.settings()
+	require.NoError(t, err)
+	assert.Equal(t, []setting{
+		{scenario: "gc", cpus: 0.5, memory: 1 << 30, heapMiB: 50, allocMiB: 40, duration: DefaultGCDuration, workload: "heavy (50 MiB live, 40 MiB/s)"},
+		{scenario: "gc", cpus: 1, memory: 1 << 30, heapMiB: 50, allocMiB: 40, duration: DefaultGCDuration, workload: "heavy (50 MiB live, 40 MiB/s)"},
+	}, sets, "two workloads made the same run once; no burst; no warm-up")
+
+	o, err = parseFlags([]string{"-scenario", "cpu", "-cpus", "1"}, io.Discard)
+	require.NoError(t, err)
+	sets, err = o.settings()
+	require.NoError(t, err)
+	assert.Zero(t, sets[0].warmup, "no warm-up outside the gc scenario unless asked")
+
+	for _, bad := range [][]string{{"-burst", "1"}, {"-burst", "-0.1"}, {"-burst", "x"}, {"-warmup", "-1s"}} {
+		_, err := parseFlags(append([]string{"-scenario", "gc"}, bad...), io.Discard)
+		assert.Error(t, err, "%q", bad)
+	}
 }
 
 // TestParseCounter: the one counter of a flat-keyed file that the runner

@@ -24,7 +24,7 @@ import (
 // runOne runs variant v once in setting st.
 func (r *runner) runOne(ctx context.Context, st setting, v variant.Variant, round int) results.Run {
 	run := results.Run{Scenario: st.scenario, Variant: v.Name, CPUs: st.cpus, MemoryBytes: st.memory, Load: st.load,
-		Layout: st.layout, SidecarBytes: st.sidecar, Round: round}
+		Layout: st.layout, SidecarBytes: st.sidecar, WorkloadName: st.workload, BurstBytes: st.burst, Round: round}
 	fail := func(err error) results.Run {
 		run.Err = err.Error()
 		return run
@@ -47,6 +47,9 @@ func (r *runner) runOne(ctx context.Context, st setting, v variant.Variant, roun
 	if o.Ticker != "" {
 		args = append(args, "-ticker", o.Ticker)
 	}
+	if st.warmup > 0 {
+		args = append(args, "-warmup", st.warmup.String())
+	}
 	via, in := inProcess(st.layout)
 	if in {
 		args = append(args, "-outside-mib", strconv.FormatInt(st.sidecar>>20, 10), "-outside-via", via)
@@ -65,7 +68,7 @@ func (r *runner) runOne(ctx context.Context, st setting, v variant.Variant, roun
 	bin := r.bins[v.Name]
 
 	// A generous bound: the heap build under a small quota, the window, the drain.
-	ctx, cancel := context.WithTimeout(ctx, 3*duration+3*time.Minute)
+	ctx, cancel := context.WithTimeout(ctx, 3*duration+st.warmup+3*time.Minute)
 	defer cancel()
 
 	var (
@@ -73,6 +76,7 @@ func (r *runner) runOne(ctx context.Context, st setting, v variant.Variant, roun
 		group   *Group
 		stat0   cgroup.Stats
 		statErr error
+		burst   *sidecar // the burst's co-process, until it is told to grow
 	)
 	if r.host != nil {
 		r.seq++
@@ -92,23 +96,35 @@ func (r *runner) runOne(ctx context.Context, st setting, v variant.Variant, roun
 		if err != nil {
 			return fail(err)
 		}
-		if st.sidecar > 0 && !in {
+		if st.sidecar > 0 && !in || st.burst > 0 {
 			procs := g.Procs
 			if st.layout == LayoutSibling {
 				procs = g.SidecarProcs
 			}
-			sc, err := startSidecar(ctx, self, r.bins[variant.SidecarName], procs, st.sidecar, o.SidecarCache, o.SidecarFreeAfter)
+			sc, err := startSidecar(ctx, self, r.bins[variant.SidecarName], procs, sidecarSpec{size: st.sidecar, cache: o.SidecarCache,
+				freeAfter: o.SidecarFreeAfter, grow: st.burst})
 			if err != nil {
 				return fail(fmt.Errorf("sidecar: %w", err))
 			}
 			defer sc.stop()
+			if st.burst > 0 {
+				burst = sc
+				defer func() {
+					if run.Burst == nil {
+						return // never told to grow
+					}
+					if b, ok := sc.grownLine(5 * time.Second); ok {
+						run.Burst.Grown, run.Burst.GrowMS = true, b.GrowMS
+					}
+				}()
+			}
 			run.Sidecar = &results.Sidecar{RSSBytes: sc.held.RSSBytes}
 			if run.Sidecar.LimitedUsageBytes, err = g.MemoryUsage(); err != nil {
 				return fail(fmt.Errorf("reading the limited cgroup's usage: %w", err))
 			}
 			// The point of the scenario: the limit must account for the
 			// sidecar, hierarchically in the sibling layout.
-			if run.Sidecar.LimitedUsageBytes < sc.held.HeldBytes*9/10 {
+			if st.sidecar > 0 && run.Sidecar.LimitedUsageBytes < sc.held.HeldBytes*9/10 {
 				return fail(fmt.Errorf("the limited cgroup %s accounts %s with the sidecar holding %s: no (hierarchical) accounting of the sidecar",
 					g.MemoryDir, report.MiB(float64(run.Sidecar.LimitedUsageBytes)), report.MiB(float64(sc.held.HeldBytes))))
 			}
@@ -143,6 +159,13 @@ func (r *runner) runOne(ctx context.Context, st setting, v variant.Variant, roun
 		if line, err := results.ParseLine(l); err == nil && line.Progress != nil {
 			last = line.Progress
 			leak.add(*line.Progress)
+			if p := line.Progress; burst != nil && p.Phase == "run" && p.PhaseMS >= float64(burstAt(duration)/time.Millisecond) {
+				if err := burst.grow(); err != nil {
+					r.logf("local: telling the co-process to grow: %v", err)
+				}
+				run.Burst = &results.Burst{AtMS: p.PhaseMS, GOGC: p.GOGC, HeapGoalBytes: p.HeapGoalBytes}
+				burst = nil
+			}
 			return
 		}
 		if s := strings.TrimSpace(string(l)); s != "" {
@@ -195,9 +218,10 @@ func (r *runner) runOne(ctx context.Context, st setting, v variant.Variant, roun
 		if err != nil {
 			r.logf("local: reading OOM kills: %v", err)
 		}
-		if st.sidecar > 0 && !killedBySIGKILL {
-			// In the coprocess layout the counter also counts the sidecar's
-			// kill; the workload was not killed if it exited by itself.
+		if (st.sidecar > 0 || st.burst > 0) && !killedBySIGKILL {
+			// In the coprocess layout and the burst case the counter also
+			// counts the sidecar's kill; the workload was not killed if it
+			// exited by itself.
 			n = 0
 		}
 		run.OOMKills = min(n, 1)

@@ -21,23 +21,35 @@ type sidecar struct {
 	held results.SidecarLine
 	done chan struct{} // closed when the process has exited
 	err  error         // Wait's error, once done
+
+	grown   chan struct{}       // closed when it printed its "grown" line
+	grownAt results.SidecarLine // that line, once grown is closed
+	drained chan struct{}       // closed when its output has been read to the end
+}
+
+// sidecarSpec is what a sidecar does: hold size bytes, keep cache bytes of
+// page cache, free its memory freeAfter after it holds it (0: never), grow
+// by grow bytes when told to (sidecar.grow).
+type sidecarSpec struct {
+	size, cache int64
+	freeAfter   time.Duration
+	grow        int64
 }
 
 // sidecarTimeout bounds the wait for the sidecar to hold its memory.
 const sidecarTimeout = time.Minute
 
-// startSidecar starts the sidecar binary bin holding size bytes in the
-// cgroups whose cgroup.procs files are procs (through the runner's
-// trampoline self), and waits until it holds them; with cache > 0 it also
-// keeps that much page cache, and with freeAfter > 0 it frees its memory
-// that long after.
-func startSidecar(ctx context.Context, self, bin string, procs []string, size, cache int64, freeAfter time.Duration) (*sidecar, error) {
+// startSidecar starts the sidecar binary bin as spec says in the cgroups
+// whose cgroup.procs files are procs (through the runner's trampoline self),
+// and waits until it holds its memory.
+func startSidecar(ctx context.Context, self, bin string, procs []string, spec sidecarSpec) (*sidecar, error) {
 	if bin == "" || len(procs) == 0 {
 		return nil, errors.New("no sidecar binary or no cgroup for it")
 	}
 	files, _ := json.Marshal(procs)
-	cmd := exec.Command(self, bin, "-mib", strconv.FormatInt((size+(1<<20)-1)>>20, 10), "-free-after", freeAfter.String(),
-		"-cache-mib", strconv.FormatInt((cache+(1<<20)-1)>>20, 10))
+	size := spec.size
+	cmd := exec.Command(self, bin, "-mib", mib(size), "-free-after", spec.freeAfter.String(),
+		"-cache-mib", mib(spec.cache), "-grow-mib", mib(spec.grow))
 	cmd.Env = append(cleanEnv(os.Environ()), cgexecEnv+"="+string(files))
 	dieWithParent(cmd)
 	out, err := cmd.StdoutPipe()
@@ -49,7 +61,7 @@ func startSidecar(ctx context.Context, self, bin string, procs []string, size, c
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	s := &sidecar{cmd: cmd, done: make(chan struct{})}
+	s := &sidecar{cmd: cmd, done: make(chan struct{}), grown: make(chan struct{}), drained: make(chan struct{})}
 	lines := make(chan results.SidecarLine, 4)
 	go func() {
 		sc := bufio.NewScanner(out)
@@ -73,8 +85,13 @@ func startSidecar(ctx context.Context, self, bin string, procs []string, size, c
 			}
 			if l.State == "held" {
 				s.held = l
-				go func() { // drain further lines
-					for range lines {
+				go func() { // the further lines: a grown one is kept
+					defer close(s.drained)
+					for l := range lines {
+						if l.State == results.SidecarGrown && s.grownAt.State == "" {
+							s.grownAt = l
+							close(s.grown)
+						}
 					}
 				}()
 				return s, nil
@@ -86,6 +103,33 @@ func startSidecar(ctx context.Context, self, bin string, procs []string, size, c
 			s.stop()
 			return nil, ctx.Err()
 		}
+	}
+}
+
+// mib returns size in MiB, rounded up, for the sidecar's flags.
+func mib(size int64) string { return strconv.FormatInt((size+(1<<20)-1)>>20, 10) }
+
+// grow tells the sidecar to grow by its spec's grow bytes (SIGUSR2).
+func (s *sidecar) grow() error { return s.cmd.Process.Signal(syscall.SIGUSR2) }
+
+// grownLine returns the line the sidecar printed once it had grown, waiting
+// up to wait for it (a growth that the kernel's reclaim slows down may end
+// after the workload), and false when it did not print one: it exited, or
+// it was never told to grow.
+func (s *sidecar) grownLine(wait time.Duration) (results.SidecarLine, bool) {
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-s.grown:
+		return s.grownAt, true
+	case <-s.drained:
+	case <-t.C:
+	}
+	select { // it may have printed the line and exited since
+	case <-s.grown:
+		return s.grownAt, true
+	default:
+		return results.SidecarLine{}, false
 	}
 }
 

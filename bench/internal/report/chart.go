@@ -5,6 +5,7 @@ import (
 	"image/color"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -47,9 +48,10 @@ const legendWidth = 2.4 * vg.Inch
 // WriteChart draws one row per scenario setting: the p99 and p99.9 request
 // latency per variant (medians, with min–max whiskers over the runs) on the
 // left, and on the right the throttled-period ratio (settings with a CPU
-// quota) or the OOM-killed runs (settings without), or p99 against GC CPU
-// (the gc scenario), with the legend in a column of its own on the right,
-// and writes it as a PNG to path.
+// quota) or the OOM-killed runs (settings without); for the gc scenario p99
+// against GC CPU on the left and against peak memory on the right; with the
+// legend in a column of its own on the right, and writes it as a PNG to
+// path.
 func WriteChart(path string, sums []results.Summary) error {
 	settings := results.SortSettings(sums)
 	if len(settings) == 0 {
@@ -57,6 +59,13 @@ func WriteChart(path string, sums []results.Summary) error {
 	}
 	legend := newLegend()
 	plots := make([][]*plot.Plot, len(settings))
+	var gcNames []string // the gc scenario's variants, for their colours
+	for _, s := range sums {
+		if s.Scenario == "gc" && !slices.Contains(gcNames, s.Variant) {
+			gcNames = append(gcNames, s.Variant)
+		}
+	}
+	bars, gcs := false, false // the legend's entries added
 	for i, st := range settings {
 		var group []results.Summary
 		for _, s := range sums {
@@ -64,18 +73,31 @@ func WriteChart(path string, sums []results.Summary) error {
 				group = append(group, s)
 			}
 		}
-		lat, err := latencyPlot(st, group, &legend, i == 0)
+		if st.Scenario == "gc" {
+			// p99 against GC CPU and against peak memory: the two costs.
+			cpu, err := gcPlot(st, gcCPUAxis, group, gcNames, &legend, !gcs)
+			if err != nil {
+				return err
+			}
+			mem, err := gcPlot(st, gcMemoryAxis, group, gcNames, &legend, false)
+			if err != nil {
+				return err
+			}
+			plots[i], gcs = []*plot.Plot{cpu, mem}, true
+			continue
+		}
+		lat, err := latencyPlot(st, group, &legend, !bars)
 		if err != nil {
 			return err
 		}
 		side, err := sidePlot(st, group)
-		if st.Scenario == "gc" {
-			side, err = gcPlot(group, &legend, i == 0)
-		}
 		if err != nil {
 			return err
 		}
-		plots[i] = []*plot.Plot{lat, side}
+		plots[i], bars = []*plot.Plot{lat, side}, true
+	}
+	if gcs && !bars {
+		legend.Add("whiskers: min–max of the runs", whiskerThumb{})
 	}
 	const rowHeight = 3.6 * vg.Inch
 	img := vgimg.New(13*vg.Inch+legendWidth, rowHeight*vg.Length(len(settings)))
@@ -354,12 +376,18 @@ func ShortTitle(st results.Setting) string {
 	if st.SidecarBytes > 0 {
 		parts = append(parts, MiB(float64(st.SidecarBytes))+" sidecar")
 	}
+	if st.BurstBytes > 0 {
+		parts = append(parts, MiB(float64(st.BurstBytes))+" burst")
+	}
 	if len(parts) == 0 {
 		parts = append(parts, "no limits")
 	}
 	name := st.Scenario
 	if st.Layout != "" {
 		name += ", " + st.Layout
+	}
+	if st.WorkloadName != "" {
+		name += ", " + st.WorkloadName
 	}
 	return name + ": " + strings.Join(parts, ", ")
 }

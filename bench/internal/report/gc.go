@@ -2,8 +2,11 @@ package report
 
 import (
 	"fmt"
+	"image/color"
 	"math"
+	"slices"
 	"strconv"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -67,28 +70,104 @@ var gcColumns = []column{
 	{"throttled periods", func(s results.Summary, _ *results.Summary) string {
 		return intOrDash(s.ThrottledPeriods) + " (" + pct(s.ThrottledPeriodsRatio) + ")"
 	}},
-	{"peak memory", func(s results.Summary, _ *results.Summary) string { return MiB(float64(s.MemoryPeakBytes)) }},
-	{"OOM kills", func(s results.Summary, _ *results.Summary) string { return fmt.Sprintf("%d/%d", s.OOMKills, s.Runs) }},
+	{"peak memory", func(s results.Summary, _ *results.Summary) string {
+		return withRange(s, "memory_peak_bytes", s.MemoryPeakBytes, mibOf)
+	}},
+	{"GOGC at end", func(s results.Summary, _ *results.Summary) string { return withRange(s, "gogc", s.GOGC, gogc) }},
+	{"OOM kills", func(s results.Summary, _ *results.Summary) string {
+		out := fmt.Sprintf("%d/%d", s.OOMKills, s.Runs)
+		if s.BurstBytes > 0 || s.SidecarOOMKills > 0 {
+			out += fmt.Sprintf(" (co-process %d/%d)", s.SidecarOOMKills, s.Runs)
+		}
+		return out
+	}},
+	{"heap goal max", func(s results.Summary, _ *results.Summary) string {
+		return withRange(s, "heap_goal_max_bytes", s.HeapGoalMaxBytes, mibOf)
+	}},
+	{"policy ceiling", func(s results.Summary, _ *results.Summary) string {
+		return withRange(s, "gc_ceiling_bytes", s.GCCeilingBytes, mibOf)
+	}},
+	{"policy GOGC", func(s results.Summary, _ *results.Summary) string {
+		return withRange(s, "gc_policy_gogc", s.GCPolicyGOGC, gogc)
+	}},
+	{"policy reason", func(s results.Summary, _ *results.Summary) string {
+		if len(s.GCReasons) == 0 {
+			return "–"
+		}
+		return strings.Join(s.GCReasons, "; ")
+	}},
+	{"burst at", func(s results.Summary, _ *results.Summary) string {
+		if math.IsNaN(float64(s.BurstAtSeconds)) {
+			return "–"
+		}
+		return fmt.Sprintf("%.1f s, GOGC %s, heap goal %s; held in %d/%d", float64(s.BurstAtSeconds), gogc(s.BurstGOGC),
+			MiB(float64(s.BurstHeapGoalBytes)), s.BurstsGrown, s.Runs)
+	}},
 }
 
-// gcPlot draws p99 against GC CPU seconds, a point per variant in a colour
-// of its own, with min–max whiskers both ways; the variants are named in the
-// chart's legend (first: add them), not beside the points, where the labels
-// of close points overlapped.
-func gcPlot(group []results.Summary, legend *plot.Legend, first bool) (*plot.Plot, error) {
+// mibOf is MiB of a median or a bound.
+func mibOf(v results.Float) string { return MiB(float64(v)) }
+
+// gogc formats a GOGC: "off" for -1, "–" for none.
+func gogc(v results.Float) string {
+	switch {
+	case math.IsNaN(float64(v)):
+		return "–"
+	case v < 0:
+		return "off"
+	}
+	return strconv.FormatFloat(float64(v), 'f', 0, 64)
+}
+
+// gcAxis is an X axis of the gc scenario's chart: a figure of a summary,
+// its key in Summary.Range, its scale and label.
+type gcAxis struct {
+	title, label, key string
+	scale             float64
+	get               func(results.Summary) results.Float
+}
+
+// The gc chart's two panels per setting: p99 against GC CPU, and against
+// the limited cgroup's peak memory.
+var (
+	gcCPUAxis = gcAxis{"p99 against GC CPU", "GC CPU in the window, CPU-seconds", "gc_cpu_seconds", 1,
+		func(s results.Summary) results.Float { return s.GCCPUSeconds }}
+	gcMemoryAxis = gcAxis{"p99 against peak memory", "peak memory of the cgroup, MiB", "memory_peak_bytes", 1.0 / (1 << 20),
+		func(s results.Summary) results.Float { return s.MemoryPeakBytes }}
+)
+
+// gcColour returns the colour of variant v in the gc chart: its place among
+// the variants of every setting (names), so that a variant keeps its colour
+// from panel to panel.
+func gcColour(names []string, v string) color.Color {
+	i := slices.Index(names, v)
+	return palette[(i+1)%len(palette)] // palette[0] is the p99 bars' colour
+}
+
+// gcPlot draws p99 against the axis' figure, a point per variant in its
+// colour (gcColour of names), with min–max whiskers both ways; the variants
+// are named in the chart's legend (add: add them), not beside the points,
+// where the labels of close points overlapped. The variants killed in
+// every run have no point: the panel names them.
+func gcPlot(st results.Setting, ax gcAxis, group []results.Summary, names []string, legend *plot.Legend, add bool) (*plot.Plot, error) {
 	p := plot.New()
-	p.Title.Text = "p99 against GC CPU (medians, min–max)"
-	p.X.Label.Text = "GC CPU in the window, CPU-seconds"
+	p.Title.Text = ShortTitle(st) + "\n" + ax.title + " (medians, min–max)"
+	p.X.Label.Text = ax.label
 	p.Y.Label.Text = "p99, ms"
 	p.Add(plotter.NewGrid())
 	xmax, ymax := 0.0, 0.0
-	for i, s := range group {
-		x, y := float64(s.GCCPUSeconds), float64(s.LatencyP99MS)
+	var killed []string
+	for _, s := range group {
+		if s.AllKilled() {
+			killed = append(killed, s.Variant)
+		}
+		x, y := float64(ax.get(s))*ax.scale, float64(s.LatencyP99MS)
 		if math.IsNaN(x) || math.IsNaN(y) {
 			continue
 		}
-		c := palette[(i+1)%len(palette)] // palette[0] is the p99 bars' colour
-		xlo, xhi := spread(s, "gc_cpu_seconds", s.GCCPUSeconds)
+		c := gcColour(names, s.Variant)
+		xlo, xhi := spread(s, ax.key, ax.get(s))
+		xlo, xhi = xlo*ax.scale, xhi*ax.scale
 		ylo, yhi := spread(s, "latency_p99_ms", s.LatencyP99MS)
 		pt := plotter.XYs{{X: x, Y: y}}
 		sc, err := plotter.NewScatter(pt)
@@ -108,14 +187,55 @@ func gcPlot(group []results.Summary, legend *plot.Legend, first bool) (*plot.Plo
 		}
 		xe.Color, ye.Color = c, c
 		p.Add(xe, ye, sc)
-		if first {
-			legend.Add(s.Variant, sc)
-		}
 		xmax, ymax = max(xmax, xhi), max(ymax, yhi)
 	}
+	if add {
+		for _, v := range names {
+			sc, err := plotter.NewScatter(plotter.XYs{{}})
+			if err != nil {
+				return nil, err
+			}
+			sc.GlyphStyle.Color, sc.GlyphStyle.Radius, sc.GlyphStyle.Shape = gcColour(names, v), vg.Points(5), draw.CircleGlyph{}
+			legend.Add(v, sc)
+		}
+	}
 	p.X.Min, p.Y.Min = 0, 0
-	p.X.Max, p.Y.Max = max(xmax*1.08, 1), max(ymax*1.08, 1)
+	p.X.Max, p.Y.Max = xmax*1.08, ymax*1.08
+	if len(killed) > 0 {
+		p.Y.Max = ymax * 1.2 // room for the line that names them
+	}
+	if !(p.X.Max > 0) {
+		p.X.Max = 1
+	}
+	if !(p.Y.Max > 0) {
+		p.Y.Max = 1
+	}
+	p.X.Tick.Marker, p.Y.Tick.Marker = plainTicks{}, plainTicks{}
+	if len(killed) > 0 {
+		l, err := plotter.NewLabels(plotter.XYLabels{XYs: []plotter.XY{{X: p.X.Max * 0.02, Y: p.Y.Max * 0.97}},
+			Labels: []string{"OOM-killed in every run: " + strings.Join(killed, ", ")}})
+		if err != nil {
+			return nil, err
+		}
+		l.TextStyle[0].Color = killColour
+		l.TextStyle[0].YAlign = draw.YTop
+		p.Add(l)
+	}
 	return p, nil
+}
+
+// plainTicks are gonum's default ticks with their labels in the fewest
+// digits: 250, not 250.00.
+type plainTicks struct{}
+
+func (plainTicks) Ticks(lo, hi float64) []plot.Tick {
+	ts := plot.DefaultTicks{}.Ticks(lo, hi)
+	for i := range ts {
+		if ts[i].Label != "" {
+			ts[i].Label = strconv.FormatFloat(ts[i].Value, 'f', -1, 64)
+		}
+	}
+	return ts
 }
 
 // errPoint is one point with min–max ranges on both axes.

@@ -320,10 +320,20 @@ func SettingTitle(st results.Setting) string {
 	case st.SidecarBytes > 0:
 		m += " shared with a " + MiB(float64(st.SidecarBytes)) + " sidecar in the same cgroup (" + st.Layout + ")"
 	}
-	if st.Load > 0 {
-		return fmt.Sprintf("%s: %s, load %s, %s", st.Scenario, q, strconv.FormatFloat(st.Load, 'f', -1, 64), m)
+	if st.BurstBytes > 0 {
+		m += ", burst: a co-process grows by " + MiB(float64(st.BurstBytes))
+		if st.MemoryBytes > 0 {
+			m += " (" + strconv.FormatFloat(math.Round(100*float64(st.BurstBytes)/float64(st.MemoryBytes)), 'f', -1, 64) + " %)"
+		}
 	}
-	return fmt.Sprintf("%s: %s, %s", st.Scenario, q, m)
+	name := st.Scenario
+	if st.WorkloadName != "" {
+		name += ", " + st.WorkloadName
+	}
+	if st.Load > 0 {
+		return fmt.Sprintf("%s: %s, load %s, %s", name, q, strconv.FormatFloat(st.Load, 'f', -1, 64), m)
+	}
+	return fmt.Sprintf("%s: %s, %s", name, q, m)
 }
 
 // memoryEventsColumn shows the limited cgroup's memory events, where a
@@ -383,7 +393,7 @@ func mainHeads(st results.Setting) []string {
 	case st.Scenario == "leak":
 		return []string{"variant", "GOMEMLIMIT", "GOMEMLIMIT bound at", "GOMEMLIMIT raised at", "then lasted", "ended by", "GC CPU in window", "brown-out"}
 	case st.Scenario == "gc":
-		return []string{"variant", "p99 ms", "p99 vs " + gcBase, "GC cycles", "GC CPU s", "GC CPU vs " + gcBase, "peak memory", "OOM kills"}
+		return []string{"variant", "p99 ms", "p99 vs " + gcBase, "GC CPU s", "GC CPU vs " + gcBase, "peak memory", "GOGC at end", "OOM kills"}
 	case st.CPUs > 0 && st.MemoryBytes > 0:
 		return []string{"variant", "GOMAXPROCS", "GOMEMLIMIT", "p99 ms", "p99 vs runtime", "GC CPU", "throttled periods", "OOM kills"}
 	case st.CPUs > 0:
@@ -595,7 +605,7 @@ var columnNotes = []struct {
 	{[]string{"throttled periods"}, "Throttled periods are nr_throttled / nr_periods of the quota cgroup's cpu.stat over the measured window."},
 	{[]string{"CPU s"}, "CPU s is the process's user+system CPU time, setup included."},
 	{[]string{"memory events"}, "Memory events are the counters of the cgroup that carries the memory limit, summed over the runs (v1: memory.failcnt and memory.memsw.failcnt, and oom_kill and under_oom of memory.oom_control, where oom_kill counts only kills in that very cgroup; v2: memory.events)."},
-	{[]string{"GC CPU s"}, "In the gc scenario, the ratios are to fitgo's default; GC cycles and GC CPU cover the measured window; GC CPU s is `/cpu/classes/gc/total`, \"w/o idle mark\" less `/cpu/classes/gc/mark/idle` (idle marking burns the quota too); the GC share of CPU is over the CPU the process used (`/cpu/classes/total` less `/cpu/classes/idle`); peak memory is the limited cgroup's (v1 memory.max_usage_in_bytes, v2 memory.peak); the chart plots p99 against GC CPU s."},
+	{[]string{"GC CPU s"}, "In the gc scenario, the ratios are to fitgo's default; GC cycles and GC CPU cover the measured window; GC CPU s is `/cpu/classes/gc/total`, \"w/o idle mark\" less `/cpu/classes/gc/mark/idle` (idle marking burns the quota too); the GC share of CPU is over the CPU the process used (`/cpu/classes/total` less `/cpu/classes/idle`); peak memory is the limited cgroup's (v1 memory.max_usage_in_bytes, v2 memory.peak), the co-process's included; GOGC at end is `/gc/gogc:percent` at the end of the window, heap goal max the largest `/gc/heap/goal:bytes` in it (sampled every 10 ms); the policy's ceiling, GOGC and reason are fitgo's `memlimit` Status (`Result.GC`) read by the workload at the end of the window, where the policy is on; \"burst at\" is the window age when the co-process was told to grow, the GOGC and heap goal then, and the runs where it held its growth; the chart plots p99 against GC CPU s and against peak memory."},
 	{[]string{"GOMEMLIMIT bound at"}, "In the leak scenario, \"GOMEMLIMIT bound at\" is the process's age when GOMEMLIMIT first set the heap goal (below GOGC's), \"GOMEMLIMIT raised at\" when it first rose above its value at the start (fitgo's leak guard), \"then lasted\" the time from there to the kill or the end of the run; GC CPU, p99 and requests \"in the window\" cover that time up to the last progress line (at most 1 s before the end); \"brown-out\" is the time in it with the GC above half of the CPU."},
 	{[]string{"CPU pressure", "memory pressure"}, "CPU and memory pressure, where the kernel has pressure stall information for the cgroup (cgroup v2), are the share of the window in which some task waited for the CPU or for memory (the some totals of `cpu.pressure` and `memory.pressure`)."},
 }
@@ -625,6 +635,12 @@ func BenchText(w io.Writer, meta Meta, runs []results.Run) error {
 		layout := ""
 		if r.Layout != "" {
 			layout = fmt.Sprintf("/layout=%s/sidecar=%dMi", r.Layout, r.SidecarBytes>>20)
+		}
+		if f := strings.Fields(r.WorkloadName); len(f) > 0 {
+			layout += "/workload=" + f[0] // heavy, light: a name has no spaces
+		}
+		if r.BurstBytes > 0 {
+			layout += fmt.Sprintf("/burst=%dMi", (r.BurstBytes+1<<19)>>20) // rounded, as MiB
 		}
 		fmt.Fprintf(bw, "%s/scenario=%s/cpus=%s/mem=%s%s/variant=%s", name, r.Scenario,
 			strconv.FormatFloat(r.CPUs, 'f', -1, 64), mem, layout, r.Variant)

@@ -206,8 +206,16 @@ func gcVerdict(st results.Setting, group []results.Summary) string {
 	if lat != "" {
 		parts = append(parts, "its p99 was "+lat)
 	}
-	return fmt.Sprintf("At %s CPU in %s the GC policy (fitgo-gc) %s; OOM-killed %d/%d times.",
-		strconv.FormatFloat(st.CPUs, 'f', -1, 64), MiB(float64(st.MemoryBytes)), strings.Join(parts, "; "), g.OOMKills, g.Runs)
+	where := fmt.Sprintf("At %s CPU in %s", strconv.FormatFloat(st.CPUs, 'f', -1, 64), MiB(float64(st.MemoryBytes)))
+	if st.WorkloadName != "" {
+		where += ", " + st.WorkloadName
+	}
+	kills := fmt.Sprintf("OOM-killed %d/%d times", g.OOMKills, g.Runs)
+	if st.BurstBytes > 0 {
+		where += ", with a co-process growing by " + MiB(float64(st.BurstBytes))
+		kills += fmt.Sprintf(", its co-process %d/%d times (fitgo's default: %d/%d and %d/%d)", g.SidecarOOMKills, g.Runs, f.OOMKills, f.Runs, f.SidecarOOMKills, f.Runs)
+	}
+	return fmt.Sprintf("%s the GC policy (fitgo-gc) %s; %s.", where, strings.Join(parts, "; "), kills)
 }
 
 // WriteVerdict writes the verdict as text, one wrapped paragraph per

@@ -21,18 +21,24 @@ const (
 )
 
 // SidecarLine is a line the sidecar prints on stdout: State "held" once it
-// holds HeldBytes resident, "freed" after it returned them. State "killed" is
+// holds HeldBytes resident, "freed" after it returned them, "grown" once it
+// holds HeldBytes after a burst (-grow-mib), which took GrowMS. State "killed" is
 // printed by the co-process launcher (bench/cmd/coprocess) when the sidecar
 // it runs was killed by a SIGKILL it did not send: the OOM killer's.
 type SidecarLine struct {
-	Type      string `json:"type"` // TypeSidecar
-	State     string `json:"state"`
-	HeldBytes int64  `json:"held_bytes"`
-	RSSBytes  int64  `json:"rss_bytes"`
+	Type      string  `json:"type"` // TypeSidecar
+	State     string  `json:"state"`
+	HeldBytes int64   `json:"held_bytes"`
+	RSSBytes  int64   `json:"rss_bytes"`
+	GrowMS    float64 `json:"grow_ms,omitempty"`
 }
 
-// SidecarKilled is the State of the line that says the sidecar was killed.
-const SidecarKilled = "killed"
+// SidecarKilled is the State of the line that says the sidecar was killed;
+// SidecarGrown of the line that says it grew by its burst.
+const (
+	SidecarKilled = "killed"
+	SidecarGrown  = "grown"
+)
 
 // ParseSidecarLine decodes a line of the sidecar's output.
 func ParseSidecarLine(b []byte) (SidecarLine, error) {
@@ -40,7 +46,7 @@ func ParseSidecarLine(b []byte) (SidecarLine, error) {
 	if err := json.Unmarshal(bytes.TrimSpace(b), &l); err != nil {
 		return l, fmt.Errorf("not a sidecar line: %w", err)
 	}
-	if l.Type != TypeSidecar || (l.State != "held" && l.State != "freed" && l.State != SidecarKilled) {
+	if l.Type != TypeSidecar || (l.State != "held" && l.State != "freed" && l.State != SidecarGrown && l.State != SidecarKilled) {
 		return l, fmt.Errorf("not a sidecar line: type %q, state %q", l.Type, l.State)
 	}
 	return l, nil
@@ -67,8 +73,9 @@ type Workload struct {
 	// completion of the last one.
 	DurationMS float64 `json:"duration_ms"`
 	// SetupMS is the time from process start to the start of measurement
-	// (building the live heap).
-	SetupMS float64 `json:"setup_ms"`
+	// (building the live heap, and the warm-up); WarmupMS the warm-up's part.
+	SetupMS  float64 `json:"setup_ms"`
+	WarmupMS float64 `json:"warmup_ms,omitempty"`
 
 	// Requests is the number of requests completed; RequestsScheduled the number
 	// whose scheduled time fell in the window (all of them complete unless the
@@ -106,6 +113,14 @@ type Workload struct {
 	PeakRSSBytes int64 `json:"peak_rss_bytes"`
 	// HeapLiveBytes is /gc/heap/live:bytes at the end.
 	HeapLiveBytes int64 `json:"heap_live_bytes"`
+	// GOGC is /gc/gogc:percent at the end of the window, -1 for off;
+	// HeapGoalMaxBytes the largest /gc/heap/goal:bytes seen in the window
+	// (sampled every 10 ms).
+	GOGC             int   `json:"gogc"`
+	HeapGoalMaxBytes int64 `json:"heap_goal_max_bytes"`
+	// GCPolicy is the fitting library's GC policy as the workload read it at
+	// the end of the window; nil for the variants without one.
+	GCPolicy *GCPolicy `json:"gc_policy,omitempty"`
 
 	// CPUStat is the delta of cpu.stat of the process's effective CPU cgroup over
 	// the window, read with fitgo's cgroup package; nil when it could not be read
@@ -117,6 +132,17 @@ type Workload struct {
 	Pressure *Pressure `json:"pressure,omitempty"`
 }
 
+// GCPolicy is fitgo's GC policy (memlimit.Result.GC from Status): On when
+// asked for, GOGC the value in force, Base the program's, CeilingBytes the
+// heap it aims at (0: none) and Reason why.
+type GCPolicy struct {
+	On           bool   `json:"on"`
+	GOGC         int    `json:"gogc"`
+	Base         int    `json:"base"`
+	CeilingBytes int64  `json:"ceiling_bytes"`
+	Reason       string `json:"reason,omitempty"`
+}
+
 // Config is the workload's configuration, echoed in its output.
 type Config struct {
 	HeapMiB         float64 `json:"heap_mib"`
@@ -125,6 +151,7 @@ type Config struct {
 	WorkIterations  int     `json:"work_iterations"`
 	WorkMicros      float64 `json:"work_us"` // the target the iterations were calibrated for
 	DurationSeconds float64 `json:"duration_s"`
+	WarmupSeconds   float64 `json:"warmup_s,omitempty"`
 	// Ticker is how the request generator woke up: "netpoll" or "sleep".
 	Ticker string `json:"ticker"`
 }
@@ -158,10 +185,12 @@ type Progress struct {
 	Type      string  `json:"type"` // TypeProgress
 	Variant   string  `json:"variant"`
 	ElapsedMS float64 `json:"elapsed_ms"` // since process start
-	// Phase is "setup" while the live heap is built, then "run".
-	Phase      string `json:"phase"`
-	GOMAXPROCS int    `json:"gomaxprocs"`
-	GOMEMLIMIT int64  `json:"gomemlimit"`
+	// Phase is "setup" while the live heap is built, "warmup" during the
+	// warm-up, then "run"; PhaseMS is the time since the phase began.
+	Phase      string  `json:"phase"`
+	PhaseMS    float64 `json:"phase_ms,omitempty"`
+	GOMAXPROCS int     `json:"gomaxprocs"`
+	GOMEMLIMIT int64   `json:"gomemlimit"`
 	// Requests completed so far in the run phase.
 	Requests      uint64 `json:"requests"`
 	GCCycles      uint64 `json:"gc_cycles"` // since process start
@@ -171,6 +200,7 @@ type Progress struct {
 	// /cpu/classes/gc/total:cpu-seconds and /cpu/classes/total:cpu-seconds
 	// since process start (updated by the runtime at the end of each GC cycle).
 	HeapGoalBytes int64   `json:"heap_goal_bytes,omitempty"`
+	GOGC          int     `json:"gogc,omitempty"`
 	GCCPUSeconds  float64 `json:"gc_cpu_seconds,omitempty"`
 	CPUSeconds    float64 `json:"cpu_seconds,omitempty"`
 	// LimitBound is true when GOMEMLIMIT, not GOGC, set the heap goal at this
@@ -271,6 +301,11 @@ type Run struct {
 	// memory it holds.
 	Layout       string `json:"layout,omitempty"`
 	SidecarBytes int64  `json:"sidecar_bytes,omitempty"`
+	// WorkloadName names the gc scenario's workloads (e.g. "heavy (100 MiB
+	// live, 100 MiB/s)"); BurstBytes is its burst case's growth of a
+	// co-process in the limited cgroup (0: none).
+	WorkloadName string `json:"workload_name,omitempty"`
+	BurstBytes   int64  `json:"burst_bytes,omitempty"`
 	// Round is the 1-based round of the interleaved schedule.
 	Round int `json:"round"`
 
@@ -298,8 +333,11 @@ type Run struct {
 	// MemoryPeakBytes is the limited cgroup's peak usage (v1
 	// memory.max_usage_in_bytes, v2 memory.peak where the kernel has it).
 	MemoryPeakBytes int64 `json:"memory_peak_bytes,omitempty"`
-	// Sidecar is what the runner saw of the shared scenario's sidecar.
+	// Sidecar is what the runner saw of the shared scenario's sidecar, or
+	// of the gc scenario's burst co-process.
 	Sidecar *Sidecar `json:"sidecar,omitempty"`
+	// Burst is what the runner saw of the burst (BurstBytes > 0).
+	Burst *Burst `json:"burst,omitempty"`
 	// Leak is the limit window of the leak scenario (and of any run whose
 	// heap reached GOMEMLIMIT), from the workload's progress lines.
 	Leak *LeakWindow `json:"leak,omitempty"`
@@ -334,6 +372,18 @@ type Sidecar struct {
 	LimitedUsageBytes int64 `json:"limited_usage_bytes"`
 	// OOMKilled is true when the sidecar, not the workload, was killed.
 	OOMKilled bool `json:"oom_killed,omitempty"`
+}
+
+// Burst is the gc scenario's burst as the runner saw it: the co-process was
+// told to grow at the workload's window age AtMS, when its last progress line
+// said GOGC and HeapGoalBytes; it held the burst after GrowMS (Grown false:
+// it never said so, killed first or the run ended).
+type Burst struct {
+	AtMS          float64 `json:"at_ms"`
+	GOGC          int     `json:"gogc"`
+	HeapGoalBytes int64   `json:"heap_goal_bytes"`
+	Grown         bool    `json:"grown"`
+	GrowMS        float64 `json:"grow_ms,omitempty"`
 }
 
 // LeakWindow is a run's time at GOMEMLIMIT, from its progress lines.

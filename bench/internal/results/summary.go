@@ -21,6 +21,10 @@ type Summary struct {
 	// Layout and SidecarBytes: the shared scenario's sidecar (Run.Layout).
 	Layout       string `json:"layout,omitempty"`
 	SidecarBytes int64  `json:"sidecar_bytes,omitempty"`
+	// WorkloadName and BurstBytes: the gc scenario's workload and burst
+	// (Run.WorkloadName).
+	WorkloadName string `json:"workload_name,omitempty"`
+	BurstBytes   int64  `json:"burst_bytes,omitempty"`
 	// Runs is the number of runs; CompletedRuns those that printed a result.
 	Runs          int `json:"runs"`
 	CompletedRuns int `json:"completed_runs"`
@@ -48,6 +52,22 @@ type Summary struct {
 	GCCPUNoIdleSeconds Float `json:"gc_cpu_noidle_seconds"`
 	GCShare            Float `json:"gc_share"`
 	GCShareNoIdle      Float `json:"gc_share_noidle"`
+	// GOGC is the GOGC at the end of the window (-1: off), HeapGoalMaxBytes
+	// the largest heap goal in it (Workload.GOGC, HeapGoalMaxBytes).
+	GOGC             Float `json:"gogc"`
+	HeapGoalMaxBytes Float `json:"heap_goal_max_bytes"`
+	// GCCeilingBytes and GCPolicyGOGC are fitgo's GC policy at the end of
+	// the window (Workload.GCPolicy), over the runs where it was on;
+	// GCReasons its reasons there, each once, in order of first appearance.
+	GCCeilingBytes Float    `json:"gc_ceiling_bytes"`
+	GCPolicyGOGC   Float    `json:"gc_policy_gogc"`
+	GCReasons      []string `json:"gc_reasons,omitempty"`
+	// The burst (Run.Burst): the window age when it began (s), the GOGC
+	// and heap goal then, and the runs whose co-process held it.
+	BurstAtSeconds     Float `json:"burst_at_s"`
+	BurstGOGC          Float `json:"burst_gogc"`
+	BurstHeapGoalBytes Float `json:"burst_heap_goal_bytes"`
+	BurstsGrown        int   `json:"bursts_grown,omitempty"`
 	// ThrottledPeriods is the count of throttled CFS periods in the window.
 	ThrottledPeriods Float `json:"throttled_periods"`
 	// MemoryPeakBytes is the limited cgroup's peak usage (Run.MemoryPeakBytes).
@@ -121,16 +141,18 @@ type Setting struct {
 	Load         float64
 	Layout       string
 	SidecarBytes int64
+	WorkloadName string
+	BurstBytes   int64
 }
 
 // Setting returns the scenario setting of s.
 func (s Summary) Setting() Setting {
-	return Setting{s.Scenario, s.CPUs, s.MemoryBytes, s.Load, s.Layout, s.SidecarBytes}
+	return Setting{s.Scenario, s.CPUs, s.MemoryBytes, s.Load, s.Layout, s.SidecarBytes, s.WorkloadName, s.BurstBytes}
 }
 
 // Setting returns the scenario setting of r.
 func (r Run) Setting() Setting {
-	return Setting{r.Scenario, r.CPUs, r.MemoryBytes, r.Load, r.Layout, r.SidecarBytes}
+	return Setting{r.Scenario, r.CPUs, r.MemoryBytes, r.Load, r.Layout, r.SidecarBytes, r.WorkloadName, r.BurstBytes}
 }
 
 // Summarize groups runs by scenario setting and variant, in order of first
@@ -256,6 +278,18 @@ var metrics = []metric{
 		}
 		return float64(w.Requests) / (w.DurationMS / 1000)
 	}), func(s *Summary, v Float) { s.RequestsPerSec = v }},
+	{"gogc", fromWorkload(func(w *Workload) float64 { return float64(w.GOGC) }), func(s *Summary, v Float) { s.GOGC = v }},
+	{"heap_goal_max_bytes", fromWorkload(func(w *Workload) float64 {
+		if w.HeapGoalMaxBytes <= 0 {
+			return math.NaN()
+		}
+		return float64(w.HeapGoalMaxBytes)
+	}), func(s *Summary, v Float) { s.HeapGoalMaxBytes = v }},
+	{"gc_ceiling_bytes", fromPolicy(func(p *GCPolicy) float64 { return float64(p.CeilingBytes) }), func(s *Summary, v Float) { s.GCCeilingBytes = v }},
+	{"gc_policy_gogc", fromPolicy(func(p *GCPolicy) float64 { return float64(p.GOGC) }), func(s *Summary, v Float) { s.GCPolicyGOGC = v }},
+	{"burst_at_s", fromBurst(func(b *Burst) float64 { return b.AtMS / 1000 }), func(s *Summary, v Float) { s.BurstAtSeconds = v }},
+	{"burst_gogc", fromBurst(func(b *Burst) float64 { return float64(b.GOGC) }), func(s *Summary, v Float) { s.BurstGOGC = v }},
+	{"burst_heap_goal_bytes", fromBurst(func(b *Burst) float64 { return float64(b.HeapGoalBytes) }), func(s *Summary, v Float) { s.BurstHeapGoalBytes = v }},
 	{"peak_rss_bytes", fromWorkload(func(w *Workload) float64 { return float64(w.PeakRSSBytes) }), func(s *Summary, v Float) { s.PeakRSSBytes = v }},
 	{"limited_usage_bytes", func(r Run) float64 {
 		if r.Sidecar == nil || r.Sidecar.LimitedUsageBytes <= 0 {
@@ -281,6 +315,27 @@ var metrics = []metric{
 		}
 		return r.CPUSeconds
 	}, func(s *Summary, v Float) { s.CPUSeconds = v }},
+}
+
+// fromPolicy reads fitgo's GC policy of a run where it was on; NaN for the
+// others.
+func fromPolicy(f func(*GCPolicy) float64) func(Run) float64 {
+	return fromWorkload(func(w *Workload) float64 {
+		if w.GCPolicy == nil || !w.GCPolicy.On {
+			return math.NaN()
+		}
+		return f(w.GCPolicy)
+	})
+}
+
+// fromBurst reads the burst of a run whose co-process was told to grow.
+func fromBurst(f func(*Burst) float64) func(Run) float64 {
+	return func(r Run) float64 {
+		if r.Burst == nil {
+			return math.NaN()
+		}
+		return f(r.Burst)
+	}
 }
 
 // ratio is a / b, NaN when b is not positive.
@@ -346,6 +401,8 @@ func summarize(runs []Run) Summary {
 		Load:         first.Load,
 		Layout:       first.Layout,
 		SidecarBytes: first.SidecarBytes,
+		WorkloadName: first.WorkloadName,
+		BurstBytes:   first.BurstBytes,
 		Runs:         len(runs),
 		Range:        map[string][2]Float{},
 	}
@@ -366,6 +423,12 @@ func summarize(runs []Run) Summary {
 		}
 		if r.Sidecar != nil && r.Sidecar.OOMKilled {
 			s.SidecarOOMKills++
+		}
+		if r.Burst != nil && r.Burst.Grown {
+			s.BurstsGrown++
+		}
+		if w := r.Workload; w != nil && w.GCPolicy != nil && w.GCPolicy.On && w.GCPolicy.Reason != "" && !slices.Contains(s.GCReasons, w.GCPolicy.Reason) {
+			s.GCReasons = append(s.GCReasons, w.GCPolicy.Reason)
 		}
 		for k, v := range r.MemoryEvents {
 			if s.MemoryEvents == nil {
@@ -389,7 +452,7 @@ func summarize(runs []Run) Summary {
 }
 
 // SortSettings returns the distinct settings of the summaries, sorted by
-// scenario, load, CPUs and memory.
+// scenario, load, burst (none first), workload, CPUs and memory.
 func SortSettings(sums []Summary) []Setting {
 	var out []Setting
 	for _, s := range sums {
@@ -398,8 +461,8 @@ func SortSettings(sums []Summary) []Setting {
 		}
 	}
 	slices.SortStableFunc(out, func(a, b Setting) int {
-		return cmp.Or(cmp.Compare(a.Scenario, b.Scenario), cmp.Compare(a.Load, b.Load), cmp.Compare(a.CPUs, b.CPUs), cmp.Compare(a.MemoryBytes, b.MemoryBytes),
-			cmp.Compare(a.SidecarBytes, b.SidecarBytes), cmp.Compare(a.Layout, b.Layout))
+		return cmp.Or(cmp.Compare(a.Scenario, b.Scenario), cmp.Compare(a.Load, b.Load), cmp.Compare(a.BurstBytes, b.BurstBytes), cmp.Compare(a.WorkloadName, b.WorkloadName),
+			cmp.Compare(a.CPUs, b.CPUs), cmp.Compare(a.MemoryBytes, b.MemoryBytes), cmp.Compare(a.SidecarBytes, b.SidecarBytes), cmp.Compare(a.Layout, b.Layout))
 	})
 	return out
 }
