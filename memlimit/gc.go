@@ -48,6 +48,9 @@ const (
 	// gcTarget is the GC's share of the CPU the policy aims at (docs/gc.md:
 	// chosen by a sweep of live heaps and allocation rates).
 	gcTarget = 0.02
+	// gcWindow is the least CPU time, in seconds, a measure of the GC's
+	// cost spans.
+	gcWindow = 1.0
 	// heapMinimum is the runtime's least heap goal at GOGC=100; it scales
 	// with GOGC, and bounds the value for a tiny live heap.
 	heapMinimum = 4 << 20
@@ -187,13 +190,18 @@ func (f *Fit) tuneGC(now time.Time, following bool, want int64, has bool, l memL
 	}
 }
 
-// measure takes the GC's cost from a reading r: when a GC ended since the
-// last reading, or since the start for the first (the runtime updates its
-// CPU metrics at each GC), the share of the CPU the GC took in between
-// times the growth in force now, averaged with the earlier cost.
+// measure takes the GC's cost from a reading r: when GCs ended over at least
+// gcWindow of CPU since the last measure, or since the start for the first
+// (the runtime updates its CPU metrics at each GC), the share of the CPU the GC took in between
+// times the growth in force now (GOGC/100, or less where GOMEMLIMIT bounds
+// the goal), averaged with the earlier cost.
 func (p *gcPolicy) measure(r gcReading) {
-	if d := r.cpu - p.cpu; d > 0 && r.live > 0 && r.goal > r.live {
-		c := (r.gcCPU - p.gcCPU) / d * float64(r.goal-r.live) / float64(r.live+r.stacks+r.globals)
+	d := r.cpu - p.cpu
+	if d < gcWindow {
+		return // too short: a cycle that ran at start-up, forced or not, is not the cost of the allocation
+	}
+	if r.live > 0 && r.goal > r.live {
+		c := (r.gcCPU - p.gcCPU) / d * float64(r.goal-r.live) / float64(max(r.live+r.stacks+r.globals, heapMinimum-min(r.live, heapMinimum)))
 		if p.cost > 0 {
 			c = (p.cost + c) / 2
 		}
