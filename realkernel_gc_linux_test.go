@@ -15,10 +15,11 @@ import (
 )
 
 // TestRealKernelV1GCPolicy: a blank-import program with FITGO=gc=auto,
-// alone under a 1 GiB v1 limit, raises GOGC after a GC cycle, aiming the
-// heap at 0.7 × 1 GiB. The limit resized to 128 MiB under it brings
-// GOMEMLIMIT down to 0.9 × 128 MiB and GOGC with it, to a heap ceiling of
-// 0.7 × 128 MiB, and the runtime's heap goal within it. Then the program sets GOGC itself: fitgo hands GOGC over
+// alone under a 1 GiB v1 limit, idle after a GC cycle: the GC is cheap and
+// GOGC stays 100. It churns garbage over a 50 MiB live heap: GOGC is raised,
+// with the heap goal under the ceiling, 0.7 × 1 GiB. The limit resized to
+// one whose ceiling is below that goal brings GOMEMLIMIT down and GOGC with
+// it, and the runtime's heap goal within the new ceiling. Then the program sets GOGC itself: fitgo hands GOGC over
 // and, at the resize back to 1 GiB, moves GOMEMLIMIT and not GOGC. The waits
 // only cap a hung program.
 func TestRealKernelV1GCPolicy(t *testing.T) {
@@ -34,19 +35,29 @@ func TestRealKernelV1GCPolicy(t *testing.T) {
 
 	c.Send(t, "gc") // a first cycle: the policy needs a live heap
 	ceiling := func(lim int64) int64 { return int64(0.7 * float64(lim)) }
+	c.Send(t, "report 1000")
+	idle, _ := c.WaitFor(t, time.Now(), 60*time.Second, func(s testprog.State) bool { return s.Report })
+	assert.Equal(t, 100, idle.GOGC, "%s", idle.GCReason)
+
+	c.Send(t, "heap 50")
+	c.Send(t, "churn")
 	raised, _ := c.WaitFor(t, time.Now(), 60*time.Second, func(s testprog.State) bool {
-		return s.GOGC > 100 && s.GCCeiling == ceiling(1024*mib)
+		return s.GOGC > 200 && s.GCCeiling == ceiling(1024*mib)
 	})
 	t.Logf("1 GiB: GOGC %d, heap goal %d, %s", raised.GOGC, raised.HeapGoal, raised.GCReason)
 	assert.LessOrEqual(t, int64(raised.HeapGoal), raised.GCCeiling)
 
-	cgv1.SetMemory(t, cg.MemChild, 128*mib)
+	// A limit the memory in use fits under, whose ceiling is below the heap
+	// goal: 1.25 × the goal and 32 MiB, rounded to MiB (a raise to GOGC 200
+	// and more puts the goal above 179 MiB).
+	lim := (int64(raised.HeapGoal)*5/4 + 32*mib) &^ (mib - 1)
+	cgv1.SetMemory(t, cg.MemChild, lim)
 	low, _ := c.WaitFor(t, time.Now(), 60*time.Second, func(s testprog.State) bool {
-		return s.GOMEMLIMIT == 128*mib*9/10 && s.GCCeiling == ceiling(128*mib)
+		return s.GOMEMLIMIT == lim*9/10 && s.GCCeiling == ceiling(lim)
 	})
-	t.Logf("128 MiB: GOGC %d, heap goal %d, %s", low.GOGC, low.HeapGoal, low.GCReason)
+	t.Logf("%d MiB: GOGC %d, heap goal %d, %s", lim/mib, low.GOGC, low.HeapGoal, low.GCReason)
 	assert.LessOrEqual(t, int64(low.HeapGoal), low.GCCeiling, "the runtime's goal within the new ceiling")
-	assert.Less(t, low.GOGC, raised.GOGC/4, "the room given back")
+	assert.Less(t, low.GOGC, raised.GOGC, "the room given back")
 	assert.Less(t, low.GCCeiling, low.GOMEMLIMIT)
 
 	c.Send(t, "setgogc 300")
@@ -63,11 +74,12 @@ func TestRealKernelV1GCPolicy(t *testing.T) {
 }
 
 // TestRealKernelV1GCPolicyMaxGOGC: FITGO_MEMORY_LIMIT=200T with no cgroup
-// limit, and a live heap under 4 MiB: the policy's formula gives GOGC
-// 3,337,859,980, which the runtime would wrap to off. GOGC is held at
-// 100,000, later readings see it as fitgo's own, and Undo gives back 100 and
-// no memory limit. The waits only cap a hung program; the report's second
-// only lets about ten readings pass.
+// limit, a live heap under 4 MiB and garbage churned: the ceiling's formula
+// gives GOGC 3,337,859,980, which the runtime would wrap to off. GOGC is the
+// CPU target's, a valid value (at most 100,000, TestGCPolicyMaxGOGC), later
+// readings see it as fitgo's own, and Undo gives back 100 and no memory
+// limit. The waits only cap a hung program; the report's second only lets
+// about ten readings pass.
 func TestRealKernelV1GCPolicyMaxGOGC(t *testing.T) {
 	cgv1.Require(t)
 	prog := cgv1.Build(t, "./internal/rig/testprog/blank")
@@ -78,15 +90,17 @@ func TestRealKernelV1GCPolicyMaxGOGC(t *testing.T) {
 	require.Contains(t, first.MemLimit, "from $FITGO_MEMORY_LIMIT")
 	require.Equal(t, 100, first.GOGC)
 
-	c.Send(t, "gc")
+	c.Send(t, "churn")
 	raised, _ := c.WaitFor(t, time.Now(), 60*time.Second, func(s testprog.State) bool { return s.GOGC != 100 })
 	t.Logf("GOGC %d, heap goal %d, %s", raised.GOGC, raised.HeapGoal, raised.GCReason)
-	assert.Equal(t, 100000, raised.GOGC)
+	assert.Greater(t, raised.GOGC, 100)
+	assert.LessOrEqual(t, raised.GOGC, 100000)
 	c.Send(t, "report 1000")
 	later, _ := c.WaitFor(t, time.Now(), 60*time.Second, func(s testprog.State) bool { return s.Report })
-	assert.Equal(t, 100000, later.GOGC)
-	assert.Equal(t, 100000, later.GCStatus)
-	assert.Equal(t, "raised so that the heap goal reaches 70 % of the available memory", later.GCReason)
+	assert.Greater(t, later.GOGC, 100)
+	assert.LessOrEqual(t, later.GOGC, 100000)
+	assert.Equal(t, later.GOGC, later.GCStatus)
+	assert.Equal(t, "raised so that the GC takes about 2 % of the CPU", later.GCReason)
 
 	c.Send(t, "undo")
 	undone, _ := c.WaitFor(t, time.Now(), 60*time.Second, func(s testprog.State) bool { return s.GOMEMLIMIT == math.MaxInt64 })
@@ -111,11 +125,10 @@ func TestRealKernelV1GCPolicyReadGOGC(t *testing.T) {
 	_, ok := c.Next(t, 30*time.Second)
 	require.True(t, ok, "no output; stderr: %s", c.Stderr)
 	const handedOver = "GOGC was changed outside fitgo; no longer managed"
-	c.Send(t, "gc")
-	raised, _ := c.WaitFor(t, time.Now(), 60*time.Second, func(s testprog.State) bool { return s.GOGC > 1000 })
+	c.Send(t, "churn")
+	raised, _ := c.WaitFor(t, time.Now(), 60*time.Second, func(s testprog.State) bool { return s.GOGC > 200 })
 	t.Logf("GOGC %d, heap ceiling %d", raised.GOGC, raised.GCCeiling)
 
-	c.Send(t, "churn")
 	c.Send(t, "gogcread")
 	read, d := c.WaitFor(t, time.Now(), 300*time.Second, func(s testprog.State) bool {
 		return s.GOGCReads >= 12000 || s.GCReason == handedOver

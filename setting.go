@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -75,6 +76,11 @@ func parseFITGO(s string) (c setting, err error) {
 			c.ml.GC = value == "auto"
 		case key == "gc":
 			bad = "want auto or off"
+		case key == "gcshare":
+			bad = "want a share of the available memory above 0 and at most 0.9, such as 0.7"
+			if v, perr := strconv.ParseFloat(value, 64); perr == nil && v > 0 && v <= 0.9 {
+				c.ml.GCShare, bad = v, ""
+			}
 		case key == "oomprofile":
 			bad = "want an absolute directory path"
 			if filepath.IsAbs(value) {
@@ -86,7 +92,7 @@ func parseFITGO(s string) (c setting, err error) {
 				c.ml.Reserve, bad = v, ""
 			}
 		default: // the key says it all: quote it alone, keeping the error short
-			errs = append(errs, fmt.Errorf("FITGO: unknown setting %q (want maxprocs, memlimit, refresh, rounding, insist, headroom, leakguard, nongo, gc, reserve or oomprofile)", envvar.Short(key)))
+			errs = append(errs, fmt.Errorf("FITGO: unknown setting %q (want maxprocs, memlimit, refresh, rounding, insist, headroom, leakguard, nongo, gc, gcshare, reserve or oomprofile)", envvar.Short(key)))
 		}
 		if bad != "" {
 			errs = append(errs, fmt.Errorf("FITGO: %q: %s", envvar.Short(field), bad))

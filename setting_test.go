@@ -93,6 +93,9 @@ func TestFITGO(t *testing.T) {
 		{" gc = auto ,gc=off", nil, ""},
 		{"gc=on", nil, `"gc=on": want auto or off`},
 		{"gc=auto,gc=x", []func(*setting){func(c *setting) { c.ml.GC = true }}, `"gc=x": want auto or off`},
+		{"gc=auto,gcshare=0.8", []func(*setting){func(c *setting) { c.ml.GC, c.ml.GCShare = true, 0.8 }}, ""},
+		{"gcshare=0.95", nil, `"gcshare=0.95": want a share of the available memory above 0 and at most 0.9, such as 0.7`},
+		{"gcshare=0", nil, `"gcshare=0": want a share of the available memory above 0 and at most 0.9, such as 0.7`},
 		{"reserve=64Mi", []func(*setting){unseen(64 << 20)}, ""},
 		{" reserve = 67108864 ", []func(*setting){unseen(64 << 20)}, ""},
 		{"reserve=0.5Gi,reserve=100M", []func(*setting){unseen(100e6)}, ""},
@@ -128,7 +131,7 @@ func TestFITGO(t *testing.T) {
 }
 
 func FuzzFITGO(f *testing.F) {
-	for _, s := range []string{"", "off", "maxprocs=off", "memlimit=off,refresh=250ms", "refresh=off", "x", "refresh=-1s", " off , maxprocs=on ", "rounding=nearest", "rounding=ceil,rounding=x", "insist=on", "insist=memlimit,insist=x", "headroom=off", "headroom=on,headroom=x", "leakguard=off", "leakguard=on,leakguard=x", "reserve=64Mi", "reserve=1Gi,reserve=-1", "reserve=", "nongo=off", "nongo=on,nongo=x", "gc=auto", "gc=auto,gc=x"} {
+	for _, s := range []string{"", "off", "maxprocs=off", "memlimit=off,refresh=250ms", "refresh=off", "x", "refresh=-1s", " off , maxprocs=on ", "rounding=nearest", "rounding=ceil,rounding=x", "insist=on", "insist=memlimit,insist=x", "headroom=off", "headroom=on,headroom=x", "leakguard=off", "leakguard=on,leakguard=x", "reserve=64Mi", "reserve=1Gi,reserve=-1", "reserve=", "nongo=off", "nongo=on,nongo=x", "gc=auto", "gc=auto,gc=x", "gcshare=0.5", "gcshare=x"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

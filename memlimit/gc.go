@@ -1,6 +1,7 @@
 package memlimit
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"runtime/debug"
@@ -11,23 +12,45 @@ import (
 	"github.com/fitgo/fitgo/internal/knob"
 )
 
-// The GC policy (Options.GC, FITGO=gc=auto). GOGC=100 runs a GC cycle each
-// time the heap doubles, however much of the memory limit is unused. At each
-// refresh reading the policy raises GOGC so that the heap goal, with the
-// runtime's memory outside the heap, reaches gcShare of the memory available
-// (Result.Limit: the limit less what the others hold and Reserve), and never
-// GOMEMLIMIT: fewer cycles, less GC CPU, more memory in use. It never sets
-// GOGC below the program's value (the base), so a heap too big for the share
-// runs GOGC's cycles again and the leak guard sees what it sees without the
-// policy; while the guard has steps in force, GOGC is the base. It acts only
+// The GC policy (Options.GC, FITGO=gc=auto) spends memory only where it
+// buys CPU. GOGC=100 runs a GC cycle each time the heap grows by the live
+// heap, however much of the memory limit is unused. A cycle's CPU is about
+// proportional to the heap it scans, and there are (allocation rate) /
+// (growth × scanned heap) cycles a second: so the GC's share of the CPU is
+// about cost / growth, where growth is GOGC/100 and cost the share at a
+// growth of 1, and it does not depend on the heap's size. At each refresh
+// reading where a GC ended since the last, the policy measures the share the
+// GC took (runtime/metrics, of the CPU GOMAXPROCS gives, idle marking left
+// out) and the growth in force, smooths cost over readings, and sets GOGC to
+// 100 × cost / gcTarget, so that the GC takes about gcTarget of the CPU:
+//
+//   - bounded by the heap ceiling: the heap goal, with the runtime's memory
+//     outside the heap, at most the share (Options.GCShare, 0.7) of the
+//     memory available (Result.Limit: the limit less what the others hold
+//     and Reserve), and never GOMEMLIMIT;
+//   - never below the program's GOGC (the base): a GC that is cheap stays as
+//     it is, and a heap too big for the ceiling runs GOGC's cycles again;
+//   - down at once when the ceiling falls (a resize, the others growing), up
+//     only by 5 %, and down for the CPU only below 3/4 of the value: a
+//     jittering measure does not move it.
+//
+// While the leak guard has steps in force, GOGC is the base. It acts only
 // while the GOMEMLIMIT of fitgo's latest Apply is in force, which bounds the
 // heap whatever GOGC says, gives the base back when that ends, and stops when
-// the readings find a GOGC it did not set for gcConfirm. docs/gc.md has more.
+// the readings find a GOGC it did not set for gcConfirm. docs/gc.md has the
+// measurements.
 const (
-	// gcShare is the share of the available memory the heap goal may reach:
-	// the ceiling of Uber's and ByteDance's tuners, which leaves GOMEMLIMIT's
-	// 0.9 above it for a live heap that grows between two readings.
+	// gcShare is the default share of the available memory the heap goal
+	// may reach: the ceiling of Uber's and ByteDance's tuners, which leaves
+	// GOMEMLIMIT's 0.9 above it for a live heap that grows between two
+	// readings.
 	gcShare = 0.7
+	// gcTarget is the GC's share of the CPU the policy aims at (docs/gc.md:
+	// chosen by a sweep of live heaps and allocation rates).
+	gcTarget = 0.02
+	// gcWindow is the least CPU time, in seconds, a measure of the GC's
+	// cost spans.
+	gcWindow = 1.0
 	// heapMinimum is the runtime's least heap goal at GOGC=100; it scales
 	// with GOGC, and bounds the value for a tiny live heap.
 	heapMinimum = 4 << 20
@@ -43,8 +66,11 @@ const (
 // The reasons of Result.GC.
 const (
 	gcWaiting   = "waiting for the first reading"
-	gcRaised    = "raised so that the heap goal reaches 70 % of the available memory"
-	gcFull      = "the heap needs 70 % of the available memory at the program's GOGC"
+	gcCeiling   = "raised to the heap ceiling: the GC takes more than 2 % of the CPU below it"
+	gcTargeted  = "raised so that the GC takes about 2 % of the CPU"
+	gcCheap     = "the GC takes under 2 % of the CPU at the program's GOGC"
+	gcNoCost    = "no GC cycle's cost measured yet"
+	gcFull      = "the heap needs the share of the available memory at the program's GOGC"
 	gcNoLimit   = "no GOMEMLIMIT from fitgo: GOGC is the program's"
 	gcNoCycle   = "no GC cycle yet"
 	gcGuard     = "the leak guard is raising GOMEMLIMIT: GOGC is the program's, so that a leak still fails fast"
@@ -78,14 +104,18 @@ type gcState struct {
 	why     string
 }
 
-// gcPolicy is a Fit's GC policy: on does not change after Apply; fit is the
-// Fit on GOGC (nil: the policy did not start, for why), base the program's
-// GOGC; logged: the first raise was logged (the refresh's goroutine only).
+// gcPolicy is a Fit's GC policy: on, share and base (the program's GOGC)
+// do not change after Apply; fit is the Fit on GOGC (nil: the policy did
+// not start, for why). The refresh's goroutine only: logged, the first
+// raise was logged; cost, the GC's share of the CPU at a growth of 1 (0:
+// not measured yet), and the last reading's GC CPU and CPU.
 type gcPolicy struct {
-	on, logged bool
-	base       int
-	why        string
-	fit        *knob.Fit[int, gcState]
+	on, logged       bool
+	base             int
+	share            float64
+	why              string
+	fit              *knob.Fit[int, gcState]
+	cost, gcCPU, cpu float64
 }
 
 // startGC starts the policy of an Apply, before its refresh starts. An
@@ -100,7 +130,7 @@ func (f *Fit) startGC(o *Options, later bool) {
 		return
 	}
 	p := &f.gc
-	p.on = true
+	p.on, p.share = true, cmp.Or(o.GCShare, gcShare)
 	for p.fit == nil && p.why == "" {
 		cur := g.Current()
 		p.base = cur
@@ -144,10 +174,8 @@ func (f *Fit) tuneGC(now time.Time, following bool, want int64, has bool, l memL
 		f.stopGC(gcStopped)
 		return
 	}
+	p.measure(r)
 	v, ceiling, why := p.target(want, has, l, r)
-	if cur := int(r.gogc); v > cur && cur > p.base && v-cur < cur/raiseStep {
-		v = cur // hysteresis: raise only by a step worth taking
-	}
 	was := p.fit.State().Following
 	p.fit.Step(now, knob.Reading[int, gcState]{Want: v, Has: v != p.base, Limit: gcState{ceiling, why}})
 	if f.log == nil || p.logged && !was {
@@ -162,9 +190,29 @@ func (f *Fit) tuneGC(now time.Time, following bool, want int64, has bool, l memL
 	}
 }
 
+// measure takes the GC's cost from a reading r: when GCs ended over at least
+// gcWindow of CPU since the last measure, or since the start for the first
+// (the runtime updates its CPU metrics at each GC), the share of the CPU the GC took in between
+// times the growth in force now (GOGC/100, or less where GOMEMLIMIT bounds
+// the goal), averaged with the earlier cost.
+func (p *gcPolicy) measure(r gcReading) {
+	d := r.cpu - p.cpu
+	if d < gcWindow {
+		return // too short: a cycle that ran at start-up, forced or not, is not the cost of the allocation
+	}
+	if r.live > 0 && r.goal > r.live {
+		c := (r.gcCPU - p.gcCPU) / d * float64(r.goal-r.live) / float64(max(r.live+r.stacks+r.globals, heapMinimum-min(r.live, heapMinimum)))
+		if p.cost > 0 {
+			c = (p.cost + c) / 2
+		}
+		p.cost = c
+	}
+	p.gcCPU, p.cpu = r.gcCPU, r.cpu
+}
+
 // target is the policy's GOGC for GOMEMLIMIT want (has: fitgo's value is in
-// force) and the available memory l at reading r, with the heap ceiling it
-// aims at and why.
+// force) and the available memory l at reading r, with the heap ceiling and
+// why.
 func (p *gcPolicy) target(want int64, has bool, l memLimit, r gcReading) (int, int64, string) {
 	switch {
 	case !has || want <= 0:
@@ -174,15 +222,32 @@ func (p *gcPolicy) target(want int64, has bool, l memLimit, r gcReading) (int, i
 	case r.live == 0:
 		return p.base, 0, gcNoCycle
 	}
-	ceiling := min(int64(gcShare*float64(l.bytes)), want)
+	ceiling := min(int64(p.share*float64(l.bytes)), want)
 	// The runtime's heap goal: live + (live + stacks + globals) × GOGC/100,
 	// and at least heapMinimum × GOGC/100.
 	room := float64(ceiling) - float64(r.other)
-	pct := min((room-float64(r.live))/float64(r.live+r.stacks+r.globals)*100, room/heapMinimum*100, maxGOGC)
-	if pct <= float64(p.base) {
+	mem := min((room-float64(r.live))/float64(r.live+r.stacks+r.globals)*100, room/heapMinimum*100, maxGOGC)
+	cpu := p.cost / gcTarget * 100
+	switch {
+	case mem <= float64(p.base):
 		return p.base, ceiling, gcFull
+	case p.cost == 0:
+		return p.base, ceiling, gcNoCost
 	}
-	return int(pct), ceiling, gcRaised
+	v, why := int(mem), gcCeiling
+	if cpu < mem {
+		v, why = max(int(cpu), p.base), gcTargeted
+	}
+	if cpu <= float64(p.base) {
+		why = gcCheap
+	}
+	switch cur := int(r.gogc); {
+	case v > cur && cur > p.base && v-cur < cur/raiseStep: // up only by a step worth taking
+		v = cur
+	case v < cur && float64(cur) <= mem && v > cur*9/10: // down for the memory at once, for the CPU by a tenth
+		v = cur
+	}
+	return v, ceiling, why
 }
 
 // gcResult fills in r.GC from the live state and GOGC now.

@@ -35,7 +35,7 @@ const (
 type gcReading struct {
 	goal, live, stacks, globals uint64 // the heap goal; the marked heap, stacks and globals of the last GC
 	gogc                        int64  // GOGC; negative: off
-	other                       uint64 // the runtime's memory outside the heap's spans in use, as GOMEMLIMIT counts it
+	other                       uint64 // the runtime's memory outside the heap's spans, free ones included: the heap goal covers those
 	// The CPU the GC took outside idle marking, and the total, since the
 	// start, in CPU-seconds (the runtime updates them at each GC).
 	gcCPU, cpu float64

@@ -79,11 +79,16 @@ type Options struct {
 	// it off too. The blank import sets it for FITGO=nongo=off.
 	NoNonGo bool
 	// GC turns on the GC policy: at each refresh reading, GOGC is raised so
-	// that the heap may use up to 70 % of the memory available, never
-	// beyond GOMEMLIMIT nor below the program's GOGC; it stops when the
-	// program sets GOGC (Result.GC). It needs a Refresh. The blank import
-	// sets it for FITGO=gc=auto. Off: GOGC is left alone.
+	// that the GC takes about 2 % of the CPU, where it takes more, up to
+	// a heap that fills GCShare of the memory available, never beyond
+	// GOMEMLIMIT nor below the program's GOGC; it stops when the program
+	// sets GOGC (Result.GC). It needs a Refresh. The blank import sets it
+	// for FITGO=gc=auto. Off: GOGC is left alone.
 	GC bool
+	// GCShare is the share of the memory available (Result.Limit) the GC
+	// policy lets the heap fill, above 0 and at most 0.9; 0: 0.7. The blank
+	// import sets it for FITGO=gcshare=.
+	GCShare float64
 	// OOMProfile, when not "", is a directory where, at the refresh reading
 	// when the memory held under the limit first passes 90 % of it, a heap
 	// profile and a breakdown of who holds the memory are written, as
@@ -212,6 +217,10 @@ func prepare(o *Options) (*Fit, *knob.Apply[int64, memLimit]) {
 	a := &knob.Apply[int64, memLimit]{Env: &e.Env, Tick: f.tick, Common: knob.Common{Insist: o.Insist, Logger: o.Logger,
 		Refresh: o.Refresh, Context: o.Context, Limits: o.Limits}}
 	invalid, setting := f.rule.setUpper(o, e.Getenv(envvar.MemoryLimitVar))
+	if o.GCShare < 0 || o.GCShare > 0.9 || o.GCShare != o.GCShare {
+		invalid = cmp.Or(invalid, errors.New("memlimit: GCShare "+
+			strconv.FormatFloat(o.GCShare, 'g', -1, 64)+": want above 0 and at most 0.9, or 0 for 0.7"))
+	}
 	switch a.Err, r.SettingErr = cmp.Or(o.Policy.validate(), invalid), setting; {
 	case a.Err != nil:
 		a.Left = "invalid options"

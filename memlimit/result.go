@@ -64,7 +64,8 @@ type Result struct {
 	Env string
 	// GC is the GC policy (Options.GC), from Fit.Status: On when asked
 	// for, GOGC the value in force now, Base the program's GOGC, below which
-	// it never goes, Ceiling the heap it aims at (0: none) and Reason why.
+	// it never goes, Ceiling the most it lets the heap goal and the runtime's
+	// other memory reach (0: none) and Reason why.
 	GC struct {
 		On         bool
 		GOGC, Base int
