@@ -104,6 +104,59 @@ func TestOOMRearmAndRate(t *testing.T) {
 	assert.Len(t, captures(c.dir), oomKeep)
 }
 
+// TestOOMHits: sent readings. A reading where a level's Hits rose since the
+// last starts a capture below the threshold too, under the same bounds, and
+// one over it that the threshold left disarmed; the first reading, or one
+// with another number of levels, is no rise. The breakdown says which
+// started it.
+func TestOOMHits(t *testing.T) {
+	c, buf := newCapture(t)
+	written := func() int { return strings.Count(buf.String(), "OOM capture written") }
+	t0 := time.Unix(1_800_000_000, 0)
+	hits := func(usage, rss int64, n ...uint64) cgroup.Limits {
+		l := oomLimits(usage, 0, rss)
+		l.Memory.Levels[0].Hits = n[0]
+		for _, h := range n[1:] {
+			l.Memory.Levels = append(l.Memory.Levels, cgroup.Level{Dir: "/sys/fs/cgroup/memory", Max: -1, High: -1, Usage: usage * MiB, Hits: h})
+		}
+		return l
+	}
+	for i, s := range []struct {
+		at   time.Duration
+		lim  cgroup.Limits
+		want int
+		why  string // of the newest capture
+	}{
+		{0, hits(150, 140, 5), 0, ""}, // the first reading: counts since the cgroup was made
+		{time.Second, hits(150, 140, 5), 0, ""},
+		{2 * time.Second, hits(150, 140, 7), 1, "150 MiB (58 %) held, a limit reached since the last reading (memory.failcnt +2)"},
+		{3 * time.Second, hits(150, 140, 9), 1, ""},                // within oomEvery
+		{11 * time.Minute, hits(150, 140, 9, 100), 1, ""},          // another level: no rise
+		{12 * time.Minute, hits(240, 230, 9, 101), 2, "past 90 %"}, // over and armed: the threshold
+		{23 * time.Minute, hits(240, 230, 9, 101), 2, ""},          // over, disarmed, no rise
+		{24 * time.Minute, hits(240, 230, 10, 101), 3, "(memory.failcnt +1)"},
+	} {
+		stepped(c, t0.Add(s.at), s.lim)
+		require.Equal(t, s.want, written(), "step %d", i)
+		if s.why != "" {
+			text, err := os.ReadFile(filepath.Join(c.dir, captures(c.dir)[0].base+".txt"))
+			require.NoError(t, err)
+			assert.Contains(t, string(text), s.why, "step %d", i)
+		}
+	}
+	v2 := memLimits(256*MiB, 0)
+	v2.Memory.Levels = []cgroup.Level{{Dir: "/sys/fs/cgroup/app", Max: 256 * MiB, High: -1, Usage: 100 * MiB, Hits: 1}}
+	v2.Memory.RssAnon = 90 * MiB
+	c, _ = newCapture(t)
+	stepped(c, t0, v2)
+	v2.Memory.Levels[0].Hits = 4
+	require.Len(t, stepped(c, t0.Add(time.Second), v2), 1)
+	text, err := os.ReadFile(filepath.Join(c.dir, captures(c.dir)[0].base+".txt"))
+	require.NoError(t, err)
+	t.Logf("%s", text)
+	assert.Contains(t, string(text), "limit memory.max 256 MiB at /sys/fs/cgroup/app; 100 MiB (39 %) held, a limit reached since the last reading (memory.events.local high and max +3)")
+}
+
 // TestOOMSkip: with less than oomCost left under the limit, no capture,
 // and one Warn line for any number of skips.
 func TestOOMSkip(t *testing.T) {
