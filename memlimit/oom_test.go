@@ -302,7 +302,8 @@ func TestOOMBadDir(t *testing.T) {
 }
 
 // TestOOMFullDisk: on a full file system (a 1 MiB tmpfs mounted by the
-// test, as root), a capture fails with a Warn line and leaves no file.
+// test, as root), a capture fails with a Warn line, leaves no file and is
+// not counted; once there is room, a later one is written.
 func TestOOMFullDisk(t *testing.T) {
 	if os.Geteuid() != 0 || runtime.GOOS != "linux" {
 		t.Skip("mounting a tmpfs needs root on Linux")
@@ -317,10 +318,17 @@ func TestOOMFullDisk(t *testing.T) {
 	fill.Close()
 	c, buf := newCapture(t)
 	c.dir = dir
-	assert.Empty(t, stepped(c, time.Now(), oomLimits(240, 0, 230)))
+	now := time.Now()
+	assert.Empty(t, stepped(c, now, oomLimits(240, 0, 230)))
 	assert.Contains(t, buf.String(), "OOM capture failed")
+	assert.Zero(t, c.written.Load(), "not counted")
 	tmp, _ := filepath.Glob(filepath.Join(dir, ".oom-*"))
 	assert.Empty(t, tmp)
+	// Room again: the next capture, re-armed and after oomEvery, is written.
+	require.NoError(t, os.Remove(filepath.Join(dir, "fill")))
+	stepped(c, now.Add(time.Minute), oomLimits(100, 0, 90))
+	assert.Len(t, stepped(c, now.Add(11*time.Minute), oomLimits(240, 0, 230)), 1)
+	assert.Equal(t, int64(1), c.written.Load())
 }
 
 // TestOOMTickAllocs: a tick with the capture on that starts none allocates
