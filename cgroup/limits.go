@@ -60,7 +60,8 @@ type Memory struct {
 	// of, not RssShmem (maybe charged elsewhere); LazyFree (smaps_rollup,
 	// read where a level has such pages) its MADV_FREE pages not written
 	// since. UsageErr is why a level (or, without RssAnon, every one) is
-	// left out; the limits are unaffected. A Watcher's Read reuses Levels.
+	// left out, or its Hits are 0; the limits are unaffected. A Watcher's
+	// Read reuses Levels.
 	Levels            []Level
 	RssAnon, LazyFree int64
 	UsageErr          error
