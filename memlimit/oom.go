@@ -28,10 +28,11 @@ import (
 // a heap profile and a one-screen breakdown of who holds the memory into the
 // directory; it re-arms once the memory falls below the threshold again. A
 // reading where a level's limits were reached since the last (Level.Hits
-// rose: memory.events.local high or max, v1 memory.failcnt) starts one too,
-// under the same bounds: that one sees a limit reached though the page cache
-// or lazily freed pages kept the memory held below the threshold, and fires
-// too where they are simply reclaimed. In Kubernetes an emptyDir keeps the
+// rose: memory.events.local high or max, v1 memory.failcnt) while at least
+// half of the limit is held starts one too, under the same bounds: that one
+// sees a limit reached though the page cache or lazily freed pages kept the
+// memory held below the threshold, and fires too where they are simply
+// reclaimed (below half, the page cache filling the limit is the usual case). In Kubernetes an emptyDir keeps the
 // captures across the OOM kill, and the next process's Apply reports the
 // newest (Result.OOMCapture). What it does not do: it sees only the cgroup
 // levels (Memory.Levels), not an UpperLimit or FITGO_MEMORY_LIMIT; and a
@@ -141,7 +142,7 @@ func (c *oomCapture) step(now time.Time, lim *cgroup.Limits, want int64, steps i
 	over := rd.limit > 0 && rd.held >= rd.limit-rd.limit/100*(100-oomPercent)
 	c.armed = c.armed || !over
 	start := over && c.armed // the threshold, else a rise of the Hits
-	if !start && len(m.Levels) == c.levels && hits > c.hits && rd.limit > 0 {
+	if !start && len(m.Levels) == c.levels && hits > c.hits && rd.held >= rd.limit/2 && rd.limit > 0 {
 		rd.rose, start = hits-c.hits, true
 	}
 	c.hits, c.levels = hits, len(m.Levels)
