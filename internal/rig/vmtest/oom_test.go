@@ -87,8 +87,8 @@ echo "OOM-STDERR $(tr '\n' '|' </tmp/prog.err)"
 
 // TestCgroupV2OOMHits: on cgroup v2, a rise of memory.events.local max at
 // a reading starts an OOM capture where what is held stays below the
-// threshold (90 % of the limit): the breakdown says so, and the heap
-// profile opens with go tool pprof -top.
+// threshold (90 % of the limit), once half of the limit is held: the
+// breakdown says so, and the heap profile opens with go tool pprof -top.
 func TestCgroupV2OOMHits(t *testing.T) {
 	host := Require(t)
 	bin := t.TempDir()
