@@ -60,7 +60,8 @@ type Memory struct {
 	// of, not RssShmem (maybe charged elsewhere); LazyFree (smaps_rollup,
 	// read where a level has such pages) its MADV_FREE pages not written
 	// since. UsageErr is why a level (or, without RssAnon, every one) is
-	// left out; the limits are unaffected. A Watcher's Read reuses Levels.
+	// left out, or its Hits are 0; the limits are unaffected. A Watcher's
+	// Read reuses Levels.
 	Levels            []Level
 	RssAnon, LazyFree int64
 	UsageErr          error
@@ -75,6 +76,10 @@ type Level struct {
 	Usage     int64 // memory.current (v1 memory.usage_in_bytes)
 	File      int64 // the page cache on the file lists of memory.stat (v1 total_*)
 	Lazy      int64 // the rest of the file lists: MADV_FREE anonymous memory
+	// Hits counts the times the level's own limits were reached, reclaim
+	// run: high plus max of memory.events.local (Linux 5.2 and later), v1
+	// memory.failcnt; 0 without the file.
+	Hits uint64
 }
 
 // Limits are the effective CPU and memory limits of a process. CPU and

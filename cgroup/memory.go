@@ -48,7 +48,7 @@ func evalMemory(w files, m *Memory) {
 	}
 	var max, high tightest
 	r, levels, rss, lazy, ownOK := statReader{w: w}, m.Levels[:0], int64(0), int64(0), false
-	limit, usage, _, _ := memoryFiles(m.Version)
+	limit, usage, _, _, hits := memoryFiles(m.Version)
 	for dir, more := m.Dir, true; more; dir, more = up(dir, m.Mount) {
 		lhigh := int64(-1)
 		lmax, err := max.read(w, dir, limit, parseMemoryValue)
@@ -66,6 +66,7 @@ func evalMemory(w files, m *Memory) {
 			!r.read(dir, "memory.stat", func(b []byte) (err error) { l.File, l.Lazy, err = parseFilePages(b, m.Version); return err }) {
 			continue
 		}
+		r.read(dir, hits, func(b []byte) (err error) { l.Hits, err = parseHits(b, m.Version); return err })
 		if l.Lazy > 0 && lazy == 0 { // the process's, not written since: the others are held
 			r.read("/proc/self", "smaps_rollup", func(b []byte) (err error) { lazy, err = parseProcKB(b, "LazyFree:"); return err })
 		}

@@ -186,7 +186,7 @@ func readStats(w files, lim *Limits) (Stats, error) {
 // readMemory fills s.Memory from the files of dir.
 func readMemory(s *Stats, v Version, dir string, r *statReader) {
 	m := &s.Memory
-	_, usage, peak, inactiveKey := memoryFiles(v)
+	_, usage, peak, inactiveKey, _ := memoryFiles(v)
 	if r.count(dir, usage, math.MaxInt64, &m.Usage) {
 		m.Dir, m.WorkingSet = dir, m.Usage
 		if inactive, found := r.stat(dir, "memory.stat", inactiveKey); found {

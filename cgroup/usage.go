@@ -1,15 +1,30 @@
 package cgroup
 
-import "errors"
+import (
+	"errors"
+	"math"
+)
 
-// memoryFiles are the files of the hard limit, the usage and its peak, and
-// the memory.stat key of the inactive page cache, which the working set
-// leaves out.
-func memoryFiles(v Version) (limit, usage, peak, inactiveKey string) {
+// memoryFiles are the files of the hard limit, the usage and its peak, the
+// memory.stat key of the inactive page cache, which the working set leaves
+// out, and the file of a level's Hits.
+func memoryFiles(v Version) (limit, usage, peak, inactiveKey, hits string) {
 	if v == V1 {
-		return "memory.limit_in_bytes", "memory.usage_in_bytes", "memory.max_usage_in_bytes", "total_inactive_file"
+		return "memory.limit_in_bytes", "memory.usage_in_bytes", "memory.max_usage_in_bytes", "total_inactive_file", "memory.failcnt"
 	}
-	return "memory.max", "memory.current", "memory.peak", "inactive_file" // memory.peak: Linux 5.19 and later
+	return "memory.max", "memory.current", "memory.peak", "inactive_file", "memory.events.local" // memory.peak: Linux 5.19 and later
+}
+
+// parseHits parses a level's Hits file: high plus max of v2
+// memory.events.local, v1 memory.failcnt.
+func parseHits(data []byte, v Version) (uint64, error) {
+	if v == V1 {
+		n, err := parseCount(data, "memory.failcnt", math.MaxInt64)
+		return uint64(n), err
+	}
+	var high, max uint64
+	err := statCounts(data, statCount{"high", &high}, statCount{"max", &max})
+	return high + max, err
 }
 
 // parseFilePages returns the page cache on the file lists of memory.stat,

@@ -32,19 +32,25 @@ func TestLevels(t *testing.T) {
 		{"v2 two limited levels", headroomV2(100, map[string]string{
 			"pod/app/memory.max": mibs(400), "pod/app/memory.current": mibs(100), "pod/app/memory.stat": "inactive_file 0\n",
 			"pod/memory.max": mibs(512), "pod/memory.high": mibs(480), "pod/memory.current": mibs(300),
-			"pod/memory.stat": stat("active_file", 20) + stat("inactive_file", 10) + stat("file", 30),
-		}), []Level{{app, 400 * mib, -1, 100 * mib, 0, 0}, {pod, 512 * mib, 480 * mib, 300 * mib, 30 * mib, 0}}, 100 * mib, 0, false},
+			"pod/memory.stat":         stat("active_file", 20) + stat("inactive_file", 10) + stat("file", 30),
+			"pod/memory.events.local": "low 1\nhigh 4\nmax 3\noom 1\noom_kill 1\n",
+		}), []Level{{app, 400 * mib, -1, 100 * mib, 0, 0, 0}, {pod, 512 * mib, 480 * mib, 300 * mib, 30 * mib, 0, 7}}, 100 * mib, 0, false},
 		{"v2 the own cgroup counts without a limit", headroomV2(100, map[string]string{
 			"pod/memory.max": mibs(512), "pod/memory.current": mibs(400), "pod/memory.stat": "inactive_file 0\n",
 			"pod/app/memory.current": mibs(300), "pod/app/memory.stat": "inactive_file 0\n",
-		}), []Level{{app, -1, -1, 300 * mib, 0, 0}, {pod, 512 * mib, -1, 400 * mib, 0, 0}}, 100 * mib, 0, false},
+		}), []Level{{app, -1, -1, 300 * mib, 0, 0, 0}, {pod, 512 * mib, -1, 400 * mib, 0, 0, 0}}, 100 * mib, 0, false},
 		{"v1 lazily freed pages", withLazyFree(headroomV1(252, map[string]string{
 			"pod/app/memory.limit_in_bytes": mibs(512), "pod/app/memory.usage_in_bytes": mibs(453),
-			"pod/app/memory.stat": stat("total_cache", 0) + stat("total_rss", 452) + stat("total_shmem", 0) + stat("total_inactive_file", 250),
-		}), 250), []Level{{v1app, 512 * mib, -1, 453 * mib, 0, 250 * mib}}, 252 * mib, 250 * mib, false},
+			"pod/app/memory.stat":    stat("total_cache", 0) + stat("total_rss", 452) + stat("total_shmem", 0) + stat("total_inactive_file", 250),
+			"pod/app/memory.failcnt": "12\n",
+		}), 250), []Level{{v1app, 512 * mib, -1, 453 * mib, 0, 250 * mib, 12}}, 252 * mib, 250 * mib, false},
 		{"v2 bad memory.stat: the level is left out", headroomV2(100, map[string]string{
 			"pod/memory.max": mibs(512), "pod/memory.current": mibs(300), "pod/memory.stat": "active_file x\ninactive_file 0\n",
 		}), nil, 100 * mib, 0, true},
+		{"v2 bad memory.events.local: no Hits, the level counts", headroomV2(100, map[string]string{
+			"pod/memory.max": mibs(512), "pod/memory.current": mibs(300), "pod/memory.stat": "inactive_file 0\n",
+			"pod/memory.events.local": "high x\nmax 3\n",
+		}), []Level{{pod, 512 * mib, -1, 300 * mib, 0, 0, 0}}, 100 * mib, 0, true},
 		{"v2 no RssAnon: no level", headroomV2(-1, map[string]string{
 			"pod/memory.max": mibs(512), "pod/memory.current": mibs(300), "pod/memory.stat": "inactive_file 0\n",
 		}), nil, 0, 0, false},
@@ -66,12 +72,13 @@ func TestLevels(t *testing.T) {
 }
 
 // TestLevelsWatcherNoAllocs: re-reading the usage figures of the limited
-// levels (and /proc/self/status) allocates nothing; the test fails if the
-// figures are not read at all.
+// levels (and /proc/self/status) and their Hits allocates nothing; the test
+// fails if the figures are not read at all.
 func TestLevelsWatcherNoAllocs(t *testing.T) {
 	fsys := headroomV2(100, map[string]string{
 		"pod/app/memory.max": mibs(400), "pod/app/memory.current": mibs(100), "pod/app/memory.stat": "inactive_file 0\n",
 		"pod/memory.max": mibs(512), "pod/memory.current": mibs(300), "pod/memory.stat": "inactive_file 0\n",
+		"pod/memory.events.local": "high 0\nmax 2\n",
 	})
 	w, err := NewWatcher(fsys)
 	require.NoError(t, err)
@@ -80,10 +87,13 @@ func TestLevelsWatcherNoAllocs(t *testing.T) {
 	allocs := testing.AllocsPerRun(100, func() { lim, _ = w.Read() })
 	require.Len(t, lim.Memory.Levels, 2)
 	assert.Equal(t, int64(300*mib), lim.Memory.Levels[1].Usage)
+	assert.Equal(t, uint64(2), lim.Memory.Levels[1].Hits)
 	assert.Zero(t, allocs)
 	fsys["sys/fs/cgroup/pod/memory.current"].Data = []byte(mibs(250))
+	fsys["sys/fs/cgroup/pod/memory.events.local"].Data = []byte("high 1\nmax 2\n")
 	lim, _ = w.Read()
 	assert.Equal(t, int64(250*mib), lim.Memory.Levels[1].Usage, "the Watcher follows the usage")
+	assert.Equal(t, uint64(3), lim.Memory.Levels[1].Hits, "and the Hits")
 }
 
 var procStatusTests = []struct {

@@ -26,13 +26,18 @@ import (
 // page cache and lazily freed pages, as the headroom counts it) at the level
 // whose limit binds first passes oomPercent of that limit, a goroutine writes
 // a heap profile and a one-screen breakdown of who holds the memory into the
-// directory; it re-arms once the memory falls below the threshold again. In
-// Kubernetes an emptyDir keeps them across the OOM kill, and the next
-// process's Apply reports the newest (Result.OOMCapture). What it does not
-// do: it does not read memory.events (v2) or memory.failcnt (v1), whose reads
-// allocate at a reading; it sees only the cgroup levels (Memory.Levels), not
-// an UpperLimit or FITGO_MEMORY_LIMIT; and a limit hit between two readings,
-// faster than 10 % of the limit per refresh interval, leaves no capture.
+// directory; it re-arms once the memory falls below the threshold again. A
+// reading where a level's limits were reached since the last (Level.Hits
+// rose: memory.events.local high or max, v1 memory.failcnt) while at least
+// half of the limit is held starts one too, under the same bounds: that one
+// sees a limit reached though the page cache or lazily freed pages kept the
+// memory held below the threshold, and fires too where they are simply
+// reclaimed (below half, the page cache filling the limit is the usual case). In Kubernetes an emptyDir keeps the
+// captures across the OOM kill, and the next process's Apply reports the
+// newest (Result.OOMCapture). What it does not do: it sees only the cgroup
+// levels (Memory.Levels), not an UpperLimit or FITGO_MEMORY_LIMIT; and a
+// limit hit between two readings, faster than 10 % of the limit per refresh
+// interval, leaves no capture (the kill comes before the next reading).
 const (
 	// oomPercent: past 90 % of the limit the Go heap alone is over the
 	// policy's GOMEMLIMIT (0.9 of the limit), so the GC cannot hold it: a
@@ -65,6 +70,8 @@ type oomCapture struct {
 	armed   bool           // below the threshold since the last trigger
 	last    time.Time      // the last capture's start
 	skipped bool           // the skip's Warn line was logged
+	hits    uint64         // the levels' Hits at the last reading
+	levels  int            // and their number: another is no rise
 }
 
 // oomReading is what a capture's breakdown takes from a reading.
@@ -76,6 +83,7 @@ type oomReading struct {
 	rssAnon, lazy   int64
 	guardSteps      int
 	gomemlimitOfFit int64
+	rose            uint64 // the rise of the Hits that started it; 0: the threshold did
 }
 
 // startOOM checks dir at Apply and looks there for an earlier process's
@@ -124,18 +132,21 @@ func (c *oomCapture) step(now time.Time, lim *cgroup.Limits, want int64, steps i
 	}
 	m := &lim.Memory
 	var rd oomReading
+	var hits uint64
 	for _, lv := range m.Levels {
 		l, from, held, _ := levelOf(m, lv)
-		if l > 0 && (rd.limit == 0 || l-held < rd.limit-rd.held) {
+		if hits += lv.Hits; l > 0 && (rd.limit == 0 || l-held < rd.limit-rd.held) {
 			rd = oomReading{at: now, level: lv, from: from, limit: l, held: held}
 		}
 	}
 	over := rd.limit > 0 && rd.held >= rd.limit-rd.limit/100*(100-oomPercent)
-	if !over {
-		c.armed = true
-		return
+	c.armed = c.armed || !over
+	start := over && c.armed // the threshold, else a rise of the Hits
+	if !start && len(m.Levels) == c.levels && hits > c.hits && rd.held >= rd.limit/2 && rd.limit > 0 {
+		rd.rose, start = hits-c.hits, true
 	}
-	if !c.armed || !c.last.IsZero() && now.Sub(c.last) < oomEvery || c.busy.Load() {
+	c.hits, c.levels = hits, len(m.Levels)
+	if !start || !c.last.IsZero() && now.Sub(c.last) < oomEvery || c.busy.Load() {
 		return
 	}
 	c.armed = false
@@ -298,8 +309,15 @@ func breakdown(rd oomReading, base string) (string, string) {
 	var b strings.Builder
 	p := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
 	p("fitgo OOM capture %s, pid %d, %s\n", base, os.Getpid(), rd.at.UTC().Format(time.RFC3339))
-	p("limit %s %s at %s; %s (%d %%) held, past %d %%\n", rd.from, formatBytes(rd.limit), rd.level.Dir,
-		formatBytes(rd.held), rd.held*100/rd.limit, oomPercent)
+	why := fmt.Sprintf("past %d %%", oomPercent)
+	if hits := "memory.events.local high and max"; rd.rose > 0 {
+		if rd.from == limitInBytes {
+			hits = "memory.failcnt"
+		}
+		why = fmt.Sprintf("a limit reached since the last reading (%s +%d)", hits, rd.rose)
+	}
+	p("limit %s %s at %s; %s (%d %%) held, %s\n", rd.from, formatBytes(rd.limit), rd.level.Dir,
+		formatBytes(rd.held), rd.held*100/rd.limit, why)
 	p("largest holder: %s, %s\n\n", names[largest], formatBytes(held[largest]))
 	p("%-28s %10s\n", "usage", formatBytes(rd.level.Usage))
 	p("%-28s %10s  (reclaimable, not held)\n", "page cache", formatBytes(rd.level.File))

@@ -104,6 +104,62 @@ func TestOOMRearmAndRate(t *testing.T) {
 	assert.Len(t, captures(c.dir), oomKeep)
 }
 
+// TestOOMHits: sent readings. A reading where a level's Hits rose since the
+// last, with half the limit held or more, starts a capture below the
+// threshold too, under the same bounds, and one over it that the threshold
+// left disarmed; the first reading, one with another number of levels, or a
+// rise with less than half held (the page cache filling the limit) is not.
+// The breakdown says which started it.
+func TestOOMHits(t *testing.T) {
+	c, buf := newCapture(t)
+	written := func() int { return strings.Count(buf.String(), "OOM capture written") }
+	t0 := time.Unix(1_800_000_000, 0)
+	hits := func(usage, rss int64, n ...uint64) cgroup.Limits {
+		l := oomLimits(usage, 0, rss)
+		l.Memory.Levels[0].Hits = n[0]
+		for _, h := range n[1:] {
+			l.Memory.Levels = append(l.Memory.Levels, cgroup.Level{Dir: "/sys/fs/cgroup/memory", Max: -1, High: -1, Usage: usage * MiB, Hits: h})
+		}
+		return l
+	}
+	for i, s := range []struct {
+		at   time.Duration
+		lim  cgroup.Limits
+		want int
+		why  string // of the newest capture
+	}{
+		{0, hits(150, 140, 5), 0, ""}, // the first reading: counts since the cgroup was made
+		{time.Second, hits(150, 140, 5), 0, ""},
+		{1500 * time.Millisecond, hits(120, 110, 6), 0, ""}, // 45 % held: page cache reclaimed
+		{1600 * time.Millisecond, hits(150, 140, 6), 0, ""},
+		{2 * time.Second, hits(150, 140, 8), 1, "150 MiB (58 %) held, a limit reached since the last reading (memory.failcnt +2)"},
+		{3 * time.Second, hits(150, 140, 9), 1, ""},                // within oomEvery
+		{11 * time.Minute, hits(150, 140, 9, 100), 1, ""},          // another level: no rise
+		{12 * time.Minute, hits(240, 230, 9, 101), 2, "past 90 %"}, // over and armed: the threshold
+		{23 * time.Minute, hits(240, 230, 9, 101), 2, ""},          // over, disarmed, no rise
+		{24 * time.Minute, hits(240, 230, 10, 101), 3, "(memory.failcnt +1)"},
+	} {
+		stepped(c, t0.Add(s.at), s.lim)
+		require.Equal(t, s.want, written(), "step %d", i)
+		if s.why != "" {
+			text, err := os.ReadFile(filepath.Join(c.dir, captures(c.dir)[0].base+".txt"))
+			require.NoError(t, err)
+			assert.Contains(t, string(text), s.why, "step %d", i)
+		}
+	}
+	v2 := memLimits(256*MiB, 0)
+	v2.Memory.Levels = []cgroup.Level{{Dir: "/sys/fs/cgroup/app", Max: 256 * MiB, High: -1, Usage: 140 * MiB, Hits: 1}}
+	v2.Memory.RssAnon = 130 * MiB
+	c, _ = newCapture(t)
+	stepped(c, t0, v2)
+	v2.Memory.Levels[0].Hits = 4
+	require.Len(t, stepped(c, t0.Add(time.Second), v2), 1)
+	text, err := os.ReadFile(filepath.Join(c.dir, captures(c.dir)[0].base+".txt"))
+	require.NoError(t, err)
+	t.Logf("%s", text)
+	assert.Contains(t, string(text), "limit memory.max 256 MiB at /sys/fs/cgroup/app; 140 MiB (54 %) held, a limit reached since the last reading (memory.events.local high and max +3)")
+}
+
 // TestOOMSkip: with less than oomCost left under the limit, no capture,
 // and one Warn line for any number of skips.
 func TestOOMSkip(t *testing.T) {
@@ -249,7 +305,8 @@ func TestOOMBadDir(t *testing.T) {
 }
 
 // TestOOMFullDisk: on a full file system (a 1 MiB tmpfs mounted by the
-// test, as root), a capture fails with a Warn line and leaves no file.
+// test, as root), a capture fails with a Warn line, leaves no file and is
+// not counted; once there is room, a later one is written.
 func TestOOMFullDisk(t *testing.T) {
 	if os.Geteuid() != 0 || runtime.GOOS != "linux" {
 		t.Skip("mounting a tmpfs needs root on Linux")
@@ -264,10 +321,17 @@ func TestOOMFullDisk(t *testing.T) {
 	fill.Close()
 	c, buf := newCapture(t)
 	c.dir = dir
-	assert.Empty(t, stepped(c, time.Now(), oomLimits(240, 0, 230)))
+	now := time.Now()
+	assert.Empty(t, stepped(c, now, oomLimits(240, 0, 230)))
 	assert.Contains(t, buf.String(), "OOM capture failed")
+	assert.Zero(t, c.written.Load(), "not counted")
 	tmp, _ := filepath.Glob(filepath.Join(dir, ".oom-*"))
 	assert.Empty(t, tmp)
+	// Room again: the next capture, re-armed and after oomEvery, is written.
+	require.NoError(t, os.Remove(filepath.Join(dir, "fill")))
+	stepped(c, now.Add(time.Minute), oomLimits(100, 0, 90))
+	assert.Len(t, stepped(c, now.Add(11*time.Minute), oomLimits(240, 0, 230)), 1)
+	assert.Equal(t, int64(1), c.written.Load())
 }
 
 // TestOOMTickAllocs: a tick with the capture on that starts none allocates

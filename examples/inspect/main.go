@@ -84,6 +84,7 @@ type memoryLevel struct {
 	Usage int64  `json:"usage_bytes"`
 	File  int64  `json:"page_cache_bytes"`
 	Lazy  int64  `json:"lazily_freed_bytes"`
+	Hits  uint64 `json:"limit_hits,omitempty"`
 }
 
 type controller struct {
