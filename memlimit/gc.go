@@ -144,6 +144,8 @@ func (f *Fit) startGC(o *Options, later bool) {
 		case !later:
 			p.why = gcNoLimit
 		default:
+			_, _, r := f.rule.readRuntime(false, true)
+			p.gcCPU, p.cpu = r.gcCPU, r.cpu
 			p.fit, _ = knob.Start(g, &knob.Common{Refresh: o.Refresh}, &knob.Reading[int, gcState]{Limit: gcState{why: gcWaiting}},
 				knob.Outcome[int]{Before: cur, After: cur})
 		}
@@ -191,14 +193,16 @@ func (f *Fit) tuneGC(now time.Time, following bool, want int64, has bool, l memL
 }
 
 // measure takes the GC's cost from a reading r: when GCs ended over at least
-// gcWindow of CPU since the last measure, or since the start for the first
-// (the runtime updates its CPU metrics at each GC), the share of the CPU the GC took in between
+// gcWindow of CPU since the last measure (the runtime updates its CPU
+// metrics at each GC; the first starts at Apply, so that a start-up that
+// built its heap before is not taken for the cost of the allocation to
+// come), the share of the CPU the GC took in between
 // times the growth in force now (GOGC/100, or less where GOMEMLIMIT bounds
 // the goal), averaged with the earlier cost.
 func (p *gcPolicy) measure(r gcReading) {
 	d := r.cpu - p.cpu
 	if d < gcWindow {
-		return // too short: a cycle that ran at start-up, forced or not, is not the cost of the allocation
+		return // too short: one forced cycle is not the cost of the allocation
 	}
 	if r.live > 0 && r.goal > r.live {
 		c := (r.gcCPU - p.gcCPU) / d * float64(r.goal-r.live) / float64(max(r.live+r.stacks+r.globals, heapMinimum-min(r.live, heapMinimum)))

@@ -600,3 +600,21 @@ func TestGCShare(t *testing.T) {
 		assert.Zero(t, sets)
 	}
 }
+
+// TestGCPolicyStartUp: a start-up that spent half its CPU in the GC while it
+// built its heap, before Apply, is not the cost of what comes after, 1 % at
+// GOGC=100: GOGC stays the program's.
+func TestGCPolicyStartUp(t *testing.T) {
+	live, other := uint64(100*MiB), uint64(10*MiB)
+	te := gcEnv(&live, &other, 0.01)
+	read := te.gc
+	te.gc = func() gcReading { r := read(); r.cpu, r.gcCPU = r.cpu+10, r.gcCPU+5; return r }
+	te.src.set(memLimits(1024*MiB, 0))
+	res, s := applyFollowing(t, te, Options{GC: true})
+	for i := range 5 {
+		require.True(t, s.tick(s.f, time.Now(), memLimits(1024*MiB, 0), nil))
+		st := res.Status().GC
+		assert.Equal(t, 100, st.GOGC, "reading %d", i)
+		assert.Equal(t, gcCheap, st.Reason, "reading %d", i)
+	}
+}
