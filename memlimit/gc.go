@@ -13,32 +13,27 @@ import (
 )
 
 // The GC policy (Options.GC, FITGO=gc=auto) spends memory only where it
-// buys CPU. GOGC=100 runs a GC cycle each time the heap grows by the live
-// heap, however much of the memory limit is unused. A cycle's CPU is about
-// proportional to the heap it scans, and there are (allocation rate) /
-// (growth × scanned heap) cycles a second: so the GC's share of the CPU is
-// about cost / growth, where growth is GOGC/100 and cost the share at a
-// growth of 1, and it does not depend on the heap's size. At each refresh
-// reading where a GC ended since the last, the policy measures the share the
-// GC took (runtime/metrics, of the CPU GOMAXPROCS gives, idle marking left
-// out) and the growth in force, smooths cost over readings, and sets GOGC to
-// 100 × cost / gcTarget, so that the GC takes about gcTarget of the CPU:
+// buys CPU. A cycle's CPU is about proportional to the heap it scans, and
+// there are (allocation rate) / (growth × scanned heap) cycles a second, so
+// the GC's share of the CPU is about cost / growth, where growth is GOGC/100
+// and cost the share at GOGC=100, whatever the heap's size. The policy
+// measures cost (runtime/metrics, idle marking left out, over at least
+// gcWindow of CPU, from Apply on), averages it, and sets GOGC to 100 × cost
+// / gcTarget:
 //
-//   - bounded by the heap ceiling: the heap goal, with the runtime's memory
-//     outside the heap, at most the share (Options.GCShare, 0.7) of the
-//     memory available (Result.Limit: the limit less what the others hold
-//     and Reserve), and never GOMEMLIMIT;
-//   - never below the program's GOGC (the base): a GC that is cheap stays as
-//     it is, and a heap too big for the ceiling runs GOGC's cycles again;
+//   - bounded by the heap ceiling: the heap goal and the runtime's other
+//     memory at most the share (Options.GCShare) of the memory available
+//     (Result.Limit), and never GOMEMLIMIT;
+//   - never below the program's GOGC (the base): a cheap GC stays as it is,
+//     and a heap too big for the ceiling runs GOGC's cycles again;
 //   - down at once when the ceiling falls (a resize, the others growing), up
-//     only by 5 %, and down for the CPU only below 3/4 of the value: a
-//     jittering measure does not move it.
+//     only by 5 %, down for the CPU only below 9/10 of the value.
 //
 // While the leak guard has steps in force, GOGC is the base. It acts only
 // while the GOMEMLIMIT of fitgo's latest Apply is in force, which bounds the
 // heap whatever GOGC says, gives the base back when that ends, and stops when
 // the readings find a GOGC it did not set for gcConfirm. docs/gc.md has the
-// measurements.
+// model's measurements.
 const (
 	// gcShare is the default share of the available memory the heap goal
 	// may reach: the ceiling of Uber's and ByteDance's tuners, which leaves
