@@ -191,16 +191,16 @@ func (f *Fit) tuneGC(now time.Time, following bool, want int64, has bool, l memL
 // gcWindow of CPU since the last measure (the runtime updates its CPU
 // metrics at each GC; the first starts at Apply, so that a start-up that
 // built its heap before is not taken for the cost of the allocation to
-// come), the share of the CPU the GC took in between
-// times the growth in force now (GOGC/100, or less where GOMEMLIMIT bounds
-// the goal), averaged with the earlier cost.
+// come), the share of the CPU the GC took in between times the growth in
+// force now (GOGC/100, or less where GOMEMLIMIT bounds the goal), averaged
+// with the earlier cost.
 func (p *gcPolicy) measure(r gcReading) {
 	d := r.cpu - p.cpu
 	if d < gcWindow {
 		return // too short: one forced cycle is not the cost of the allocation
 	}
 	if r.live > 0 && r.goal > r.live {
-		c := (r.gcCPU - p.gcCPU) / d * float64(r.goal-r.live) / float64(max(r.live+r.stacks+r.globals, heapMinimum-min(r.live, heapMinimum)))
+		c := (r.gcCPU - p.gcCPU) / d * r.growth(float64(r.goal))
 		if p.cost > 0 {
 			c = (p.cost + c) / 2
 		}
@@ -222,10 +222,7 @@ func (p *gcPolicy) target(want int64, has bool, l memLimit, r gcReading) (int, i
 		return p.base, 0, gcNoCycle
 	}
 	ceiling := min(int64(p.share*float64(l.bytes)), want)
-	// The runtime's heap goal: live + (live + stacks + globals) × GOGC/100,
-	// and at least heapMinimum × GOGC/100.
-	room := float64(ceiling) - float64(r.other)
-	mem := min((room-float64(r.live))/float64(r.live+r.stacks+r.globals)*100, room/heapMinimum*100, maxGOGC)
+	mem := min(r.growth(float64(ceiling)-float64(r.other))*100, maxGOGC)
 	cpu := p.cost / gcTarget * 100
 	switch {
 	case mem <= float64(p.base):
@@ -234,11 +231,11 @@ func (p *gcPolicy) target(want int64, has bool, l memLimit, r gcReading) (int, i
 		return p.base, ceiling, gcNoCost
 	}
 	v, why := int(mem), gcCeiling
-	if cpu < mem {
-		v, why = max(int(cpu), p.base), gcTargeted
-	}
-	if cpu <= float64(p.base) {
-		why = gcCheap
+	switch {
+	case cpu <= float64(p.base):
+		v, why = p.base, gcCheap
+	case cpu < mem:
+		v, why = int(cpu), gcTargeted
 	}
 	switch cur := int(r.gogc); {
 	case v > cur && cur > p.base && v-cur < cur/raiseStep: // up only by a step worth taking
@@ -247,6 +244,15 @@ func (p *gcPolicy) target(want int64, has bool, l memLimit, r gcReading) (int, i
 		v = cur
 	}
 	return v, ceiling, why
+}
+
+// growth is GOGC/100 for the heap goal goal at reading r: the runtime's
+// goal, live + (live + stacks + globals) × GOGC/100 and at least
+// heapMinimum × GOGC/100, solved for GOGC/100. The policy takes the growth
+// in force from the runtime's goal, and the growth it may set from the
+// room under its ceiling.
+func (r gcReading) growth(goal float64) float64 {
+	return min((goal-float64(r.live))/float64(r.live+r.stacks+r.globals), goal/heapMinimum)
 }
 
 // gcResult fills in r.GC from the live state and GOGC now.

@@ -618,3 +618,21 @@ func TestGCPolicyStartUp(t *testing.T) {
 		assert.Equal(t, gcCheap, st.Reason, "reading %d", i)
 	}
 }
+
+// TestGCGrowth: GOGC/100 from a heap goal is the runtime's goal formula
+// solved for it, the least goal (4 MiB × GOGC/100) included: a 1 MiB heap
+// at GOGC 1000 has the goal 40 MiB, a growth of 10, not (40 − 1) / 3.
+func TestGCGrowth(t *testing.T) {
+	for _, tc := range []struct {
+		r    gcReading
+		goal float64
+		want float64
+	}{
+		{gcReading{live: 100 << 20}, 200 << 20, 1},
+		{gcReading{live: 100 << 20, stacks: 10 << 20, globals: 10 << 20}, 460 << 20, 3},
+		{gcReading{live: 1 << 20}, 4 << 20, 1},
+		{gcReading{live: 1 << 20}, 40 << 20, 10},
+	} {
+		assert.InDelta(t, tc.want, tc.r.growth(tc.goal), 1e-9, "%+v, goal %v", tc.r, tc.goal)
+	}
+}

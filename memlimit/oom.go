@@ -32,9 +32,9 @@ import (
 // half of the limit is held starts one too, under the same bounds: that one
 // sees a limit reached though the page cache or lazily freed pages kept the
 // memory held below the threshold, and fires too where they are simply
-// reclaimed (below half, the page cache filling the limit is the usual case). In Kubernetes an emptyDir keeps the
-// captures across the OOM kill, and the next process's Apply reports the
-// newest (Result.OOMCapture). What it does not do: it sees only the cgroup
+// reclaimed (below half, the page cache filling the limit is the usual
+// case). In Kubernetes an emptyDir keeps the captures across the OOM kill,
+// and the next process's Apply reports the newest (Result.OOMCapture). What it does not do: it sees only the cgroup
 // levels (Memory.Levels), not an UpperLimit or FITGO_MEMORY_LIMIT; and a
 // limit hit between two readings, faster than 10 % of the limit per refresh
 // interval, leaves no capture (the kill comes before the next reading).
