@@ -15,24 +15,30 @@ import (
 	"github.com/fitgo/fitgo/bench/internal/results"
 )
 
-// TestRun holds 8 MiB, frees it on SIGUSR1, ignores a second SIGUSR1 and
-// exits on SIGTERM, one step at a time.
-func TestRun(t *testing.T) {
+// start runs the sidecar with args, and returns its signals, its exit code,
+// its output's lines and a function that parses the next one.
+func start(t *testing.T, args ...string) (chan os.Signal, <-chan int, *bufio.Scanner, func() results.SidecarLine) {
 	r, w := io.Pipe()
 	sig := make(chan os.Signal)
 	code := make(chan int, 1)
 	go func() {
-		code <- run([]string{"-mib", "8"}, w, io.Discard, sig)
+		code <- run(args, w, io.Discard, sig)
 		w.Close()
 	}()
 	lines := bufio.NewScanner(r)
-	next := func() results.SidecarLine {
+	return sig, code, lines, func() results.SidecarLine {
 		t.Helper()
 		require.True(t, lines.Scan(), "a line")
 		l, err := results.ParseSidecarLine(lines.Bytes())
 		require.NoError(t, err)
 		return l
 	}
+}
+
+// TestRun holds 8 MiB, frees it on SIGUSR1, ignores a second SIGUSR1 and
+// exits on SIGTERM, one step at a time.
+func TestRun(t *testing.T) {
+	sig, code, lines, next := start(t, "-mib", "8")
 	held := next()
 	assert.Equal(t, "held", held.State)
 	assert.Equal(t, int64(8<<20), held.HeldBytes)
@@ -52,21 +58,7 @@ func TestRun(t *testing.T) {
 // TestRunGrow: with -grow-mib, SIGUSR2 grows the memory held once, and a
 // line says so; a second SIGUSR2 does nothing.
 func TestRunGrow(t *testing.T) {
-	r, w := io.Pipe()
-	sig := make(chan os.Signal)
-	code := make(chan int, 1)
-	go func() {
-		code <- run([]string{"-mib", "0", "-grow-mib", "16"}, w, io.Discard, sig)
-		w.Close()
-	}()
-	lines := bufio.NewScanner(r)
-	next := func() results.SidecarLine {
-		t.Helper()
-		require.True(t, lines.Scan(), "a line")
-		l, err := results.ParseSidecarLine(lines.Bytes())
-		require.NoError(t, err)
-		return l
-	}
+	sig, code, lines, next := start(t, "-mib", "0", "-grow-mib", "16")
 	held := next()
 	assert.Equal(t, "held", held.State)
 	assert.Zero(t, held.HeldBytes)
@@ -92,18 +84,8 @@ func TestRunListen(t *testing.T) {
 	addr := ln.Addr().String()
 	require.NoError(t, ln.Close())
 
-	r, w := io.Pipe()
-	sig := make(chan os.Signal)
-	code := make(chan int, 1)
-	go func() {
-		code <- run([]string{"-mib", "1", "-listen", addr}, w, io.Discard, sig)
-		w.Close()
-	}()
-	lines := bufio.NewScanner(r)
-	require.True(t, lines.Scan())
-	l, err := results.ParseSidecarLine(lines.Bytes())
-	require.NoError(t, err)
-	assert.Equal(t, "held", l.State)
+	sig, code, _, next := start(t, "-mib", "1", "-listen", addr)
+	assert.Equal(t, "held", next().State)
 	for range 2 { // a probe connects again and again
 		c, err := net.Dial("tcp", addr)
 		require.NoError(t, err, "the probe connects once the memory is held")
@@ -125,18 +107,8 @@ func TestRunListen(t *testing.T) {
 func TestRunCache(t *testing.T) {
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
-	r, w := io.Pipe()
-	sig := make(chan os.Signal)
-	code := make(chan int, 1)
-	go func() {
-		code <- run([]string{"-mib", "1", "-cache-mib", "4", "-cache-every", "10ms"}, w, io.Discard, sig)
-		w.Close()
-	}()
-	lines := bufio.NewScanner(r)
-	require.True(t, lines.Scan())
-	l, err := results.ParseSidecarLine(lines.Bytes())
-	require.NoError(t, err)
-	assert.Equal(t, "held", l.State)
+	sig, code, _, next := start(t, "-mib", "1", "-cache-mib", "4", "-cache-every", "10ms")
+	assert.Equal(t, "held", next().State)
 	files, err := filepath.Glob(filepath.Join(tmp, "fitgo-sidecar-cache-*", "cache"))
 	require.NoError(t, err)
 	require.Len(t, files, 1)

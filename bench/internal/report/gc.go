@@ -27,6 +27,17 @@ func ratioTo(v, b results.Float) string {
 	return strconv.FormatFloat(float64(v/b), 'f', 2, 64) + "x"
 }
 
+// vsBase is a column of the ratio of a figure to the base's, "–" without
+// the base.
+func vsBase(of func(results.Summary) results.Float) func(results.Summary, *results.Summary) string {
+	return func(s results.Summary, b *results.Summary) string {
+		if b == nil {
+			return "–"
+		}
+		return ratioTo(of(s), of(*b))
+	}
+}
+
 func cpuSeconds(v results.Float) string {
 	if math.IsNaN(float64(v)) {
 		return "–"
@@ -43,12 +54,7 @@ var gcColumns = []column{
 	{"p99 ms", func(s results.Summary, _ *results.Summary) string {
 		return withRange(s, "latency_p99_ms", s.LatencyP99MS, ms)
 	}},
-	{"p99 vs " + gcBase, func(s results.Summary, b *results.Summary) string {
-		if b == nil {
-			return "–"
-		}
-		return ratioTo(s.LatencyP99MS, b.LatencyP99MS)
-	}},
+	{"p99 vs " + gcBase, vsBase(p99)},
 	{"p99.9 ms", func(s results.Summary, _ *results.Summary) string {
 		return withRange(s, "latency_p999_ms", s.LatencyP999MS, ms)
 	}},
@@ -58,12 +64,7 @@ var gcColumns = []column{
 	{"GC CPU s", func(s results.Summary, _ *results.Summary) string {
 		return withRange(s, "gc_cpu_seconds", s.GCCPUSeconds, cpuSeconds)
 	}},
-	{"GC CPU vs " + gcBase, func(s results.Summary, b *results.Summary) string {
-		if b == nil {
-			return "–"
-		}
-		return ratioTo(s.GCCPUSeconds, b.GCCPUSeconds)
-	}},
+	{"GC CPU vs " + gcBase, vsBase(gcCPU)},
 	{"GC CPU s w/o idle mark", func(s results.Summary, _ *results.Summary) string { return cpuSeconds(s.GCCPUNoIdleSeconds) }},
 	{"GC share of CPU", func(s results.Summary, _ *results.Summary) string { return pct(s.GCShare) }},
 	{"w/o idle mark", func(s results.Summary, _ *results.Summary) string { return pct(s.GCShareNoIdle) }},
@@ -131,7 +132,7 @@ type gcAxis struct {
 // the limited cgroup's peak memory.
 var (
 	gcCPUAxis = gcAxis{"p99 against GC CPU", "GC CPU in the window, CPU-seconds", "gc_cpu_seconds", 1,
-		func(s results.Summary) results.Float { return s.GCCPUSeconds }}
+		gcCPU}
 	gcMemoryAxis = gcAxis{"p99 against peak memory", "peak memory of the cgroup, MiB", "memory_peak_bytes", 1.0 / (1 << 20),
 		func(s results.Summary) results.Float { return s.MemoryPeakBytes }}
 )

@@ -103,6 +103,9 @@ func compare(a, b results.Summary, key string, get func(results.Summary) results
 
 func p99(s results.Summary) results.Float { return s.LatencyP99MS }
 
+// gcCPU is a summary's GC CPU seconds.
+func gcCPU(s results.Summary) results.Float { return s.GCCPUSeconds }
+
 func cpuVerdict(st results.Setting, group []results.Summary) string {
 	f, ok1 := pick(group, "fitgo")
 	rt, ok2 := pick(group, "runtime")
@@ -194,7 +197,7 @@ func gcVerdict(st results.Setting, group []results.Summary) string {
 	if !ok1 || !ok2 {
 		return ""
 	}
-	gc := compare(g, f, "gc_cpu_seconds", func(s results.Summary) results.Float { return s.GCCPUSeconds }, cpuSeconds, " CPU-s", "fitgo's default")
+	gc := compare(g, f, "gc_cpu_seconds", gcCPU, cpuSeconds, " CPU-s", "fitgo's default")
 	lat := compare(g, f, "latency_p99_ms", p99, ms, " ms", "fitgo's default")
 	if gc == "" && lat == "" {
 		return ""
