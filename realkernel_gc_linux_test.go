@@ -113,9 +113,15 @@ func TestRealKernelV1GCPolicyMaxGOGC(t *testing.T) {
 // FITGO=refresh=10ms,gc=auto and FITGO_MEMORY_LIMIT=1Gi, while it churns
 // garbage: a read during a GC's mark waits for the mark to end, so readings
 // now and then find -1, at times several in a row (before the fix, the
-// policy handed over after some 650 to 2,800 reads here). After 12,000
-// reads the policy still manages GOGC: once the reads stop, a 200 MiB live
-// heap brings it down. The program's own GOGC 300 is handed over, and Status
+// policy handed over after some 650 to 2,800 reads here). It holds a 50 MiB
+// live heap, so that a cycle comes per 50 MiB of garbage or more: over a live
+// heap of a few MiB (GOGC 241 from the CPU target) the GC marks back to
+// back, the reads find -1 for longer than the 0.5 s the hand-over waits, and
+// the policy handed over once, after 10,764 reads. After 12,000 reads the
+// policy still manages GOGC, and still does a second after the reads stop,
+// with 200 MiB more of live heap (the CPU target's GOGC does not follow the
+// heap's size, so no value is asserted). The program's own GOGC 300 is
+// handed over, and Status
 // reports the GOGC in force. The waits only cap a hung program.
 func TestRealKernelV1GCPolicyReadGOGC(t *testing.T) {
 	cgv1.Require(t)
@@ -125,8 +131,9 @@ func TestRealKernelV1GCPolicyReadGOGC(t *testing.T) {
 	_, ok := c.Next(t, 30*time.Second)
 	require.True(t, ok, "no output; stderr: %s", c.Stderr)
 	const handedOver = "GOGC was changed outside fitgo; no longer managed"
+	c.Send(t, "heap 50")
 	c.Send(t, "churn")
-	raised, _ := c.WaitFor(t, time.Now(), 60*time.Second, func(s testprog.State) bool { return s.GOGC > 200 })
+	raised, _ := c.WaitFor(t, time.Now(), 60*time.Second, func(s testprog.State) bool { return s.GOGC > 100 })
 	t.Logf("GOGC %d, heap ceiling %d", raised.GOGC, raised.GCCeiling)
 
 	c.Send(t, "gogcread")
@@ -142,11 +149,11 @@ func TestRealKernelV1GCPolicyReadGOGC(t *testing.T) {
 	c.WaitFor(t, time.Now(), 60*time.Second, func(s testprog.State) bool { return s.Done == "gogcread" })
 
 	c.Send(t, "heap 200")
-	down, _ := c.WaitFor(t, time.Now(), 60*time.Second, func(s testprog.State) bool {
-		return s.GCReason == handedOver || s.GOGC > 100 && s.GOGC < 1000
-	})
+	c.Send(t, "report 1000")
+	down, _ := c.WaitFor(t, time.Now(), 60*time.Second, func(s testprog.State) bool { return s.Report })
 	require.NotEqual(t, handedOver, down.GCReason)
-	t.Logf("200 MiB live: GOGC %d, %s", down.GOGC, down.GCReason)
+	assert.Equal(t, down.GOGC, down.GCStatus, "Status has the GOGC in force")
+	t.Logf("250 MiB live: GOGC %d, %s", down.GOGC, down.GCReason)
 
 	c.Send(t, "setgogc 300")
 	c.WaitFor(t, time.Now(), 60*time.Second, func(s testprog.State) bool {
