@@ -121,8 +121,8 @@ func TestRealKernelV1GCPolicyMaxGOGC(t *testing.T) {
 // policy still manages GOGC, and still does a second after the reads stop,
 // with 200 MiB more of live heap (the CPU target's GOGC does not follow the
 // heap's size, so no value is asserted). The program's own GOGC 300 is
-// handed over, and Status
-// reports the GOGC in force. The waits only cap a hung program.
+// handed over, and Status reports the GOGC in force. The waits only cap a
+// hung program.
 func TestRealKernelV1GCPolicyReadGOGC(t *testing.T) {
 	cgv1.Require(t)
 	prog := cgv1.Build(t, "./internal/rig/testprog/blank")
