@@ -286,6 +286,9 @@ func ParseFlags(args []string, stderr io.Writer) (Config, error) {
 		if v.HeadroomOracle && !onlyShared {
 			return c, fmt.Errorf("variant %s is for the shared scenario alone (-scenario shared): the other scenarios have no sidecar", v.Name)
 		}
+		if v.OOMProfile {
+			return c, fmt.Errorf("variant %s runs only locally (go run -C bench . local): the runner makes its capture directory", v.Name)
+		}
 	}
 	if slices.Contains(c.Scenarios, ScenarioShared) {
 		for _, m := range c.sharedMemory() {

@@ -91,6 +91,8 @@ func TestParseFlagsErrors(t *testing.T) {
 	require.ErrorIs(t, err, errNested, "nested is the local runner's, with the reason")
 	_, err = ParseFlags([]string{"-scenario=cpu,bogus"}, &bytes.Buffer{})
 	require.EqualError(t, err, `unknown scenario "bogus" (cpu, memory, shared, all, or resize)`)
+	_, err = ParseFlags([]string{"-scenario=memory", "-variants=fitgo,fitgo-oomprofile"}, &bytes.Buffer{})
+	require.ErrorContains(t, err, "fitgo-oomprofile runs only locally", "the local runner makes its capture directory")
 	_, err = ParseFlags([]string{"-scenario=leak"}, &bytes.Buffer{})
 	require.ErrorIs(t, err, errLeak, "leak is the local runner's, with the reason")
 	for _, args := range [][]string{

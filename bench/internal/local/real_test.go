@@ -389,3 +389,35 @@ func TestRealShared(t *testing.T) {
 	}
 	assertNoLeftovers(t)
 }
+
+// TestRealOOMProfile runs the variant with the OOM capture: the runner
+// gives it a directory of its own, counts its captures into the run and
+// removes the directory.
+func TestRealOOMProfile(t *testing.T) {
+	realHost(t)
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp) // where the runner makes the capture's directory
+	out := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	// A live heap of 210 MiB: the memory held passes 90 % of the limit.
+	code := Main(t.Context(), []string{"-scenario", "memory", "-memory", "256Mi", "-heap-mib", "210", "-runs", "1", "-duration", "2s",
+		"-variants", "fitgo,fitgo-oomprofile", "-out", out}, &stdout, io.MultiWriter(&stderr, testLog{t}))
+	require.Equal(t, 0, code, stderr.String())
+	var runs []results.Run
+	b, err := os.ReadFile(filepath.Join(out, report.RunsFile))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &runs))
+	require.Len(t, runs, 2)
+	for _, r := range runs {
+		if r.Variant == "fitgo" {
+			assert.Nil(t, r.OOMCaptures, "no capture without the option")
+			continue
+		}
+		require.NotNil(t, r.OOMCaptures, "the captures counted")
+		assert.Equal(t, 1, *r.OOMCaptures, "one capture past 90 %%: peak %d MiB of 256", r.MemoryPeakBytes>>20)
+	}
+	left, err := filepath.Glob(filepath.Join(tmp, "fitgo-oomprofile-*"))
+	require.NoError(t, err)
+	assert.Empty(t, left, "the capture's directory removed")
+	assertNoLeftovers(t)
+}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -65,6 +66,16 @@ func (r *runner) runOne(ctx context.Context, st setting, v variant.Variant, roun
 		env = append(env, v.HeadroomEnv(st.memory, st.sidecar)...)
 	}
 	env = append(env, v.Env...)
+	if v.OOMProfile {
+		dir, err := os.MkdirTemp("", "fitgo-oomprofile-")
+		if err != nil {
+			return fail(fmt.Errorf("the OOM capture's directory: %w", err))
+		}
+		defer os.RemoveAll(dir)
+		run.OOMCaptures = new(int) // run is returned by value: count into its pointee
+		defer func() { *run.OOMCaptures = countCaptures(dir) }()
+		env = append(env, "FITGO=oomprofile="+dir)
+	}
 	bin := r.bins[v.Name]
 
 	// A generous bound: the heap build under a small quota, the window, the drain.
@@ -350,4 +361,11 @@ func readStats() (cgroup.Stats, error) {
 	}
 	defer w.Close()
 	return w.Stats()
+}
+
+// countCaptures returns the number of OOM captures (breakdowns, *.txt) in
+// dir.
+func countCaptures(dir string) int {
+	m, _ := filepath.Glob(filepath.Join(dir, "*.txt"))
+	return len(m)
 }

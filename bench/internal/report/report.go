@@ -273,6 +273,9 @@ var columns = []column{
 	{"OOM kills", func(s results.Summary, _ *results.Summary) string {
 		return fmt.Sprintf("%d/%d", s.OOMKills, s.Runs)
 	}},
+	{"OOM captures", func(s results.Summary, _ *results.Summary) string {
+		return withRange(s, "oom_captures", s.OOMCaptures, intOrDash)
+	}},
 }
 
 // pressureColumns are shown after the others in the table of a setting
@@ -607,6 +610,7 @@ var columnNotes = []struct {
 	{[]string{"memory events"}, "Memory events are the counters of the cgroup that carries the memory limit, summed over the runs (v1: memory.failcnt and memory.memsw.failcnt, and oom_kill and under_oom of memory.oom_control, where oom_kill counts only kills in that very cgroup; v2: memory.events)."},
 	{[]string{"GC CPU s"}, "In the gc scenario, the ratios are to fitgo's default; GC cycles and GC CPU cover the measured window; GC CPU s is `/cpu/classes/gc/total`, \"w/o idle mark\" less `/cpu/classes/gc/mark/idle` (idle marking burns the quota too); the GC share of CPU is over the CPU the process used (`/cpu/classes/total` less `/cpu/classes/idle`); peak memory is the limited cgroup's (v1 memory.max_usage_in_bytes, v2 memory.peak), the co-process's included; GOGC at end is `/gc/gogc:percent` at the end of the window, heap goal max the largest `/gc/heap/goal:bytes` in it (sampled every 10 ms); the policy's ceiling, GOGC and reason are fitgo's `memlimit` Status (`Result.GC`) read by the workload at the end of the window, where the policy is on; \"burst at\" is the window age when the co-process was told to grow, the GOGC and heap goal then, and the runs where it held its growth; the chart plots p99 against GC CPU s and against peak memory."},
 	{[]string{"GOMEMLIMIT bound at"}, "In the leak scenario, \"GOMEMLIMIT bound at\" is the process's age when GOMEMLIMIT first set the heap goal (below GOGC's), \"GOMEMLIMIT raised at\" when it first rose above its value at the start (fitgo's leak guard), \"then lasted\" the time from there to the kill or the end of the run; GC CPU, p99 and requests \"in the window\" cover that time up to the last progress line (at most 1 s before the end); \"brown-out\" is the time in it with the GC above half of the CPU."},
+	{[]string{"OOM captures"}, "OOM captures are the heap profiles and breakdowns the variant with FITGO=oomprofile wrote in a run (at most one per 10 minutes, once the memory held passes 90 % of the limit)."},
 	{[]string{"CPU pressure", "memory pressure"}, "CPU and memory pressure, where the kernel has pressure stall information for the cgroup (cgroup v2), are the share of the window in which some task waited for the CPU or for memory (the some totals of `cpu.pressure` and `memory.pressure`)."},
 }
 

@@ -338,6 +338,9 @@ type Run struct {
 	Sidecar *Sidecar `json:"sidecar,omitempty"`
 	// Burst is what the runner saw of the burst (BurstBytes > 0).
 	Burst *Burst `json:"burst,omitempty"`
+	// OOMCaptures is the number of OOM captures (breakdowns) the variant
+	// with FITGO=oomprofile left in its directory; nil for the others.
+	OOMCaptures *int `json:"oom_captures,omitempty"`
 	// Leak is the limit window of the leak scenario (and of any run whose
 	// heap reached GOMEMLIMIT), from the workload's progress lines.
 	Leak *LeakWindow `json:"leak,omitempty"`

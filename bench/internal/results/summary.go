@@ -71,7 +71,10 @@ type Summary struct {
 	// ThrottledPeriods is the count of throttled CFS periods in the window.
 	ThrottledPeriods Float `json:"throttled_periods"`
 	// MemoryPeakBytes is the limited cgroup's peak usage (Run.MemoryPeakBytes).
-	MemoryPeakBytes   Float `json:"memory_peak_bytes"`
+	MemoryPeakBytes Float `json:"memory_peak_bytes"`
+	// OOMCaptures is the OOM captures a run left (Run.OOMCaptures); NaN for
+	// the variants without the capture.
+	OOMCaptures       Float `json:"oom_captures"`
 	SchedLatencyP99MS Float `json:"sched_latency_p99_ms"`
 
 	// ThrottledPeriodsRatio is throttled periods / periods (0 to 1).
@@ -261,6 +264,12 @@ var metrics = []metric{
 		}
 		return float64(r.MemoryPeakBytes)
 	}, func(s *Summary, v Float) { s.MemoryPeakBytes = v }},
+	{"oom_captures", func(r Run) float64 {
+		if r.OOMCaptures == nil {
+			return math.NaN()
+		}
+		return float64(*r.OOMCaptures)
+	}, func(s *Summary, v Float) { s.OOMCaptures = v }},
 	{"sched_latency_p99_ms", fromWorkload(func(w *Workload) float64 { return float64(w.SchedLatency.P99) }), func(s *Summary, v Float) { s.SchedLatencyP99MS = v }},
 	{"throttled_periods_ratio", func(r Run) float64 { return r.Throttling().ThrottledRatio() }, func(s *Summary, v Float) { s.ThrottledPeriodsRatio = v }},
 	{"throttled_ms", func(r Run) float64 {

@@ -31,6 +31,10 @@ type Variant struct {
 	HeadroomOracle bool
 	// Ratio is the oracle's share of that memory; 0 is 0.9, fitgo's default.
 	Ratio float64
+	// OOMProfile is true for the variant run with FITGO=oomprofile=DIR, a
+	// directory of its own per run that the local runner makes, counts the
+	// captures in (Run.OOMCaptures) and removes.
+	OOMProfile bool
 }
 
 // OraclePrefix starts the names of the oracles at another ratio than
@@ -96,8 +100,14 @@ var (
 // the base of its ratios.
 var GC = []Variant{All[4], GCPolicy, GCOff, GCTuner, All[3], All[1]}
 
+// OOMProfile is fitgo's blank import with its OOM capture on: the
+// capture's overhead beside fitgo in the memory scenarios (local runner
+// only).
+var OOMProfile = Variant{Name: "fitgo-oomprofile", Cmd: "cmd/fitgo", OOMProfile: true,
+	Doc: "fitgo blank-imported with FITGO=oomprofile=DIR (a directory per run, made by the runner): a heap profile and a breakdown written once the memory held passes 90 % of the limit"}
+
 // extra are the variants outside All and Rules that flags can name.
-func extra() []Variant { return []Variant{Oracle, NoGuard, GCPolicy, GCOff, GCTuner} }
+func extra() []Variant { return []Variant{Oracle, NoGuard, GCPolicy, GCOff, GCTuner, OOMProfile} }
 
 // Leak is the leak scenario's default variants: Memory, and fitgo without
 // its leak guard.
