@@ -159,9 +159,7 @@ type Fit struct {
 	changedAt time.Time
 	otherFor  float64 // the limit of otherWhy, automaxprocs' rule
 	otherWhy  string
-	// The runtime's own updates as the last reading saw them; Adopt is its
-	// own value for the current limit and for the one before.
-	rt knob.Updates[int]
+	adopt     [2]int // the runtime's own value for the current limit and the one before
 }
 
 // Apply sets GOMAXPROCS from the effective CPU limit of the process's
@@ -202,8 +200,8 @@ func prepare(o *Options) (*Fit, *knob.Apply[int, cpuLimit]) {
 		Runtime: e.rt.why, RuntimeAware: e.rt.aware, RuntimeUpdates: e.rt.updates}}
 	r := &f.res
 	r.NumCPU = f.ncpu
-	a := &knob.Apply[int, cpuLimit]{Env: &e.Env, Tick: f.tick, Common: knob.Common{Insist: o.Insist, Logger: o.Logger,
-		Refresh: o.Refresh, Context: o.Context, Limits: o.Limits}}
+	a := &knob.Apply[int, cpuLimit]{Env: &e.Env, Tick: f.tick, Insist: o.Insist, Logger: o.Logger,
+		Refresh: o.Refresh, Context: o.Context, Limits: o.Limits}
 	n, set := envvar.GOMAXPROCS(r.Env)
 	switch a.Err = cmp.Or(o.Policy.validate(), f.setUpper(o.UpperLimit, e.Getenv(envvar.CPULimitVar))); {
 	case a.Err != nil:
@@ -218,12 +216,12 @@ func prepare(o *Options) (*Fit, *knob.Apply[int, cpuLimit]) {
 	def := -1 // the runtime's default for the reading at Apply, when it could be read
 	a.Read = func(lim cgroup.Limits, err error) knob.Reading[int, cpuLimit] {
 		rd := knob.Reading[int, cpuLimit]{Err: f.cpuErr(lim, err), None: "no CPU limit"}
-		rd.Limit, rd.Has, rd.Want, f.rt.Adopt[0] = f.derive(lim)
-		f.seen, r.CPU, r.Limit, r.Source, f.rt.Adopt[1] = rd.Limit, lim.CPU, rd.Limit.cores, rd.Limit.source, f.rt.Adopt[0]
+		rd.Limit, rd.Has, rd.Want, f.adopt[0] = f.derive(lim)
+		f.seen, r.CPU, r.Limit, r.Source, f.adopt[1] = rd.Limit, lim.CPU, rd.Limit.cores, rd.Limit.source, f.adopt[0]
 		if errors.Is(rd.Err, cgroup.ErrNoCgroup) {
 			rd.None = "no cgroup information (no /proc/self/cgroup)"
 		} else if rd.Err == nil {
-			def = f.rt.Adopt[0]
+			def = f.adopt[0]
 		}
 		return rd
 	}
@@ -306,20 +304,14 @@ func (f *Fit) tick(k *knob.Fit[int, cpuLimit], now time.Time, lim cgroup.Limits,
 		f.ncpu = f.env.numCPU()
 	}
 	cl, has, want, def := f.derive(lim)
+	if cl != f.seen {
+		f.changedAt, f.adopt[1] = now, f.adopt[0]
+	}
 	if cl != f.seen || moved {
-		if cl != f.seen {
-			f.changedAt = now
-			f.rt.Adopt[1] = f.rt.Adopt[0]
-		}
-		f.seen = cl
-		f.rt.Adopt[0] = def
+		f.seen, f.adopt[0] = cl, def
 	}
-	rd.Limit, rd.Has, rd.Want = cl, has, want
-	def = f.rt.Adopt[0]
-	f.rt.Seen, f.rt.Wait, f.rt.Default = seen, def == rd.Want && now.Sub(f.changedAt) < runtimeGrace, runtimeContainerSupport && rd.Want == def
-	if rt.updates {
-		rd.Runtime = &f.rt
-	}
+	rd.Limit, rd.Has, rd.Want, rd.Runtime, rd.Adopt, rd.Seen = cl, has, want, rt.updates, f.adopt, seen
+	rd.Wait, rd.Default = f.adopt[0] == want && now.Sub(f.changedAt) < runtimeGrace, runtimeContainerSupport && want == f.adopt[0]
 	rd.Other, rd.OtherWhy = f.automaxprocs(lim)
 	return k.Step(now, rd)
 }

@@ -141,8 +141,8 @@ func (f *Fit) startGC(o *Options, later bool) {
 		default:
 			_, _, r := f.rule.readRuntime(false, true)
 			p.gcCPU, p.cpu = r.gcCPU, r.cpu
-			p.fit, _ = knob.Start(g, &knob.Common{Refresh: o.Refresh}, &knob.Reading[int, gcState]{Limit: gcState{why: gcWaiting}},
-				knob.Outcome[int]{Before: cur, After: cur})
+			a := &knob.Apply[int, gcState]{Env: &knob.Env[int]{Knob: g}, Refresh: o.Refresh}
+			p.fit, _ = a.Start(&knob.Reading[int, gcState]{Limit: gcState{why: gcWaiting}}, knob.Outcome[int]{Before: cur, After: cur})
 		}
 	}
 	if p.fit != nil && o.Context != nil {

@@ -214,8 +214,8 @@ func prepare(o *Options) (*Fit, *knob.Apply[int64, memLimit]) {
 	f := &Fit{env: e, res: Result{Policy: p, Env: e.Getenv("GOMEMLIMIT")}, log: o.Logger,
 		rule: rule{p: p, headroom: !o.NoHeadroom, nonGo: !o.NoNonGo, env: e, log: o.Logger}}
 	r := &f.res
-	a := &knob.Apply[int64, memLimit]{Env: &e.Env, Tick: f.tick, Common: knob.Common{Insist: o.Insist, Logger: o.Logger,
-		Refresh: o.Refresh, Context: o.Context, Limits: o.Limits}}
+	a := &knob.Apply[int64, memLimit]{Env: &e.Env, Tick: f.tick, Insist: o.Insist, Logger: o.Logger,
+		Refresh: o.Refresh, Context: o.Context, Limits: o.Limits}
 	invalid, setting := f.rule.setUpper(o, e.Getenv(envvar.MemoryLimitVar))
 	if o.GCShare < 0 || o.GCShare > 0.9 || o.GCShare != o.GCShare {
 		invalid = cmp.Or(invalid, errors.New("memlimit: GCShare "+

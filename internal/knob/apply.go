@@ -44,30 +44,26 @@ type Outcome[V comparable] struct {
 	LastUpdate         time.Time
 }
 
-// Common are the options of every knob's package, documented there.
-type Common struct {
-	Insist  bool
-	Logger  *slog.Logger
-	Refresh time.Duration
-	Context context.Context
-	Limits  *cgroup.Limits // nil: Env reads them
-}
-
-// Apply is one Apply, or Plan, of a knob as its package prepares it. Run
-// decides for every knob in the same way, in this order: Left, the options
-// and the environment, leaves the knob alone before any reading; Keep
+// Apply is one Apply, or Plan, of a knob as its package prepares it, with
+// the options every knob's package has (documented there). Run decides for
+// every knob in the same way, in this order: Left, the options and the
+// environment, leaves the knob alone before any reading; Keep
 // (KeepExisting) keeps a value fitgo did not set; a reading with no cgroup
 // or no value gives None; a reading's error is the Apply's; a value that
 // is already Want gives Same; else the value is set. Read is the package's
 // reading of the limits at Apply, Tick its reading at each refresh.
 type Apply[V comparable, D any] struct {
-	Env *Env[V]
-	Common
-	Left string
-	Err  error // the options' error, with Left
-	Keep func(before V) string
-	Read func(lim cgroup.Limits, err error) Reading[V, D]
-	Same func(want V) string
+	Env     *Env[V]
+	Insist  bool
+	Logger  *slog.Logger
+	Refresh time.Duration
+	Context context.Context
+	Limits  *cgroup.Limits // nil: Env reads them
+	Left    string
+	Err     error // the options' error, with Left
+	Keep    func(before V) string
+	Read    func(lim cgroup.Limits, err error) Reading[V, D]
+	Same    func(want V) string
 	// Tick is the package's reading at each refresh tick; the refresh may
 	// run it before Run returns, so it gets the Fit rather than finding it
 	// where the package stores it.
@@ -113,7 +109,7 @@ func (a *Apply[V, D]) Run(o Outcome[V], plan bool) (*Fit[V, D], *Loop, Outcome[V
 		if plan {
 			return nil, nil, o
 		}
-		f, ok := Start(k, &a.Common, &rd, o)
+		f, ok := a.Start(&rd, o)
 		if !ok {
 			continue // the value changed: decide again
 		}

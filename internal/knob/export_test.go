@@ -8,11 +8,11 @@ import (
 // start is Start for a decision to set want (when change) and to follow the
 // limit (when follow), with no limit and no error.
 func start[V comparable](k *Knob[V], log *slog.Logger, before, want V, change, follow bool) (*Fit[V, string], bool) {
-	c := &Common{Logger: log}
+	a := &Apply[V, string]{Env: &Env[V]{Knob: k}, Logger: log}
 	if follow {
-		c.Refresh = time.Second
+		a.Refresh = time.Second
 	}
-	return Start(k, c, &Reading[V, string]{}, Outcome[V]{Before: before, After: want, Changed: change})
+	return a.Start(&Reading[V, string]{}, Outcome[V]{Before: before, After: want, Changed: change})
 }
 
 // setInsist makes the Fit put its value back over someone else's change

@@ -27,12 +27,13 @@ type Fit[V comparable, D any] struct {
 	odd     time.Time   // since when readings find a value fitgo did not set (Spec.Confirm); zero: none
 }
 
-// Start begins the Fit of an Apply with options c that read o.Before (with
-// peek) and decided, from the reading rd, to set o.After (when o.Changed) or
-// to leave the value alone; the Fit follows the limit when there is a
-// cgroup and a refresh. It fails, doing nothing, when the value is no longer
-// o.Before: the caller decides again. The Fit supersedes any earlier one.
-func Start[V comparable, D any](k *Knob[V], c *Common, rd *Reading[V, D], o Outcome[V]) (*Fit[V, D], bool) {
+// Start begins the Fit of a that read o.Before (with peek) and decided, from
+// the reading rd, to set o.After (when o.Changed) or to leave the value
+// alone; the Fit follows the limit when there is a cgroup and a refresh. It
+// fails, doing nothing, when the value is no longer o.Before: the caller
+// decides again. The Fit supersedes any earlier one.
+func (a *Apply[V, D]) Start(rd *Reading[V, D], o Outcome[V]) (*Fit[V, D], bool) {
+	k := a.Env.Knob
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	cur := k.get()
@@ -48,8 +49,8 @@ func Start[V comparable, D any](k *Knob[V], c *Common, rd *Reading[V, D], o Outc
 			return nil, false
 		}
 	}
-	follow := c.Refresh > 0 && !errors.Is(rd.Err, cgroup.ErrNoCgroup)
-	f := &Fit[V, D]{k: k, log: c.Logger, st: State[V, D]{Following: follow, Limit: rd.Limit, Err: rd.Err}, insist: c.Insist, fresh: true}
+	follow := a.Refresh > 0 && !errors.Is(rd.Err, cgroup.ErrNoCgroup)
+	f := &Fit[V, D]{k: k, log: a.Logger, st: State[V, D]{Following: follow, Limit: rd.Limit, Err: rd.Err}, insist: a.Insist, fresh: true}
 	if a := k.active; a != nil {
 		a.supersede()
 	}
@@ -92,22 +93,16 @@ type Reading[V comparable, D any] struct {
 	// Why says what a change is for when it is not the limit's
 	// (e.g. "by the leak guard"); "": the limit changed.
 	Why string
-	// Runtime is set when the runtime updates the value by itself.
-	Runtime *Updates[V]
-}
-
-// Updates are the runtime's own updates of a value, as a Reading sees them.
-type Updates[V comparable] struct {
-	// Adopt are values the runtime may have set, which are accepted rather
-	// than handed over; Seen is the value the reading was computed for: if
-	// the runtime's value has changed since (its own update racing the
-	// tick), the step is left to the next reading.
-	Adopt [2]V
-	Seen  V
-	// Wait leaves a change to the runtime for now, while fitgo has not set
-	// the value. Default: Want is the runtime's own default, which restore
-	// puts back along with the runtime's own updates.
-	Wait, Default bool
+	// Runtime: the runtime updates the value by itself. Then Adopt are values
+	// it may have set, which are accepted rather than handed over; Seen is
+	// the value the reading was computed for: if the runtime's value has
+	// changed since (its own update racing the tick), the step is left to the
+	// next reading. Wait leaves a change to the runtime for now, while fitgo
+	// has not set the value. Default: Want is the runtime's own default,
+	// which restore puts back along with the runtime's own updates.
+	Runtime, Wait, Default bool
+	Adopt                  [2]V
+	Seen                   V
 }
 
 // Step applies a reading taken at now, and reports whether the Fit still
@@ -124,12 +119,12 @@ func (f *Fit[V, D]) Step(now time.Time, r Reading[V, D]) bool {
 	}
 	var put, ev event
 	for cur, first := k.get(), true; ; first = false {
-		switch u := r.Runtime; {
-		case u != nil && cur != u.Seen: // the runtime's own update raced the reading: left to the next
+		switch {
+		case r.Runtime && cur != r.Seen: // the runtime's own update raced the reading: left to the next
 		case cur == k.last:
 			f.odd = time.Time{}
 			ev = f.step(now, cur, &r)
-		case u != nil && !k.owned && (cur == u.Adopt[0] || cur == u.Adopt[1]):
+		case r.Runtime && !k.owned && (cur == r.Adopt[0] || cur == r.Adopt[1]):
 			k.last = cur // the runtime's own update
 			ev = f.step(now, cur, &r)
 		case f.insist && first: // someone else's change: put fitgo's value back, and judge again
@@ -161,7 +156,7 @@ func (f *Fit[V, D]) reassert(cur V, r *Reading[V, D]) event {
 	k := f.k
 	mine, by := k.last, f.other(cur, r)
 	var ok bool
-	if u := r.Runtime; u != nil && u.Default && mine == r.Want {
+	if r.Runtime && r.Default && mine == r.Want {
 		_, ok = k.putBack(cur)
 	} else {
 		_, ok = k.write(cur, mine)
@@ -199,7 +194,7 @@ func (f *Fit[V, D]) step(now time.Time, cur V, r *Reading[V, D]) event {
 			return f.handOver(cur, got, "")
 		}
 		return f.changed(now, cur, got, removed)
-	case !r.Has || r.Want == cur || !k.owned && r.Runtime != nil && r.Runtime.Wait:
+	case !r.Has || r.Want == cur || !k.owned && r.Runtime && r.Wait:
 		return f.flush(now, cur)
 	}
 	got, ok := k.write(cur, r.Want)
