@@ -66,16 +66,10 @@ type env struct {
 }
 
 // processKnob is the process's GOMAXPROCS.
-var processKnob = knob.New(text(),
-	func() int { return runtime.GOMAXPROCS(0) },
-	func(n int) int { return runtime.GOMAXPROCS(n) },
-	restoreGOMAXPROCS,
-)
+var processKnob = knob.New(spec, func() int { return runtime.GOMAXPROCS(0) }, runtime.GOMAXPROCS, restoreGOMAXPROCS)
 
-func text() knob.Spec[int] {
-	return knob.Spec[int]{Name: "GOMAXPROCS", Value: "GOMAXPROCS", Limit: "CPU limit", Key: "cpu_limit", Pkg: "maxprocs",
-		Format: strconv.Itoa}
-}
+var spec = knob.Spec[int]{Name: "GOMAXPROCS", Value: "GOMAXPROCS", Limit: "CPU limit", Key: "cpu_limit", Pkg: "maxprocs",
+	Format: strconv.Itoa}
 
 // cpuLimit is the CPU limit of a reading.
 type cpuLimit struct {
@@ -225,7 +219,16 @@ func prepare(o *Options) (*Fit, *knob.Apply[int, cpuLimit]) {
 		}
 		return rd
 	}
-	a.Same = func(want int) string { return sameReason(want, r.Limit, f.ncpu, e.rt) }
+	a.Same = func(want int) string {
+		s := "GOMAXPROCS is already " + strconv.Itoa(want)
+		if r.Limit >= float64(f.ncpu) {
+			s += ": the CPU limit (" + formatCores(r.Limit) + ") is not below the CPU count (" + strconv.Itoa(f.ncpu) + ")"
+		}
+		if e.rt.updates {
+			s += "; left to the Go runtime, whose own updates stay on"
+		}
+		return s
+	}
 	if o.KeepExisting {
 		a.Keep = func(before int) string {
 			if def <= 0 || before == def {
@@ -259,17 +262,6 @@ func (f *Fit) setUpper(opt float64, env string) error {
 		f.upper = cpuLimit{float64(m) / 1000, "$" + envvar.CPULimitVar}
 	}
 	return nil
-}
-
-func sameReason(n int, q float64, ncpu int, rt goRuntime) string {
-	s := "GOMAXPROCS is already " + strconv.Itoa(n)
-	if q >= float64(ncpu) {
-		s += ": the CPU limit (" + formatCores(q) + ") is not below the CPU count (" + strconv.Itoa(ncpu) + ")"
-	}
-	if rt.updates {
-		s += "; left to the Go runtime, whose own updates stay on"
-	}
-	return s
 }
 
 func formatCores(q float64) string { return strconv.FormatFloat(q, 'f', -1, 64) + " cores" }

@@ -78,12 +78,10 @@ const (
 // processGOGC is the process's GOGC, a knob like the memory limit: the GC
 // policy's Fit on it follows the memory limit's refresh, and hands over once
 // the readings find a value it did not set for gcConfirm.
-var processGOGC = knob.New(gcSpec(), readGOGC(), debug.SetGCPercent, debug.SetGCPercent)
+var processGOGC = knob.New(gcSpec, readGOGC(), debug.SetGCPercent, debug.SetGCPercent)
 
-func gcSpec() knob.Spec[int] {
-	return knob.Spec[int]{Name: "GOGC", Value: "GOGC", Limit: "memory available", Key: "heap_ceiling", Format: strconv.Itoa,
-		Confirm: gcConfirm}
-}
+var gcSpec = knob.Spec[int]{Name: "GOGC", Value: "GOGC", Limit: "memory available", Key: "heap_ceiling", Format: strconv.Itoa,
+	Confirm: gcConfirm}
 
 // readGOGC reads GOGC without setting it. The knob calls it with its lock
 // held, so one sample serves every call.

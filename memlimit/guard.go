@@ -169,7 +169,7 @@ func guardValue(g leakGuard) slog.Value {
 // line for its first step (an operator should look), Info lines for the
 // later steps and for a reset.
 func (f *Fit) logGuard(ev guardEvent, want int64, l memLimit) {
-	if f.log == nil {
+	if f.log == nil || ev == guardNone {
 		return
 	}
 	switch {

@@ -113,16 +113,10 @@ type env struct {
 }
 
 // processKnob is the process's memory limit.
-var processKnob = knob.New(text(),
-	func() int64 { return debug.SetMemoryLimit(-1) },
-	debug.SetMemoryLimit,
-	debug.SetMemoryLimit,
-)
+var processKnob = knob.New(spec, func() int64 { return debug.SetMemoryLimit(-1) }, debug.SetMemoryLimit, debug.SetMemoryLimit)
 
-func text() knob.Spec[int64] {
-	return knob.Spec[int64]{Name: "GOMEMLIMIT", Value: "the memory limit", Limit: "memory limit", Key: "memory_limit", Pkg: "memlimit",
-		Format: formatBytes, Log: logBytes}
-}
+var spec = knob.Spec[int64]{Name: "GOMEMLIMIT", Value: "the memory limit", Limit: "memory limit", Key: "memory_limit", Pkg: "memlimit",
+	Format: formatBytes, Log: logBytes}
 
 // memLimit is the memory limit of a reading, as Result has it.
 type memLimit struct {
@@ -290,10 +284,8 @@ func (f *Fit) tick(k *knob.Fit[int64, memLimit], now time.Time, lim cgroup.Limit
 	if rd.Err == nil || !keep {
 		f.tuneGC(now, keep, rd.Want, rd.Has, rd.Limit, gc)
 	}
-	if keep && gev != guardNone {
-		f.logGuard(gev, rd.Want, rd.Limit)
-	}
 	if keep {
+		f.logGuard(gev, rd.Want, rd.Limit)
 		f.oom.step(now, &lim, rd.Want, rd.Limit.guard.Steps)
 	}
 	return keep

@@ -166,7 +166,7 @@ func (k *Knob[V]) Summary(o Outcome[V], limit, policy string) string {
 // LogValue is the LogValue of a Result: its shared fields around mid, the
 // package's own.
 func (k *Knob[V]) LogValue(o Outcome[V], mid ...slog.Attr) slog.Value {
-	attrs := append([]slog.Attr{{Key: "before", Value: k.txt.logValue(o.Before)}, {Key: "after", Value: k.txt.logValue(o.After)},
+	attrs := append([]slog.Attr{{Key: "before", Value: k.txt.Log(o.Before)}, {Key: "after", Value: k.txt.Log(o.After)},
 		slog.Bool("changed", o.Changed)}, mid...)
 	if o.SettingErr != nil {
 		attrs = append(attrs, slog.String("setting_err", o.SettingErr.Error()))

@@ -182,7 +182,7 @@ func (f *Fit[V, D]) step(now time.Time, cur V, r *Reading[V, D]) event {
 		f.st.Err = r.Err
 		if first {
 			return event{level: slog.LevelWarn, msg: "fitgo: cannot read the " + f.k.txt.Limit + "; " + f.k.txt.Name + " not fitted until it can",
-				args: []any{f.k.txt.Name, f.k.txt.logValue(cur), "err", r.Err}}
+				args: []any{f.k.txt.Name, f.k.txt.Log(cur), "err", r.Err}}
 		}
 		return event{}
 	}

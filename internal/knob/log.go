@@ -10,7 +10,7 @@ import (
 // changeArgs are the log arguments of someone else's change of was to cur
 // (by: the likely other library).
 func (f *Fit[V, D]) changeArgs(cur, was V, by string) []any {
-	args := []any{f.k.txt.Name, f.k.txt.logValue(cur), "was", f.k.txt.logValue(was)}
+	args := []any{f.k.txt.Name, f.k.txt.Log(cur), "was", f.k.txt.Log(was)}
 	if by != "" {
 		args = append(args, "by", "another library, matching "+by)
 	}
@@ -86,7 +86,7 @@ func (f *Fit[V, D]) flush(now time.Time, cur V) event {
 	}
 	n, from := c.held, c.from
 	c.held, c.at = 0, now
-	args := []any{f.k.txt.Name, f.k.txt.logValue(cur), "before", f.k.txt.logValue(from), f.k.txt.Key, f.st.Limit}
+	args := []any{f.k.txt.Name, f.k.txt.Log(cur), "before", f.k.txt.Log(from), f.k.txt.Key, f.st.Limit}
 	if n > 1 {
 		args = append(args, "changes", n)
 	}
