@@ -116,7 +116,7 @@ func (a *Apply[V, D]) Run(o Outcome[V], plan bool) (*Fit[V, D], *Loop, Outcome[V
 		if !f.following() {
 			return f, nil, o
 		}
-		l := f.join(a.Context, a.Refresh, a.Env.Open, a.Env.Ticks, a.Tick)
+		l := f.join(a)
 		o.Refresh, o.Following = l.every, true
 		return f, l, o
 	}

@@ -1,8 +1,11 @@
 package knob
 
 import (
+	"context"
 	"log/slog"
 	"time"
+
+	"github.com/fitgo/fitgo/cgroup"
 )
 
 // start is Start for a decision to set want (when change) and to follow the
@@ -21,4 +24,10 @@ func (f *Fit[V, D]) setInsist(on bool) {
 	f.k.mu.Lock()
 	f.insist = on
 	f.k.mu.Unlock()
+}
+
+// joinWith is join for an Apply of these options.
+func (f *Fit[V, D]) joinWith(ctx context.Context, every time.Duration, open func() (Source, error), ticks <-chan time.Time,
+	step func(f *Fit[V, D], now time.Time, lim cgroup.Limits, err error) bool) *Loop {
+	return f.join(&Apply[V, D]{Env: &Env[V]{Open: open, Ticks: ticks}, Context: ctx, Refresh: every, Tick: step})
 }

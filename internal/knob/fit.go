@@ -311,15 +311,13 @@ type State[V comparable, D any] struct {
 	LastUpdate time.Time
 }
 
-// join makes a following Fit a member of the Loop that ctx carries (see
-// WithLoop) or, without one, of a new Loop of its own at the interval every
-// over open (ticked by ticks when not nil), and returns the Loop. step is
-// the Fit's package's reading of a tick. The Fit stops when ctx is done.
-func (f *Fit[V, D]) join(ctx context.Context, every time.Duration, open func() (Source, error), ticks <-chan time.Time,
-	step func(f *Fit[V, D], now time.Time, lim cgroup.Limits, err error) bool) *Loop {
-	l := LoopOf(ctx)
+// join makes a following Fit of a a member of the Loop that a.Context
+// carries (see WithLoop) or, without one, of a new Loop of its own, and
+// returns the Loop. The Fit stops when a.Context is done.
+func (f *Fit[V, D]) join(a *Apply[V, D]) *Loop {
+	ctx, tick, l := a.Context, a.Tick, LoopOf(a.Context)
 	if l == nil {
-		l = NewLoop(every, open, ticks)
+		l = NewLoop(a.Refresh, a.Env.Open, a.Env.Ticks)
 	}
 	f.k.mu.Lock()
 	f.wake = l.wake
@@ -327,7 +325,7 @@ func (f *Fit[V, D]) join(ctx context.Context, every time.Duration, open func() (
 		f.release = context.AfterFunc(ctx, func() { f.Stop("stopped: " + context.Cause(ctx).Error()) })
 	}
 	f.k.mu.Unlock()
-	l.add(func(now time.Time, lim cgroup.Limits, err error) bool { return step(f, now, lim, err) }, f.following)
+	l.add(func(now time.Time, lim cgroup.Limits, err error) bool { return tick(f, now, lim, err) }, f.following)
 	if !f.following() {
 		l.wake() // superseded or stopped before it joined
 	}
