@@ -31,10 +31,9 @@ type Options struct {
 	// KeepExisting leaves the memory limit alone when the program or a
 	// library has already set one. The blank import sets it.
 	KeepExisting bool
-	// Insist keeps fitgo's value against later changes by other code (such
-	// as automemlimit in main): the refresh puts it back at its next reading
-	// and logs that once. Off: fitgo hands the limit over to whoever changes
-	// it.
+	// Insist makes the refresh put fitgo's value back, logging it once, when
+	// other code (such as automemlimit in main) changes the memory limit.
+	// Off: fitgo hands the limit over to whoever changes it.
 	Insist bool
 	// Logger gets an Info line when GOMEMLIMIT changes or fitgo stops
 	// managing it, a Debug line when Apply leaves it alone, and a Warn line
@@ -61,29 +60,27 @@ type Options struct {
 	// against it as against any limit (NoHeadroom).
 	UpperLimit int64
 	// Reserve is memory, in bytes, held under the limit where fitgo cannot
-	// see it, such as by a sidecar in another container of a pod with a
-	// pod-level limit: it is taken off the limit before the policy, as the
-	// headroom takes off what it sees the other processes hold. 0: none; one
-	// that leaves less than the policy's Min of the limit read at Apply is
-	// ignored (SettingErr). The blank import sets it for FITGO=reserve=.
+	// see it (a sidecar in another container under a pod-level limit): it is
+	// taken off the limit before the policy, as the headroom takes off what
+	// it sees the others hold. 0: none; one that leaves less than the
+	// policy's Min of the limit read at Apply is ignored (SettingErr). The
+	// blank import sets it for FITGO=reserve=.
 	Reserve int64
 	// NoLeakGuard turns off the refresh's leak guard, which steps GOMEMLIMIT
 	// up toward the memory limit while a growing heap pins the GC at it
 	// (Result.LeakGuard). The blank import sets it for FITGO=leakguard=off.
 	NoLeakGuard bool
-	// NoNonGo leaves the process's own memory outside the Go runtime (C
-	// memory from cgo, anonymous mmap) to the policy's ratio. By default the
-	// headroom counts it with the others' (Result.NonGo): its resident
-	// anonymous memory (RssAnon, less LazyFree) beyond what the runtime has
-	// mapped and not released (runtime/metrics /memory/classes). NoHeadroom turns
-	// it off too. The blank import sets it for FITGO=nongo=off.
+	// NoNonGo leaves the process's own memory outside the Go runtime (cgo,
+	// anonymous mmap) to the policy's ratio. By default the headroom counts
+	// it with the others' (Result.NonGo): its RssAnon, less LazyFree, beyond
+	// what the runtime holds resident (runtime/metrics /memory/classes).
+	// NoHeadroom turns it off too. The blank import sets it for FITGO=nongo=off.
 	NoNonGo bool
 	// GC turns on the GC policy: at each refresh reading, GOGC is raised so
-	// that the GC takes about 2 % of the CPU, where it takes more, up to
-	// a heap that fills GCShare of the memory available, never beyond
-	// GOMEMLIMIT nor below the program's GOGC; it stops when the program
-	// sets GOGC (Result.GC). It needs a Refresh. The blank import sets it
-	// for FITGO=gc=auto. Off: GOGC is left alone.
+	// that the GC takes about 2 % of the CPU, where it takes more, up to a
+	// heap that fills GCShare of the memory available, never beyond
+	// GOMEMLIMIT nor below the program's GOGC; it stops when the program sets
+	// GOGC (Result.GC). It needs a Refresh; FITGO=gc=auto sets it.
 	GC bool
 	// GCShare is the share of the memory available (Result.Limit) the GC
 	// policy lets the heap fill, above 0 and at most 0.9; 0: 0.7. The blank
@@ -91,10 +88,10 @@ type Options struct {
 	GCShare float64
 	// OOMProfile, when not "", is a directory where, at the refresh reading
 	// when the memory held under the limit first passes 90 % of it, a heap
-	// profile and a breakdown of who holds the memory are written, as
-	// evidence of an OOM kill to come (oom.go, docs/observability.md); at
-	// Apply, Result.OOMCapture names one an earlier process wrote there. It
-	// needs a Refresh. The blank import sets it for FITGO=oomprofile=DIR.
+	// profile and a breakdown of who holds the memory are written, evidence
+	// of an OOM kill to come (docs/observability.md); Result.OOMCapture names
+	// one an earlier process wrote there. It needs a Refresh; the blank
+	// import sets it for FITGO=oomprofile=DIR.
 	OOMProfile string
 
 	env *env // nil: the process
