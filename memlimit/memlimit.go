@@ -36,8 +36,8 @@ type Options struct {
 	// Off: fitgo hands the limit over to whoever changes it.
 	Insist bool
 	// Logger gets an Info line when GOMEMLIMIT changes or fitgo stops
-	// managing it, a Debug line when Apply leaves it alone, and a Warn line
-	// when the memory limit cannot be read. nil: no logging.
+	// managing it, a Debug line when Apply leaves it alone, a Warn line when
+	// the memory limit cannot be read. nil: no logging.
 	Logger *slog.Logger
 	// Refresh, when positive, keeps GOMEMLIMIT in line with the memory limit
 	// at this interval (at least 10ms), until Context is done, Undo, a later
@@ -53,11 +53,10 @@ type Options struct {
 	NoHeadroom bool
 	// UpperLimit, when positive, bounds the limit fitgo reads with one known
 	// from outside, such as the pod's limit in a private cgroup namespace. 0:
-	// the FITGO_MEMORY_LIMIT environment variable at start-up, if set: bytes
-	// as the downward API's limits.memory writes them, or a Kubernetes
-	// quantity such as 512Mi or 1G; any other value, or one that leaves less
-	// than the policy's Min, is ignored (SettingErr). The others count
-	// against it as against any limit (NoHeadroom).
+	// FITGO_MEMORY_LIMIT at start-up, if set: bytes (the downward API's
+	// limits.memory) or a Kubernetes quantity such as 512Mi; any other value,
+	// or one that leaves less than the policy's Min, is ignored (SettingErr).
+	// The others count against it as against any limit (NoHeadroom).
 	UpperLimit int64
 	// Reserve is memory, in bytes, held under the limit where fitgo cannot
 	// see it (a sidecar in another container under a pod-level limit): it is
@@ -159,13 +158,12 @@ type Fit struct {
 
 // Apply sets the Go runtime's soft memory limit (GOMEMLIMIT) from the
 // effective memory limit of the process's cgroup hierarchy, by the options'
-// policy. It leaves the limit alone, with the Reason in the Result, when the
-// GOMEMLIMIT environment variable is set (a byte count or "off"), the system
-// is not Linux or has no cgroup, there is no memory limit (unless
-// SystemMemory), the policy leaves it unset, or it already has the value; it
-// never clears a limit. It returns the error, also in the Result, when the
-// limit cannot be read or the options are invalid. A later Apply takes over
-// from an earlier one.
+// policy. It leaves the limit alone, with the Reason in the Result, when
+// GOMEMLIMIT is set in the environment (bytes or "off"), the system is not
+// Linux or has no cgroup, there is no memory limit (unless SystemMemory),
+// the policy leaves it unset, or it already has the value; it never clears
+// a limit. It returns the error, also in the Result, when the limit cannot
+// be read or the options are invalid. A later Apply takes over.
 func Apply(o Options) (*Fit, error) {
 	f, a := prepare(&o)
 	f.startGC(&o, a.Left == "")
@@ -257,9 +255,9 @@ func prepare(o *Options) (*Fit, *knob.Apply[int64, memLimit]) {
 	return f, a
 }
 
-// reading is the knob's Reading of the limits lim, read with err, at Apply
-// and at each tick: whether fitgo has a value is decided here only. It
-// returns the leak guard's event and the runtime's reading with it.
+// reading is the knob's Reading of lim, read with err, at Apply and at each
+// tick (whether fitgo has a value is decided here only), with the leak
+// guard's event and the runtime's reading.
 func (f *Fit) reading(lim cgroup.Limits, err error) (rd knob.Reading[int64, memLimit], gev guardEvent, gc gcReading) {
 	if rd.Err = f.rule.err(lim, err); rd.Err != nil {
 		return rd, guardNone, gc
@@ -289,8 +287,7 @@ func (f *Fit) tick(k *knob.Fit[int64, memLimit], now time.Time, lim cgroup.Limit
 }
 
 // automemlimit is the value automemlimit's Set writes for a reading, and
-// its rule ("" when it writes none). The rule's text is made once for each
-// hard limit, so that a tick allocates nothing.
+// its rule ("" for none), whose text is made once per hard limit.
 func (f *Fit) automemlimit(lim cgroup.Limits) (int64, string) {
 	hard, ok := lim.MemoryMax()
 	if !ok || f.ratio == 0 {
@@ -303,10 +300,8 @@ func (f *Fit) automemlimit(lim cgroup.Limits) (int64, string) {
 }
 
 // automemlimitRatio is the ratio automemlimit's Set applies to the hard
-// limit (memory.max, or v1's limit_in_bytes and hierarchical limit; it
-// ignores memory.high): AUTOMEMLIMIT when it is a ratio in (0, 1], else its
-// default (0.9, as fitgo's defaultRatio); 0 when AUTOMEMLIMIT makes it do
-// nothing ("off", invalid).
+// limit (it ignores memory.high): AUTOMEMLIMIT when it is in (0, 1], its
+// default 0.9 when unset, else 0: it does nothing ("off", invalid).
 func automemlimitRatio(env string) float64 {
 	if env == "" {
 		return defaultRatio
@@ -336,10 +331,10 @@ func (f *Fit) Status() Result {
 }
 
 // Undo ends the refresh and takes this Apply back: when it is the Apply in
-// force and the runtime's limit is still fitgo's value, it goes back to the
-// value of the Apply before it or, once every Apply is undone, to the value
-// from before fitgo. It restores nothing when someone else has changed the
-// limit since. Calling it again does nothing.
+// force and the limit is still fitgo's value, it goes back to the value of
+// the Apply before it or, once every Apply is undone, to the value from
+// before fitgo; not when someone else has changed it since. Calling it
+// again does nothing.
 func (f *Fit) Undo() {
 	if f != nil && f.f != nil {
 		f.stopGC(gcUndone)
