@@ -31,8 +31,8 @@ type Options struct {
 	// Off: fitgo hands GOMAXPROCS over to whoever changes it.
 	Insist bool
 	// Logger gets an Info line when GOMAXPROCS changes or fitgo stops
-	// managing it, a Debug line when Apply leaves it alone, and a Warn line
-	// when the CPU limit cannot be read. nil: no logging.
+	// managing it, a Debug line when Apply leaves it alone, a Warn line when
+	// the CPU limit cannot be read. nil: no logging.
 	Logger *slog.Logger
 	// Refresh, when positive, keeps GOMAXPROCS in line with the CPU limit at
 	// this interval (at least 10ms), until Context is done, Undo, a later
@@ -43,11 +43,11 @@ type Options struct {
 	// Limits are the limits to fit; nil: Apply reads the CPU controller's (cgroup.ReadOnly).
 	Limits *cgroup.Limits
 	// UpperLimit, when positive, bounds the CPU limit fitgo reads with one
-	// known from outside, in cores, such as a quota on a parent cgroup that
-	// the container cannot see. 0: the FITGO_CPU_LIMIT environment variable
-	// at start-up, if set: cores (1.5), millicores (1500m), or a bare integer
-	// of at least 1000 as millicores, as the downward API's limits.cpu with
-	// divisor 1m writes them; any other value is ignored (SettingErr).
+	// known from outside, in cores, such as a quota on a parent cgroup the
+	// container cannot see. 0: FITGO_CPU_LIMIT at start-up, if set: cores
+	// (1.5), millicores (1500m), or a bare integer of at least 1000 as
+	// millicores (the downward API's limits.cpu with divisor 1m); any other
+	// value is ignored (SettingErr).
 	UpperLimit float64
 
 	env *env // nil: the process
@@ -85,14 +85,12 @@ func (l cpuLimit) LogValue() slog.Value {
 // Result is a snapshot of what Apply did, or what Plan would do, and of its
 // refresh.
 type Result struct {
-	// Before is GOMAXPROCS before Apply; After is GOMAXPROCS after it or,
-	// from Fit.Status, now. Changed: Apply called runtime.GOMAXPROCS (Plan:
-	// would).
+	// Before is GOMAXPROCS before Apply; After after it or, from
+	// Fit.Status, now. Changed: Apply called runtime.GOMAXPROCS (Plan: would).
 	Before, After int
 	Changed       bool
-	// Limit is the effective CPU limit in cores, 0 when there is none;
-	// Source is the cgroup directory that imposed it. From Fit.Status: of
-	// the last good reading.
+	// Limit is the effective CPU limit in cores, 0 for none; Source is where
+	// it is set. From Fit.Status: of the last good reading.
 	Limit  float64
 	Source string
 	// CPU is the CPU limit as read at Apply, with the process's hierarchy.
@@ -108,9 +106,9 @@ type Result struct {
 	// a positive integer). The limit is fitted as if it were unset.
 	SettingErr error
 	// Runtime says what the Go runtime does about GOMAXPROCS by itself, and
-	// why: from Go 1.25 it derives it from the leaf cgroup (RuntimeAware)
-	// and follows changes until runtime.GOMAXPROCS is called
-	// (RuntimeUpdates); GODEBUG and the main module's go line decide.
+	// why: from Go 1.25 it derives it from the leaf cgroup (RuntimeAware) and
+	// follows changes until runtime.GOMAXPROCS is called (RuntimeUpdates);
+	// GODEBUG and the main module's go line decide.
 	Runtime                      string
 	RuntimeAware, RuntimeUpdates bool
 	// Reason says why GOMAXPROCS was left alone ("" when Changed) or, from
@@ -147,7 +145,7 @@ type Fit struct {
 	loop  *knob.Loop
 	upper cpuLimit // the upper limit; cores 0: none
 
-	// The refresh's view, used by its goroutine only.
+	// The refresh goroutine's only.
 	seen      cpuLimit
 	ncpu      int
 	changedAt time.Time
@@ -157,15 +155,13 @@ type Fit struct {
 }
 
 // Apply sets GOMAXPROCS from the effective CPU limit of the process's
-// cgroup hierarchy, by the policy of the options.
-//
-// It leaves GOMAXPROCS alone, with the Reason in the Result, when the
-// GOMAXPROCS environment variable holds a value the runtime honours, the
-// system is not Linux or has no cgroup, there is no CPU limit, or
-// GOMAXPROCS already has the value (then it does not call
-// runtime.GOMAXPROCS, which would switch off the Go 1.25 runtime's updates).
-// When the limit cannot be read or the options are invalid, it returns the
-// error, also in the Result. A later Apply takes over from an earlier one.
+// cgroup hierarchy, by the policy of the options. It leaves GOMAXPROCS
+// alone, with the Reason in the Result, when the GOMAXPROCS environment
+// variable holds a value the runtime honours, the system is not Linux or
+// has no cgroup, there is no CPU limit, or GOMAXPROCS already has the value
+// (then it does not call runtime.GOMAXPROCS, which would switch off the Go
+// 1.25 runtime's updates). When the limit cannot be read or the options are
+// invalid, it returns the error, also in the Result. A later Apply takes over.
 func Apply(o Options) (*Fit, error) {
 	f, a := prepare(&o)
 	var out knob.Outcome[int]
@@ -241,14 +237,13 @@ func prepare(o *Options) (*Fit, *knob.Apply[int, cpuLimit]) {
 	return f, a
 }
 
-// cpuErr is the error of a reading that concerns the CPU limit: without a
-// cgroup, the upper limit is still one to follow.
+// cpuErr is a reading's error for the CPU limit: without a cgroup, the
+// upper limit is still one to follow.
 func (f *Fit) cpuErr(lim cgroup.Limits, err error) error {
 	return knob.ErrFor(err, lim.CPU.Err, lim.Memory.Err, f.upper.cores > 0)
 }
 
-// setUpper sets the upper limit from opt or else the environment
-// variable's value env.
+// setUpper sets the upper limit from opt or else env, FITGO_CPU_LIMIT.
 func (f *Fit) setUpper(opt float64, env string) error {
 	m, err := envvar.CPULimit(env)
 	switch {
@@ -266,10 +261,9 @@ func (f *Fit) setUpper(opt float64, env string) error {
 
 func formatCores(q float64) string { return strconv.FormatFloat(q, 'f', -1, 64) + " cores" }
 
-// derive is where a reading lim becomes GOMAXPROCS on f.ncpu CPUs, at Apply,
-// Plan and every tick: the effective limit l, the cgroup's bounded by the
-// upper limit (has: there is one), fitgo's value for it by the policy, and
-// the runtime's own (runtimeDefault).
+// derive is where a reading lim becomes GOMAXPROCS on f.ncpu CPUs, at every
+// reading: the effective limit l (has: there is one), fitgo's value for it
+// and the runtime's own (runtimeDefault).
 func (f *Fit) derive(lim cgroup.Limits) (l cpuLimit, has bool, want, def int) {
 	if q, ok := lim.CPUQuota(); ok {
 		l, has = cpuLimit{q, lim.CPU.Source}, true
@@ -308,10 +302,9 @@ func (f *Fit) tick(k *knob.Fit[int, cpuLimit], now time.Time, lim cgroup.Limits,
 	return k.Step(now, rd)
 }
 
-// automaxprocs is what automaxprocs' Set gives for the limit l, and its rule
-// ("" for none): the quota rounded down, at least 1 (it reads the leaf
-// cgroup, which imposes the limit in the cases that matter). The rule's text
-// is made once per limit, so that a tick allocates nothing.
+// automaxprocs is what automaxprocs' Set gives for lim, and its rule ("" for
+// none): the leaf's quota rounded down, at least 1; the text is made once
+// per limit.
 func (f *Fit) automaxprocs(lim cgroup.Limits) (int, string) {
 	q, ok := lim.CPUQuota()
 	if !ok {
@@ -338,11 +331,10 @@ func (f *Fit) Status() Result {
 }
 
 // Undo ends the refresh and takes this Apply back: when it is the Apply in
-// force and GOMAXPROCS is still fitgo's value, GOMAXPROCS goes back to the
-// value of the Apply before it or, once every Apply is undone, to the state
-// from before fitgo (with Go 1.25 and later the runtime's default and its
-// own updates). It restores nothing when someone else has changed
-// GOMAXPROCS since. Calling it again does nothing.
+// force and GOMAXPROCS is still fitgo's value, it goes back to the value of
+// the Apply before it or, once every Apply is undone, to the state from
+// before fitgo (from Go 1.25 the runtime's default and its own updates);
+// not when someone else has changed it since. Calling it again does nothing.
 func (f *Fit) Undo() {
 	if f != nil && f.f != nil {
 		f.f.Undo()
