@@ -274,11 +274,10 @@ func (f *Fit) derive(lim cgroup.Limits) (l cpuLimit, has bool, want, def int) {
 	return l, has, f.res.Policy.Procs(l.cores, f.ncpu), f.env.rt.runtimeDefault(lim, f.ncpu)
 }
 
-// tick fits GOMAXPROCS to a reading of the refresh loop. A new CPU limit,
-// and the runtime's default for it, are recorded at once: they tell the
-// runtime's own updates from someone else's changes. When the value moved
-// and the runtime updates it itself, the CPU affinity is read again (the
-// runtime follows it too).
+// tick fits GOMAXPROCS to a reading of the refresh loop. It records a new
+// CPU limit and the runtime's default for it at once, to tell the runtime's
+// own updates from someone else's changes, and reads the CPU affinity again
+// when the value moved and the runtime updates it (it follows that too).
 func (f *Fit) tick(k *knob.Fit[int, cpuLimit], now time.Time, lim cgroup.Limits, err error) bool {
 	rd := knob.Reading[int, cpuLimit]{Limit: f.seen, Err: f.cpuErr(lim, err)}
 	if rd.Err != nil {

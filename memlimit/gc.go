@@ -102,9 +102,9 @@ type gcPolicy struct {
 	cost, gcCPU, cpu float64                 // the GC's CPU share at a growth of 1 (0: not measured); the last reading's
 }
 
-// startGC starts the policy of an Apply, before its refresh starts. An
-// Apply that takes the memory limit over (later) stops the earlier one's
-// policy first, giving its value back: this one decides.
+// startGC starts the policy of an Apply, before its refresh. An Apply that
+// takes the memory limit over (later) first stops the earlier one's policy,
+// which gives its value back.
 func (f *Fit) startGC(o *Options, later bool) {
 	g := f.env.gogc
 	if later {
@@ -175,13 +175,11 @@ func (f *Fit) tuneGC(now time.Time, following bool, want int64, has bool, l memL
 	}
 }
 
-// measure takes the GC's cost from a reading r: when GCs ended over at least
-// gcWindow of CPU since the last measure (the runtime updates its CPU
-// metrics at each GC; the first starts at Apply, so that a start-up that
-// built its heap before is not taken for the cost of the allocation to
-// come), the share of the CPU the GC took in between times the growth in
-// force now (GOGC/100, or less where GOMEMLIMIT bounds the goal), averaged
-// with the earlier cost.
+// measure takes the GC's cost from a reading r, when GCs ended over at
+// least gcWindow of CPU since the last measure (the first at Apply, so that
+// a start-up's heap building is not taken for the cost to come): the GC's
+// share of the CPU in between times the growth in force (GOGC/100, or less
+// where GOMEMLIMIT bounds the goal), averaged with the earlier cost.
 func (p *gcPolicy) measure(r gcReading) {
 	d := r.cpu - p.cpu
 	if d < gcWindow {
@@ -235,9 +233,8 @@ func (p *gcPolicy) target(want int64, has bool, l memLimit, r gcReading) (int, i
 
 // growth is GOGC/100 for the heap goal goal at reading r: the runtime's
 // goal, live + (live + stacks + globals) × GOGC/100 and at least
-// heapMinimum × GOGC/100, solved for GOGC/100. The policy takes the growth
-// in force from the runtime's goal, and the growth it may set from the
-// room under its ceiling.
+// heapMinimum × GOGC/100, solved for GOGC/100; for the growth in force and
+// the room under the ceiling.
 func (r gcReading) growth(goal float64) float64 {
 	return min((goal-float64(r.live))/float64(r.live+r.stacks+r.globals), goal/heapMinimum)
 }

@@ -313,8 +313,7 @@ func automemlimitRatio(env string) float64 {
 }
 
 // Status returns a snapshot of the management: the Result of Apply with
-// After, the limit, Err and Reason of now, and the memory events at Source
-// read now.
+// After, the limit, Err, Reason and the memory events of now.
 func (f *Fit) Status() Result {
 	if f == nil {
 		return Result{Before: processKnob.Current(), After: processKnob.Current(), Reason: "not applied"}

@@ -30,9 +30,8 @@ func Process[V comparable](k *Knob[V], fsys fs.FS, controller string) Env[V] {
 	return Env[V]{GOOS: runtime.GOOS, Getenv: envvar.Startup(), Knob: k, Read: read, Open: OpenProcess}
 }
 
-// Outcome is what an Apply did for the knob, or what Plan would do, and
-// then the live state of its Fit: the part of a package's Result that the
-// knob fills in, given and returned as a value.
+// Outcome is the part of a package's Result that the knob fills in: what
+// an Apply did, or Plan would do, then the live state of its Fit.
 type Outcome[V comparable] struct {
 	Before, After      V
 	Changed, Following bool
@@ -183,9 +182,8 @@ func (k *Knob[V]) LogValue(o Outcome[V], mid ...slog.Attr) slog.Value {
 	return slog.GroupValue(attrs...)
 }
 
-// LogApply logs the outcome of an Apply: Warn for an error, Info for a
-// change, Debug when the value was left alone; and Warn for an ignored
-// setting.
+// LogApply logs the outcome of an Apply: Warn for an error or an ignored
+// setting, Info for a change, Debug when the value was left alone.
 func (k *Knob[V]) LogApply(l *slog.Logger, o Outcome[V], args ...any) {
 	if l != nil && o.SettingErr != nil {
 		l.Warn("fitgo: " + o.SettingErr.Error())

@@ -56,8 +56,7 @@ func (a *Apply[V, D]) Start(rd *Reading[V, D], o Outcome[V]) (*Fit[V, D], bool) 
 	}
 	f.e = &entry[V]{value: k.get(), mine: k.owned, supersede: func() { f.stopLocked("superseded by a later Apply") },
 		yield: func() { f.Stop("superseded by a later Apply"); f.Undo() }}
-	k.stack = append(k.stack, f.e)
-	k.active = f.e
+	k.stack, k.active = append(k.stack, f.e), f.e
 	return f, true
 }
 
@@ -85,14 +84,12 @@ type Reading[V comparable, D any] struct {
 	Want  V      // the value the policy gives for it
 	Has   bool   // false: none (no limit): put back the state from before fitgo
 	None  string // why there is none, at Apply
-	// Other is the value another library's rule gives for this reading,
-	// and OtherWhy names the rule ("" for none): a change to it right after
-	// fitgo set the value is likely that library's.
+	// Other is the value another library's rule gives, OtherWhy names it
+	// ("" for none): a change to it right after fitgo set the value is
+	// likely that library's.
 	Other    V
 	OtherWhy string
-	// Why says what a change is for when it is not the limit's
-	// (e.g. "by the leak guard"); "": the limit changed.
-	Why string
+	Why      string // what a change is for, "by the leak guard"; "": the limit changed
 	// Runtime: the runtime updates the value by itself. Then Adopt are values
 	// it may have set, which are accepted rather than handed over; Seen is
 	// the value the reading was computed for: if the runtime's value has
@@ -204,8 +201,8 @@ func (f *Fit[V, D]) step(now time.Time, cur V, r *Reading[V, D]) event {
 	return f.changed(now, cur, got, r.Why)
 }
 
-// changed records a change the refresh made for why (Reading.Why, removed,
-// or "": the limit changed); the lock is held.
+// changed records a change the refresh made for why (Reading.Why, or
+// removed); the lock is held.
 func (f *Fit[V, D]) changed(now time.Time, from, to V, why string) event {
 	f.e.value, f.e.mine = to, f.k.owned
 	f.st.Updates++
@@ -219,8 +216,8 @@ func (f *Fit[V, D]) changed(now time.Time, from, to V, why string) event {
 }
 
 // foreign is a reading's finding of cur, a value fitgo did not set, over
-// from: the knob is handed over once Spec.Confirm has passed since the first
-// such finding; the lock is held.
+// from: handed over once Spec.Confirm has passed since the first; the lock
+// is held.
 func (f *Fit[V, D]) foreign(now time.Time, from, cur V, by string) event {
 	if c := f.k.txt.Confirm; c > 0 && (f.odd.IsZero() || now.Sub(f.odd) < c) {
 		if f.odd.IsZero() {
@@ -267,9 +264,9 @@ func (f *Fit[V, D]) stopLocked(reason string) {
 
 // Undo stops following and takes this Apply off the undo stack. When it was
 // the Apply in force and fitgo's value is still the runtime's, the value
-// goes back to what the Apply before it left in force or, when every Apply
-// is undone, to the state from before fitgo. Undo in any order, each once,
-// gives that state back; calling it again does nothing.
+// goes back to the Apply's before it or, at the bottom, to the state from
+// before fitgo: Undo in any order, each once, gives that state back; again,
+// it does nothing.
 func (f *Fit[V, D]) Undo() {
 	k := f.k
 	k.mu.Lock()
