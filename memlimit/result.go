@@ -148,13 +148,10 @@ func (r Result) String() string {
 			formatBytes(g.Limit) + "): the GC took " + strconv.Itoa(int(math.Round(g.Share*100))) + " % of the CPU over " +
 			strconv.Itoa(g.Window) + " readings while the heap grew at GOMEMLIMIT"
 	}
-	for i, a := range r.eventCounts() {
-		if i == 0 {
-			lim += "; memory events at " + r.Source + ":"
-		} else {
-			lim += ","
-		}
-		lim += " " + a.Key + " " + strconv.FormatUint(a.Value.Uint64(), 10)
+	sep := "; memory events at " + r.Source + ":"
+	for _, a := range r.eventCounts() {
+		lim += sep + " " + a.Key + " " + strconv.FormatUint(a.Value.Uint64(), 10)
+		sep = ","
 	}
 	if r.OOMCapture.Previous != "" {
 		lim += "; " + r.previousCapture()
