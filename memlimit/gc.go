@@ -50,8 +50,8 @@ const (
 	// maxGOGC bounds the value below the runtime's int32, which wraps (often
 	// to off): a cycle per 1,000 × the live heap costs next to nothing.
 	maxGOGC = 100000
-	// gcConfirm is Spec.Confirm: -1, from the usual read of GOGC, may
-	// outlast a reading.
+	// gcConfirm is GOGC's Spec.Confirm: how long readings must find a GOGC
+	// the policy did not set before it hands over.
 	gcConfirm = 500 * time.Millisecond
 )
 
