@@ -31,8 +31,8 @@ type Options struct {
 	// Off: fitgo hands GOMAXPROCS over to whoever changes it.
 	Insist bool
 	// Logger gets an Info line when GOMAXPROCS changes or fitgo stops
-	// managing it, a Debug line when Apply leaves it alone, and a Warn line
-	// when the CPU limit cannot be read. nil: no logging.
+	// managing it, a Debug line when Apply leaves it alone, a Warn line when
+	// the CPU limit cannot be read. nil: no logging.
 	Logger *slog.Logger
 	// Refresh, when positive, keeps GOMAXPROCS in line with the CPU limit at
 	// this interval (at least 10ms), until Context is done, Undo, a later
@@ -43,11 +43,11 @@ type Options struct {
 	// Limits are the limits to fit; nil: Apply reads the CPU controller's (cgroup.ReadOnly).
 	Limits *cgroup.Limits
 	// UpperLimit, when positive, bounds the CPU limit fitgo reads with one
-	// known from outside, in cores, such as a quota on a parent cgroup that
-	// the container cannot see. 0: the FITGO_CPU_LIMIT environment variable
-	// at start-up, if set: cores (1.5), millicores (1500m), or a bare integer
-	// of at least 1000 as millicores, as the downward API's limits.cpu with
-	// divisor 1m writes them; any other value is ignored (SettingErr).
+	// known from outside, in cores, such as a quota on a parent cgroup the
+	// container cannot see. 0: FITGO_CPU_LIMIT at start-up, if set: cores
+	// (1.5), millicores (1500m), or a bare integer of at least 1000 as
+	// millicores (the downward API's limits.cpu with divisor 1m); any other
+	// value is ignored (SettingErr).
 	UpperLimit float64
 
 	env *env // nil: the process
@@ -66,16 +66,10 @@ type env struct {
 }
 
 // processKnob is the process's GOMAXPROCS.
-var processKnob = knob.New(text(),
-	func() int { return runtime.GOMAXPROCS(0) },
-	func(n int) int { return runtime.GOMAXPROCS(n) },
-	restoreGOMAXPROCS,
-)
+var processKnob = knob.New(spec, func() int { return runtime.GOMAXPROCS(0) }, runtime.GOMAXPROCS, restoreGOMAXPROCS)
 
-func text() knob.Spec[int] {
-	return knob.Spec[int]{Name: "GOMAXPROCS", Value: "GOMAXPROCS", Limit: "CPU limit", Key: "cpu_limit", Pkg: "maxprocs",
-		Format: strconv.Itoa}
-}
+var spec = knob.Spec[int]{Name: "GOMAXPROCS", Value: "GOMAXPROCS", Limit: "CPU limit", Key: "cpu_limit", Pkg: "maxprocs",
+	Format: strconv.Itoa}
 
 // cpuLimit is the CPU limit of a reading.
 type cpuLimit struct {
@@ -91,14 +85,12 @@ func (l cpuLimit) LogValue() slog.Value {
 // Result is a snapshot of what Apply did, or what Plan would do, and of its
 // refresh.
 type Result struct {
-	// Before is GOMAXPROCS before Apply; After is GOMAXPROCS after it or,
-	// from Fit.Status, now. Changed: Apply called runtime.GOMAXPROCS (Plan:
-	// would).
+	// Before is GOMAXPROCS before Apply; After after it or, from
+	// Fit.Status, now. Changed: Apply called runtime.GOMAXPROCS (Plan: would).
 	Before, After int
 	Changed       bool
-	// Limit is the effective CPU limit in cores, 0 when there is none;
-	// Source is the cgroup directory that imposed it. From Fit.Status: of
-	// the last good reading.
+	// Limit is the effective CPU limit in cores, 0 for none; Source is where
+	// it is set. From Fit.Status: of the last good reading.
 	Limit  float64
 	Source string
 	// CPU is the CPU limit as read at Apply, with the process's hierarchy.
@@ -114,9 +106,9 @@ type Result struct {
 	// a positive integer). The limit is fitted as if it were unset.
 	SettingErr error
 	// Runtime says what the Go runtime does about GOMAXPROCS by itself, and
-	// why: from Go 1.25 it derives it from the leaf cgroup (RuntimeAware)
-	// and follows changes until runtime.GOMAXPROCS is called
-	// (RuntimeUpdates); GODEBUG and the main module's go line decide.
+	// why: from Go 1.25 it derives it from the leaf cgroup (RuntimeAware) and
+	// follows changes until runtime.GOMAXPROCS is called (RuntimeUpdates);
+	// GODEBUG and the main module's go line decide.
 	Runtime                      string
 	RuntimeAware, RuntimeUpdates bool
 	// Reason says why GOMAXPROCS was left alone ("" when Changed) or, from
@@ -153,27 +145,23 @@ type Fit struct {
 	loop  *knob.Loop
 	upper cpuLimit // the upper limit; cores 0: none
 
-	// The refresh's view, used by its goroutine only.
+	// The refresh goroutine's only.
 	seen      cpuLimit
 	ncpu      int
 	changedAt time.Time
 	otherFor  float64 // the limit of otherWhy, automaxprocs' rule
 	otherWhy  string
-	// The runtime's own updates as the last reading saw them; Adopt is its
-	// own value for the current limit and for the one before.
-	rt knob.Updates[int]
+	adopt     [2]int // the runtime's own value for the current limit and the one before
 }
 
 // Apply sets GOMAXPROCS from the effective CPU limit of the process's
-// cgroup hierarchy, by the policy of the options.
-//
-// It leaves GOMAXPROCS alone, with the Reason in the Result, when the
-// GOMAXPROCS environment variable holds a value the runtime honours, the
-// system is not Linux or has no cgroup, there is no CPU limit, or
-// GOMAXPROCS already has the value (then it does not call
-// runtime.GOMAXPROCS, which would switch off the Go 1.25 runtime's updates).
-// When the limit cannot be read or the options are invalid, it returns the
-// error, also in the Result. A later Apply takes over from an earlier one.
+// cgroup hierarchy, by the policy of the options. It leaves GOMAXPROCS
+// alone, with the Reason in the Result, when the GOMAXPROCS environment
+// variable holds a value the runtime honours, the system is not Linux or
+// has no cgroup, there is no CPU limit, or GOMAXPROCS already has the value
+// (then it does not call runtime.GOMAXPROCS, which would switch off the Go
+// 1.25 runtime's updates). When the limit cannot be read or the options are
+// invalid, it returns the error, also in the Result. A later Apply takes over.
 func Apply(o Options) (*Fit, error) {
 	f, a := prepare(&o)
 	var out knob.Outcome[int]
@@ -202,8 +190,8 @@ func prepare(o *Options) (*Fit, *knob.Apply[int, cpuLimit]) {
 		Runtime: e.rt.why, RuntimeAware: e.rt.aware, RuntimeUpdates: e.rt.updates}}
 	r := &f.res
 	r.NumCPU = f.ncpu
-	a := &knob.Apply[int, cpuLimit]{Env: &e.Env, Tick: f.tick, Common: knob.Common{Insist: o.Insist, Logger: o.Logger,
-		Refresh: o.Refresh, Context: o.Context, Limits: o.Limits}}
+	a := &knob.Apply[int, cpuLimit]{Env: &e.Env, Tick: f.tick, Insist: o.Insist, Logger: o.Logger,
+		Refresh: o.Refresh, Context: o.Context, Limits: o.Limits}
 	n, set := envvar.GOMAXPROCS(r.Env)
 	switch a.Err = cmp.Or(o.Policy.validate(), f.setUpper(o.UpperLimit, e.Getenv(envvar.CPULimitVar))); {
 	case a.Err != nil:
@@ -218,16 +206,25 @@ func prepare(o *Options) (*Fit, *knob.Apply[int, cpuLimit]) {
 	def := -1 // the runtime's default for the reading at Apply, when it could be read
 	a.Read = func(lim cgroup.Limits, err error) knob.Reading[int, cpuLimit] {
 		rd := knob.Reading[int, cpuLimit]{Err: f.cpuErr(lim, err), None: "no CPU limit"}
-		rd.Limit, rd.Has, rd.Want, f.rt.Adopt[0] = f.derive(lim)
-		f.seen, r.CPU, r.Limit, r.Source, f.rt.Adopt[1] = rd.Limit, lim.CPU, rd.Limit.cores, rd.Limit.source, f.rt.Adopt[0]
+		rd.Limit, rd.Has, rd.Want, f.adopt[0] = f.derive(lim)
+		f.seen, r.CPU, r.Limit, r.Source, f.adopt[1] = rd.Limit, lim.CPU, rd.Limit.cores, rd.Limit.source, f.adopt[0]
 		if errors.Is(rd.Err, cgroup.ErrNoCgroup) {
 			rd.None = "no cgroup information (no /proc/self/cgroup)"
 		} else if rd.Err == nil {
-			def = f.rt.Adopt[0]
+			def = f.adopt[0]
 		}
 		return rd
 	}
-	a.Same = func(want int) string { return sameReason(want, r.Limit, f.ncpu, e.rt) }
+	a.Same = func(want int) string {
+		s := "GOMAXPROCS is already " + strconv.Itoa(want)
+		if r.Limit >= float64(f.ncpu) {
+			s += ": the CPU limit (" + formatCores(r.Limit) + ") is not below the CPU count (" + strconv.Itoa(f.ncpu) + ")"
+		}
+		if e.rt.updates {
+			s += "; left to the Go runtime, whose own updates stay on"
+		}
+		return s
+	}
 	if o.KeepExisting {
 		a.Keep = func(before int) string {
 			if def <= 0 || before == def {
@@ -240,14 +237,13 @@ func prepare(o *Options) (*Fit, *knob.Apply[int, cpuLimit]) {
 	return f, a
 }
 
-// cpuErr is the error of a reading that concerns the CPU limit: without a
-// cgroup, the upper limit is still one to follow.
+// cpuErr is a reading's error for the CPU limit: without a cgroup, the
+// upper limit is still one to follow.
 func (f *Fit) cpuErr(lim cgroup.Limits, err error) error {
 	return knob.ErrFor(err, lim.CPU.Err, lim.Memory.Err, f.upper.cores > 0)
 }
 
-// setUpper sets the upper limit from opt or else the environment
-// variable's value env.
+// setUpper sets the upper limit from opt or else env, FITGO_CPU_LIMIT.
 func (f *Fit) setUpper(opt float64, env string) error {
 	m, err := envvar.CPULimit(env)
 	switch {
@@ -263,23 +259,11 @@ func (f *Fit) setUpper(opt float64, env string) error {
 	return nil
 }
 
-func sameReason(n int, q float64, ncpu int, rt goRuntime) string {
-	s := "GOMAXPROCS is already " + strconv.Itoa(n)
-	if q >= float64(ncpu) {
-		s += ": the CPU limit (" + formatCores(q) + ") is not below the CPU count (" + strconv.Itoa(ncpu) + ")"
-	}
-	if rt.updates {
-		s += "; left to the Go runtime, whose own updates stay on"
-	}
-	return s
-}
-
 func formatCores(q float64) string { return strconv.FormatFloat(q, 'f', -1, 64) + " cores" }
 
-// derive is where a reading lim becomes GOMAXPROCS on f.ncpu CPUs, at Apply,
-// Plan and every tick: the effective limit l, the cgroup's bounded by the
-// upper limit (has: there is one), fitgo's value for it by the policy, and
-// the runtime's own (runtimeDefault).
+// derive is where a reading lim becomes GOMAXPROCS on f.ncpu CPUs, at every
+// reading: the effective limit l (has: there is one), fitgo's value for it
+// and the runtime's own (runtimeDefault).
 func (f *Fit) derive(lim cgroup.Limits) (l cpuLimit, has bool, want, def int) {
 	if q, ok := lim.CPUQuota(); ok {
 		l, has = cpuLimit{q, lim.CPU.Source}, true
@@ -290,11 +274,10 @@ func (f *Fit) derive(lim cgroup.Limits) (l cpuLimit, has bool, want, def int) {
 	return l, has, f.res.Policy.Procs(l.cores, f.ncpu), f.env.rt.runtimeDefault(lim, f.ncpu)
 }
 
-// tick fits GOMAXPROCS to a reading of the refresh loop. A new CPU limit,
-// and the runtime's default for it, are recorded at once: they tell the
-// runtime's own updates from someone else's changes. When the value moved
-// and the runtime updates it itself, the CPU affinity is read again (the
-// runtime follows it too).
+// tick fits GOMAXPROCS to a reading of the refresh loop. It records a new
+// CPU limit and the runtime's default for it at once, to tell the runtime's
+// own updates from someone else's changes, and reads the CPU affinity again
+// when the value moved and the runtime updates it (it follows that too).
 func (f *Fit) tick(k *knob.Fit[int, cpuLimit], now time.Time, lim cgroup.Limits, err error) bool {
 	rd := knob.Reading[int, cpuLimit]{Limit: f.seen, Err: f.cpuErr(lim, err)}
 	if rd.Err != nil {
@@ -306,28 +289,21 @@ func (f *Fit) tick(k *knob.Fit[int, cpuLimit], now time.Time, lim cgroup.Limits,
 		f.ncpu = f.env.numCPU()
 	}
 	cl, has, want, def := f.derive(lim)
+	if cl != f.seen {
+		f.changedAt, f.adopt[1] = now, f.adopt[0]
+	}
 	if cl != f.seen || moved {
-		if cl != f.seen {
-			f.changedAt = now
-			f.rt.Adopt[1] = f.rt.Adopt[0]
-		}
-		f.seen = cl
-		f.rt.Adopt[0] = def
+		f.seen, f.adopt[0] = cl, def
 	}
-	rd.Limit, rd.Has, rd.Want = cl, has, want
-	def = f.rt.Adopt[0]
-	f.rt.Seen, f.rt.Wait, f.rt.Default = seen, def == rd.Want && now.Sub(f.changedAt) < runtimeGrace, runtimeContainerSupport && rd.Want == def
-	if rt.updates {
-		rd.Runtime = &f.rt
-	}
+	rd.Limit, rd.Has, rd.Want, rd.Runtime, rd.Adopt, rd.Seen = cl, has, want, rt.updates, f.adopt, seen
+	rd.Wait, rd.Default = f.adopt[0] == want && now.Sub(f.changedAt) < runtimeGrace, runtimeContainerSupport && want == f.adopt[0]
 	rd.Other, rd.OtherWhy = f.automaxprocs(lim)
 	return k.Step(now, rd)
 }
 
-// automaxprocs is what automaxprocs' Set gives for the limit l, and its rule
-// ("" for none): the quota rounded down, at least 1 (it reads the leaf
-// cgroup, which imposes the limit in the cases that matter). The rule's text
-// is made once per limit, so that a tick allocates nothing.
+// automaxprocs is what automaxprocs' Set gives for lim, and its rule ("" for
+// none): the leaf's quota rounded down, at least 1; the text is made once
+// per limit.
 func (f *Fit) automaxprocs(lim cgroup.Limits) (int, string) {
 	q, ok := lim.CPUQuota()
 	if !ok {
@@ -354,11 +330,10 @@ func (f *Fit) Status() Result {
 }
 
 // Undo ends the refresh and takes this Apply back: when it is the Apply in
-// force and GOMAXPROCS is still fitgo's value, GOMAXPROCS goes back to the
-// value of the Apply before it or, once every Apply is undone, to the state
-// from before fitgo (with Go 1.25 and later the runtime's default and its
-// own updates). It restores nothing when someone else has changed
-// GOMAXPROCS since. Calling it again does nothing.
+// force and GOMAXPROCS is still fitgo's value, it goes back to the value of
+// the Apply before it or, once every Apply is undone, to the state from
+// before fitgo (from Go 1.25 the runtime's default and its own updates);
+// not when someone else has changed it since. Calling it again does nothing.
 func (f *Fit) Undo() {
 	if f != nil && f.f != nil {
 		f.f.Undo()

@@ -12,9 +12,9 @@ import (
 // of 2 (Policy.Min 2). The zero Rounding is the default rule.
 type Rounding uint8
 
-// defaultRounding is the rule of the zero Rounding: it never gives fewer Ps
-// than the quota can keep busy, and at or below one CPU it gives 1, where
-// the runtime's minimum of 2 throttles. docs/benchmark.md has the sweep that chose it.
+// defaultRounding is the zero Rounding's rule: it never gives fewer Ps than
+// the quota can keep busy, and at or below one CPU it gives 1, where the
+// runtime's 2 throttles (docs/benchmark.md has the sweep that chose it).
 const defaultRounding = Ceil
 
 const (
@@ -38,8 +38,7 @@ func (r Rounding) rule() Rounding {
 	return r
 }
 
-// text is "floor", "ceil" or "nearest" (the zero Rounding is named by its
-// rule).
+// text names r's rule.
 func (r Rounding) text() string {
 	if n := r.rule(); n >= Floor && n <= Nearest {
 		return [...]string{"floor", "ceil", "nearest"}[n-1]
@@ -65,12 +64,10 @@ func (r Rounding) round(q float64) int {
 // granularity of Kubernetes CPU limits.
 const epsilon = 1e-6
 
-// Policy turns a CPU limit into a GOMAXPROCS value. The zero Policy is
-// fitgo's default: Ceil, minimum 1, no maximum, no reserve.
-//
-// The limit is capped at the CPUs the process may run on, the Reserve is
-// subtracted, the result rounded, raised to Min, lowered to Max, and capped
-// again at the CPU count.
+// Policy turns a CPU limit into a GOMAXPROCS value: the limit is capped at
+// the CPUs the process may run on, the Reserve subtracted, the result
+// rounded, raised to Min, lowered to Max, and capped again at the CPU count.
+// The zero Policy is fitgo's default: Ceil, minimum 1, no maximum, no reserve.
 type Policy struct {
 	// Rounding is the rounding rule; the zero value is the default.
 	Rounding Rounding
@@ -101,7 +98,6 @@ func (p Policy) Procs(quota float64, ncpu int) int {
 	return min(n, ncpu)
 }
 
-// minimum is Min, or 1 when Min is 0.
 func (p Policy) minimum() int { return max(p.Min, 1) }
 
 // resolved returns p with its defaults filled in.

@@ -25,14 +25,14 @@ type goRuntime struct {
 	why     string
 }
 
-// systemRuntime is detectRuntime for this process (the runtime reads GODEBUG
-// at start-up only).
+// systemRuntime is detectRuntime for this process, once: the runtime reads
+// GODEBUG at start-up only.
 var systemRuntime = sync.OnceValue(func() goRuntime {
 	return detectRuntime(runtime.Version(), runtimeContainerSupport, buildGODEBUG(), os.Getenv("GODEBUG"))
 })
 
-// buildGODEBUG is the binary's DefaultGODEBUG: the defaults its main
-// module's go line and //go:debug directives chose.
+// buildGODEBUG is the binary's DefaultGODEBUG, from its go line and
+// //go:debug directives.
 func buildGODEBUG() string {
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, s := range bi.Settings {
@@ -80,10 +80,9 @@ func (r goRuntime) runtimeDefault(lim cgroup.Limits, ncpu int) int {
 }
 
 // statusFile reads the number of CPUs the process may run on now from
-// Cpus_allowed_list in a status file (/proc/self/status), which follows
-// taskset and cpuset changes; runtime.NumCPU, the count at start-up, is the
-// fallback. The first reading (at Apply) closes the file; later ones (the
-// refresh's, when GOMAXPROCS moved) keep it open and re-read it with ReadAt
+// Cpus_allowed_list in /proc/self/status, which follows taskset and cpuset
+// changes (fallback: runtime.NumCPU, the count at start-up). The first
+// reading, at Apply, closes the file; the refresh's keep it open and ReadAt
 // into the same buffer, allocating nothing. One goroutine at a time.
 type statusFile struct {
 	name  string
@@ -113,9 +112,8 @@ func (s *statusFile) affinity() int {
 	return runtime.NumCPU()
 }
 
-// parseAffinity counts the CPUs of the Cpus_allowed_list line of
-// /proc/self/status, such as "Cpus_allowed_list:\t0-3,8,10-11". It
-// allocates nothing.
+// parseAffinity counts the CPUs of the line "Cpus_allowed_list:\t0-3,8,10-11"
+// of a status file, allocating nothing.
 func parseAffinity(status []byte) (int, bool) {
 	var list []byte
 	for found := false; !found; {

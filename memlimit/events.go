@@ -6,14 +6,14 @@ import (
 	"github.com/fitgo/fitgo/cgroup"
 )
 
-// readEvents sets r.Events from the statistics of r.Source when the limit
-// there is a cgroup's, else clears them. Status and Plan call it, not Apply
-// (whose cost stays that of reading the limits) nor the refresh (whose tick
-// allocates nothing); the counters are cumulative, so a read at Status is the
-// freshest. A file that cannot be read only leaves the events out.
+// readEvents sets r.Events from r.Source when the limit there is a
+// cgroup's, else clears them; a file that cannot be read leaves them out.
+// Status and Plan call it, not Apply (whose cost stays that of reading the
+// limits) nor the refresh (whose tick allocates nothing): the counters are
+// cumulative, so a read at Status is the freshest.
 func (f *Fit) readEvents(r *Result) {
 	var st cgroup.Stats
-	if r.file.cgroup() { // else no limit, MemTotal, or an upper limit from outside: no cgroup
+	if r.file.cgroup() {
 		st, _ = cgroup.ReadEventsDir(f.env.cgroups, r.Source)
 	}
 	r.Events, r.HasEvents = st.Memory.Events, st.Memory.HasEvents

@@ -43,18 +43,15 @@ const (
 	// gcTarget is the GC's share of the CPU the policy aims at (docs/gc.md:
 	// chosen by a sweep of live heaps and allocation rates).
 	gcTarget = 0.02
-	// gcWindow is the least CPU time, in seconds, a measure of the GC's
-	// cost spans.
-	gcWindow = 1.0
+	gcWindow = 1.0 // the least CPU time, in seconds, a measure of the GC's cost spans
 	// heapMinimum is the runtime's least heap goal at GOGC=100; it scales
 	// with GOGC, and bounds the value for a tiny live heap.
 	heapMinimum = 4 << 20
 	// maxGOGC bounds the value below the runtime's int32, which wraps (often
 	// to off): a cycle per 1,000 × the live heap costs next to nothing.
 	maxGOGC = 100000
-	// gcConfirm: the policy hands over when the readings find a GOGC it did
-	// not set for this long. The usual read of GOGC, SetGCPercent(-1) and
-	// back, shows -1 until a GC's mark ends, which may outlast a reading.
+	// gcConfirm is GOGC's Spec.Confirm: how long readings must find a GOGC
+	// the policy did not set before it hands over.
 	gcConfirm = 500 * time.Millisecond
 )
 
@@ -75,15 +72,11 @@ const (
 	gcUndone    = "undone: GOGC given back"
 )
 
-// processGOGC is the process's GOGC, a knob like the memory limit: the GC
-// policy's Fit on it follows the memory limit's refresh, and hands over once
-// the readings find a value it did not set for gcConfirm.
-var processGOGC = knob.New(gcSpec(), readGOGC(), debug.SetGCPercent, debug.SetGCPercent)
+// processGOGC is the process's GOGC, the GC policy's knob.
+var processGOGC = knob.New(gcSpec, readGOGC(), debug.SetGCPercent, debug.SetGCPercent)
 
-func gcSpec() knob.Spec[int] {
-	return knob.Spec[int]{Name: "GOGC", Value: "GOGC", Limit: "memory available", Key: "heap_ceiling", Format: strconv.Itoa,
-		Confirm: gcConfirm}
-}
+var gcSpec = knob.Spec[int]{Name: "GOGC", Value: "GOGC", Limit: "memory available", Key: "heap_ceiling", Format: strconv.Itoa,
+	Confirm: gcConfirm}
 
 // readGOGC reads GOGC without setting it. The knob calls it with its lock
 // held, so one sample serves every call.
@@ -92,30 +85,26 @@ func readGOGC() func() int {
 	return func() int { metrics.Read(s); return int(int64(u64(s[0]))) } // off is -1, as a uint64
 }
 
-// gcState is what a reading of the GC policy found: the heap ceiling it
-// aims at (0: none) and why.
+// gcState is what a reading of the GC policy found.
 type gcState struct {
-	ceiling int64
+	ceiling int64 // the heap ceiling it aims at (0: none)
 	why     string
 }
 
-// gcPolicy is a Fit's GC policy: on, share and base (the program's GOGC)
-// do not change after Apply; fit is the Fit on GOGC (nil: the policy did
-// not start, for why). The refresh's goroutine only: logged, the first
-// raise was logged; cost, the GC's share of the CPU at a growth of 1 (0:
-// not measured yet), and the last reading's GC CPU and CPU.
+// gcPolicy is a Fit's GC policy. on, share and base do not change after
+// Apply; the rest is the refresh goroutine's.
 type gcPolicy struct {
-	on, logged       bool
-	base             int
+	on, logged       bool // logged: the first raise
+	base             int  // the program's GOGC
 	share            float64
-	why              string
-	fit              *knob.Fit[int, gcState]
-	cost, gcCPU, cpu float64
+	why              string                  // why the policy did not start
+	fit              *knob.Fit[int, gcState] // nil: it did not start
+	cost, gcCPU, cpu float64                 // the GC's CPU share at a growth of 1 (0: not measured); the last reading's
 }
 
-// startGC starts the policy of an Apply, before its refresh starts. An
-// Apply that takes the memory limit over (later) stops the earlier one's
-// policy first, giving its value back: this one decides.
+// startGC starts the policy of an Apply, before its refresh. An Apply that
+// takes the memory limit over (later) first stops the earlier one's policy,
+// which gives its value back.
 func (f *Fit) startGC(o *Options, later bool) {
 	g := f.env.gogc
 	if later {
@@ -141,8 +130,8 @@ func (f *Fit) startGC(o *Options, later bool) {
 		default:
 			_, _, r := f.rule.readRuntime(false, true)
 			p.gcCPU, p.cpu = r.gcCPU, r.cpu
-			p.fit, _ = knob.Start(g, &knob.Common{Refresh: o.Refresh}, &knob.Reading[int, gcState]{Limit: gcState{why: gcWaiting}},
-				knob.Outcome[int]{Before: cur, After: cur})
+			a := &knob.Apply[int, gcState]{Env: &knob.Env[int]{Knob: g}, Refresh: o.Refresh}
+			p.fit, _ = a.Start(&knob.Reading[int, gcState]{Limit: gcState{why: gcWaiting}}, knob.Outcome[int]{Before: cur, After: cur})
 		}
 	}
 	if p.fit != nil && o.Context != nil {
@@ -158,10 +147,9 @@ func (f *Fit) stopGC(why string) {
 	}
 }
 
-// tuneGC steps GOGC at a reading r that the memory limit's Fit took at now
-// (following: it still follows the limit), where it set want (has: fitgo's
-// value is in force) for the available memory l. It allocates nothing but
-// for log lines.
+// tuneGC steps GOGC at a reading r of the memory limit's Fit (following:
+// it still follows) that set want (has: fitgo's value is in force) for the
+// available memory l. It allocates nothing but for log lines.
 func (f *Fit) tuneGC(now time.Time, following bool, want int64, has bool, l memLimit, r gcReading) {
 	p := &f.gc
 	if p.fit == nil {
@@ -187,13 +175,11 @@ func (f *Fit) tuneGC(now time.Time, following bool, want int64, has bool, l memL
 	}
 }
 
-// measure takes the GC's cost from a reading r: when GCs ended over at least
-// gcWindow of CPU since the last measure (the runtime updates its CPU
-// metrics at each GC; the first starts at Apply, so that a start-up that
-// built its heap before is not taken for the cost of the allocation to
-// come), the share of the CPU the GC took in between times the growth in
-// force now (GOGC/100, or less where GOMEMLIMIT bounds the goal), averaged
-// with the earlier cost.
+// measure takes the GC's cost from a reading r, when GCs ended over at
+// least gcWindow of CPU since the last measure (the first at Apply, so that
+// a start-up's heap building is not taken for the cost to come): the GC's
+// share of the CPU in between times the growth in force (GOGC/100, or less
+// where GOMEMLIMIT bounds the goal), averaged with the earlier cost.
 func (p *gcPolicy) measure(r gcReading) {
 	d := r.cpu - p.cpu
 	if d < gcWindow {
@@ -209,9 +195,8 @@ func (p *gcPolicy) measure(r gcReading) {
 	p.gcCPU, p.cpu = r.gcCPU, r.cpu
 }
 
-// target is the policy's GOGC for GOMEMLIMIT want (has: fitgo's value is in
-// force) and the available memory l at reading r, with the heap ceiling and
-// why.
+// target is the policy's GOGC at reading r, as tuneGC's, with the heap
+// ceiling and why.
 func (p *gcPolicy) target(want int64, has bool, l memLimit, r gcReading) (int, int64, string) {
 	switch {
 	case !has || want <= 0:
@@ -248,9 +233,8 @@ func (p *gcPolicy) target(want int64, has bool, l memLimit, r gcReading) (int, i
 
 // growth is GOGC/100 for the heap goal goal at reading r: the runtime's
 // goal, live + (live + stacks + globals) × GOGC/100 and at least
-// heapMinimum × GOGC/100, solved for GOGC/100. The policy takes the growth
-// in force from the runtime's goal, and the growth it may set from the
-// room under its ceiling.
+// heapMinimum × GOGC/100, solved for GOGC/100; for the growth in force and
+// the room under the ceiling.
 func (r gcReading) growth(goal float64) float64 {
 	return min((goal-float64(r.live))/float64(r.live+r.stacks+r.globals), goal/heapMinimum)
 }
@@ -265,13 +249,13 @@ func (f *Fit) gcResult(r *Result) {
 	if p.fit == nil {
 		return
 	}
-	switch st := p.fit.State(); {
+	st := p.fit.State()
+	r.GC.GOGC, r.GC.Reason = st.Value, st.Reason
+	switch {
 	case st.HandedOver:
-		r.GC.GOGC, r.GC.Reason = st.Value, gcHandOver
-	case !st.Following:
-		r.GC.GOGC, r.GC.Reason = st.Value, st.Reason
-	default:
-		r.GC.GOGC, r.GC.Ceiling, r.GC.Reason = st.Value, st.Limit.ceiling, st.Limit.why
+		r.GC.Reason = gcHandOver
+	case st.Following:
+		r.GC.Ceiling, r.GC.Reason = st.Limit.ceiling, st.Limit.why
 	}
 }
 

@@ -31,14 +31,12 @@ const (
 	guardSteps = 4
 )
 
-// gcReading is what the guard reads from the runtime.
+// gcReading is what the guard and the GC policy read from the runtime.
 type gcReading struct {
-	goal, live, stacks, globals uint64 // the heap goal; the marked heap, stacks and globals of the last GC
-	gogc                        int64  // GOGC; negative: off
-	other                       uint64 // the runtime's memory outside the heap's spans, free ones included: the heap goal covers those
-	// The CPU the GC took outside idle marking, and the total, since the
-	// start, in CPU-seconds (the runtime updates them at each GC).
-	gcCPU, cpu float64
+	goal, live, stacks, globals uint64  // the heap goal; the marked heap, stacks and globals of the last GC
+	gogc                        int64   // GOGC; negative: off
+	other                       uint64  // the runtime's memory outside the heap's spans, free ones included: the heap goal covers those
+	gcCPU, cpu                  float64 // CPU-seconds since the start: the GC's but idle marking, and all (updated at each GC)
 }
 
 // bound reports whether GOMEMLIMIT, not GOGC, sets the heap goal: the goal
@@ -61,8 +59,7 @@ type leakGuard = struct {
 	Window        int
 }
 
-// mark is what the guard keeps of one reading: the cumulative CPU and the
-// marked heap.
+// mark is what the guard keeps of one reading.
 type mark struct {
 	gc, total float64
 	live      uint64
@@ -91,8 +88,8 @@ const (
 	guardReset            // it dropped its steps: the heap fell back
 )
 
-// step takes a reading r at which the policy gives want for the hard limit
-// hard, and returns the value with the guard's steps, filling in l.guard.
+// step takes a reading r where the policy gives want for the limit hard,
+// and returns the value with the guard's steps, filling in l.guard.
 func (g *guard) step(want, hard int64, r gcReading, l *memLimit) (int64, guardEvent) {
 	ev := guardNone
 	prev := g.seq > 0
@@ -159,7 +156,6 @@ func (g *guard) grew() (from uint64, ok bool) {
 	return from, last > from
 }
 
-// guardValue is g as a log group of its fields.
 func guardValue(g leakGuard) slog.Value {
 	return slog.GroupValue(slog.Int("steps", g.Steps), slog.Any("policy", logBytes(g.Policy)), slog.Any("limit", logBytes(g.Limit)),
 		slog.String("gc_cpu", strconv.Itoa(int(math.Round(g.Share*100)))+"%"), slog.Int("readings", g.Window))
@@ -169,7 +165,7 @@ func guardValue(g leakGuard) slog.Value {
 // line for its first step (an operator should look), Info lines for the
 // later steps and for a reset.
 func (f *Fit) logGuard(ev guardEvent, want int64, l memLimit) {
-	if f.log == nil {
+	if f.log == nil || ev == guardNone {
 		return
 	}
 	switch {

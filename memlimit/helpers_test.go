@@ -59,7 +59,7 @@ func (f *fakeKnob) knob() *knob.Knob[int64] {
 		f.sets++
 		return prev
 	}
-	return knob.New(text(), func() int64 { f.mu.Lock(); defer f.mu.Unlock(); return f.value }, set, set)
+	return knob.New(spec, func() int64 { f.mu.Lock(); defer f.mu.Unlock(); return f.value }, set, set)
 }
 
 // appSet is the application calling debug.SetMemoryLimit.
@@ -155,7 +155,7 @@ func newTestEnv(fk *fakeKnob, fsys fstest.MapFS) *testEnv {
 	}
 	te.setGOGC = te.gogc.set
 	set := func(n int) int { return te.setGOGC(n) }
-	te.env.gogc = knob.New(gcSpec(), func() int {
+	te.env.gogc = knob.New(gcSpec, func() int {
 		if te.env.gc != nil { // GOGC as the runtime/metrics reading shows it
 			return int(te.env.gc().gogc)
 		}

@@ -31,14 +31,13 @@ type Options struct {
 	// KeepExisting leaves the memory limit alone when the program or a
 	// library has already set one. The blank import sets it.
 	KeepExisting bool
-	// Insist keeps fitgo's value against later changes by other code (such
-	// as automemlimit in main): the refresh puts it back at its next reading
-	// and logs that once. Off: fitgo hands the limit over to whoever changes
-	// it.
+	// Insist makes the refresh put fitgo's value back, logging it once, when
+	// other code (such as automemlimit in main) changes the memory limit.
+	// Off: fitgo hands the limit over to whoever changes it.
 	Insist bool
 	// Logger gets an Info line when GOMEMLIMIT changes or fitgo stops
-	// managing it, a Debug line when Apply leaves it alone, and a Warn line
-	// when the memory limit cannot be read. nil: no logging.
+	// managing it, a Debug line when Apply leaves it alone, a Warn line when
+	// the memory limit cannot be read. nil: no logging.
 	Logger *slog.Logger
 	// Refresh, when positive, keeps GOMEMLIMIT in line with the memory limit
 	// at this interval (at least 10ms), until Context is done, Undo, a later
@@ -54,36 +53,33 @@ type Options struct {
 	NoHeadroom bool
 	// UpperLimit, when positive, bounds the limit fitgo reads with one known
 	// from outside, such as the pod's limit in a private cgroup namespace. 0:
-	// the FITGO_MEMORY_LIMIT environment variable at start-up, if set: bytes
-	// as the downward API's limits.memory writes them, or a Kubernetes
-	// quantity such as 512Mi or 1G; any other value, or one that leaves less
-	// than the policy's Min, is ignored (SettingErr). The others count
-	// against it as against any limit (NoHeadroom).
+	// FITGO_MEMORY_LIMIT at start-up, if set: bytes (the downward API's
+	// limits.memory) or a Kubernetes quantity such as 512Mi; any other value,
+	// or one that leaves less than the policy's Min, is ignored (SettingErr).
+	// The others count against it as against any limit (NoHeadroom).
 	UpperLimit int64
 	// Reserve is memory, in bytes, held under the limit where fitgo cannot
-	// see it, such as by a sidecar in another container of a pod with a
-	// pod-level limit: it is taken off the limit before the policy, as the
-	// headroom takes off what it sees the other processes hold. 0: none; one
-	// that leaves less than the policy's Min of the limit read at Apply is
-	// ignored (SettingErr). The blank import sets it for FITGO=reserve=.
+	// see it (a sidecar in another container under a pod-level limit): it is
+	// taken off the limit before the policy, as the headroom takes off what
+	// it sees the others hold. 0: none; one that leaves less than the
+	// policy's Min of the limit read at Apply is ignored (SettingErr). The
+	// blank import sets it for FITGO=reserve=.
 	Reserve int64
 	// NoLeakGuard turns off the refresh's leak guard, which steps GOMEMLIMIT
 	// up toward the memory limit while a growing heap pins the GC at it
 	// (Result.LeakGuard). The blank import sets it for FITGO=leakguard=off.
 	NoLeakGuard bool
-	// NoNonGo leaves the process's own memory outside the Go runtime (C
-	// memory from cgo, anonymous mmap) to the policy's ratio. By default the
-	// headroom counts it with the others' (Result.NonGo): its resident
-	// anonymous memory (RssAnon, less LazyFree) beyond what the runtime has
-	// mapped and not released (runtime/metrics /memory/classes). NoHeadroom turns
-	// it off too. The blank import sets it for FITGO=nongo=off.
+	// NoNonGo leaves the process's own memory outside the Go runtime (cgo,
+	// anonymous mmap) to the policy's ratio. By default the headroom counts
+	// it with the others' (Result.NonGo): its RssAnon, less LazyFree, beyond
+	// what the runtime holds resident (runtime/metrics /memory/classes).
+	// NoHeadroom turns it off too. The blank import sets it for FITGO=nongo=off.
 	NoNonGo bool
 	// GC turns on the GC policy: at each refresh reading, GOGC is raised so
-	// that the GC takes about 2 % of the CPU, where it takes more, up to
-	// a heap that fills GCShare of the memory available, never beyond
-	// GOMEMLIMIT nor below the program's GOGC; it stops when the program
-	// sets GOGC (Result.GC). It needs a Refresh. The blank import sets it
-	// for FITGO=gc=auto. Off: GOGC is left alone.
+	// that the GC takes about 2 % of the CPU, where it takes more, up to a
+	// heap that fills GCShare of the memory available, never beyond
+	// GOMEMLIMIT nor below the program's GOGC; it stops when the program sets
+	// GOGC (Result.GC). It needs a Refresh; FITGO=gc=auto sets it.
 	GC bool
 	// GCShare is the share of the memory available (Result.Limit) the GC
 	// policy lets the heap fill, above 0 and at most 0.9; 0: 0.7. The blank
@@ -91,10 +87,10 @@ type Options struct {
 	GCShare float64
 	// OOMProfile, when not "", is a directory where, at the refresh reading
 	// when the memory held under the limit first passes 90 % of it, a heap
-	// profile and a breakdown of who holds the memory are written, as
-	// evidence of an OOM kill to come (oom.go, docs/observability.md); at
-	// Apply, Result.OOMCapture names one an earlier process wrote there. It
-	// needs a Refresh. The blank import sets it for FITGO=oomprofile=DIR.
+	// profile and a breakdown of who holds the memory are written, evidence
+	// of an OOM kill to come (docs/observability.md); Result.OOMCapture names
+	// one an earlier process wrote there. It needs a Refresh; the blank
+	// import sets it for FITGO=oomprofile=DIR.
 	OOMProfile string
 
 	env *env // nil: the process
@@ -113,16 +109,10 @@ type env struct {
 }
 
 // processKnob is the process's memory limit.
-var processKnob = knob.New(text(),
-	func() int64 { return debug.SetMemoryLimit(-1) },
-	debug.SetMemoryLimit,
-	debug.SetMemoryLimit,
-)
+var processKnob = knob.New(spec, func() int64 { return debug.SetMemoryLimit(-1) }, debug.SetMemoryLimit, debug.SetMemoryLimit)
 
-func text() knob.Spec[int64] {
-	return knob.Spec[int64]{Name: "GOMEMLIMIT", Value: "the memory limit", Limit: "memory limit", Key: "memory_limit", Pkg: "memlimit",
-		Format: formatBytes, Log: logBytes}
-}
+var spec = knob.Spec[int64]{Name: "GOMEMLIMIT", Value: "the memory limit", Limit: "memory limit", Key: "memory_limit", Pkg: "memlimit",
+	Format: formatBytes, Log: logBytes}
 
 // memLimit is the memory limit of a reading, as Result has it.
 type memLimit struct {
@@ -168,13 +158,12 @@ type Fit struct {
 
 // Apply sets the Go runtime's soft memory limit (GOMEMLIMIT) from the
 // effective memory limit of the process's cgroup hierarchy, by the options'
-// policy. It leaves the limit alone, with the Reason in the Result, when the
-// GOMEMLIMIT environment variable is set (a byte count or "off"), the system
-// is not Linux or has no cgroup, there is no memory limit (unless
-// SystemMemory), the policy leaves it unset, or it already has the value; it
-// never clears a limit. It returns the error, also in the Result, when the
-// limit cannot be read or the options are invalid. A later Apply takes over
-// from an earlier one.
+// policy. It leaves the limit alone, with the Reason in the Result, when
+// GOMEMLIMIT is set in the environment (bytes or "off"), the system is not
+// Linux or has no cgroup, there is no memory limit (unless SystemMemory),
+// the policy leaves it unset, or it already has the value; it never clears
+// a limit. It returns the error, also in the Result, when the limit cannot
+// be read or the options are invalid. A later Apply takes over.
 func Apply(o Options) (*Fit, error) {
 	f, a := prepare(&o)
 	f.startGC(&o, a.Left == "")
@@ -214,8 +203,8 @@ func prepare(o *Options) (*Fit, *knob.Apply[int64, memLimit]) {
 	f := &Fit{env: e, res: Result{Policy: p, Env: e.Getenv("GOMEMLIMIT")}, log: o.Logger,
 		rule: rule{p: p, headroom: !o.NoHeadroom, nonGo: !o.NoNonGo, env: e, log: o.Logger}}
 	r := &f.res
-	a := &knob.Apply[int64, memLimit]{Env: &e.Env, Tick: f.tick, Common: knob.Common{Insist: o.Insist, Logger: o.Logger,
-		Refresh: o.Refresh, Context: o.Context, Limits: o.Limits}}
+	a := &knob.Apply[int64, memLimit]{Env: &e.Env, Tick: f.tick, Insist: o.Insist, Logger: o.Logger,
+		Refresh: o.Refresh, Context: o.Context, Limits: o.Limits}
 	invalid, setting := f.rule.setUpper(o, e.Getenv(envvar.MemoryLimitVar))
 	if o.GCShare < 0 || o.GCShare > 0.9 || o.GCShare != o.GCShare {
 		invalid = cmp.Or(invalid, errors.New("memlimit: GCShare "+
@@ -266,9 +255,9 @@ func prepare(o *Options) (*Fit, *knob.Apply[int64, memLimit]) {
 	return f, a
 }
 
-// reading is the knob's Reading of the limits lim, read with err, at Apply
-// and at each tick: whether fitgo has a value is decided here only. It
-// returns the leak guard's event and the runtime's reading with it.
+// reading is the knob's Reading of lim, read with err, at Apply and at each
+// tick (whether fitgo has a value is decided here only), with the leak
+// guard's event and the runtime's reading.
 func (f *Fit) reading(lim cgroup.Limits, err error) (rd knob.Reading[int64, memLimit], gev guardEvent, gc gcReading) {
 	if rd.Err = f.rule.err(lim, err); rd.Err != nil {
 		return rd, guardNone, gc
@@ -290,18 +279,15 @@ func (f *Fit) tick(k *knob.Fit[int64, memLimit], now time.Time, lim cgroup.Limit
 	if rd.Err == nil || !keep {
 		f.tuneGC(now, keep, rd.Want, rd.Has, rd.Limit, gc)
 	}
-	if keep && gev != guardNone {
-		f.logGuard(gev, rd.Want, rd.Limit)
-	}
 	if keep {
+		f.logGuard(gev, rd.Want, rd.Limit)
 		f.oom.step(now, &lim, rd.Want, rd.Limit.guard.Steps)
 	}
 	return keep
 }
 
 // automemlimit is the value automemlimit's Set writes for a reading, and
-// its rule ("" when it writes none). The rule's text is made once for each
-// hard limit, so that a tick allocates nothing.
+// its rule ("" for none), whose text is made once per hard limit.
 func (f *Fit) automemlimit(lim cgroup.Limits) (int64, string) {
 	hard, ok := lim.MemoryMax()
 	if !ok || f.ratio == 0 {
@@ -314,10 +300,8 @@ func (f *Fit) automemlimit(lim cgroup.Limits) (int64, string) {
 }
 
 // automemlimitRatio is the ratio automemlimit's Set applies to the hard
-// limit (memory.max, or v1's limit_in_bytes and hierarchical limit; it
-// ignores memory.high): AUTOMEMLIMIT when it is a ratio in (0, 1], else its
-// default (0.9, as fitgo's defaultRatio); 0 when AUTOMEMLIMIT makes it do
-// nothing ("off", invalid).
+// limit (it ignores memory.high): AUTOMEMLIMIT when it is in (0, 1], its
+// default 0.9 when unset, else 0: it does nothing ("off", invalid).
 func automemlimitRatio(env string) float64 {
 	if env == "" {
 		return defaultRatio
@@ -329,8 +313,7 @@ func automemlimitRatio(env string) float64 {
 }
 
 // Status returns a snapshot of the management: the Result of Apply with
-// After, the limit, Err and Reason of now, and the memory events at Source
-// read now.
+// After, the limit, Err, Reason and the memory events of now.
 func (f *Fit) Status() Result {
 	if f == nil {
 		return Result{Before: processKnob.Current(), After: processKnob.Current(), Reason: "not applied"}
@@ -347,10 +330,10 @@ func (f *Fit) Status() Result {
 }
 
 // Undo ends the refresh and takes this Apply back: when it is the Apply in
-// force and the runtime's limit is still fitgo's value, it goes back to the
-// value of the Apply before it or, once every Apply is undone, to the value
-// from before fitgo. It restores nothing when someone else has changed the
-// limit since. Calling it again does nothing.
+// force and the limit is still fitgo's value, it goes back to the value of
+// the Apply before it or, once every Apply is undone, to the value from
+// before fitgo; not when someone else has changed it since. Calling it
+// again does nothing.
 func (f *Fit) Undo() {
 	if f != nil && f.f != nil {
 		f.stopGC(gcUndone)

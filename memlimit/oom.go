@@ -21,23 +21,20 @@ import (
 	"github.com/fitgo/fitgo/cgroup"
 )
 
-// The OOM capture (Options.OOMProfile, FITGO=oomprofile=DIR). At each
-// refresh reading, when the memory the kernel cannot reclaim (usage less the
-// page cache and lazily freed pages, as the headroom counts it) at the level
-// whose limit binds first passes oomPercent of that limit, a goroutine writes
-// a heap profile and a one-screen breakdown of who holds the memory into the
-// directory; it re-arms once the memory falls below the threshold again. A
-// reading where a level's limits were reached since the last (Level.Hits
-// rose: memory.events.local high or max, v1 memory.failcnt) while at least
-// half of the limit is held starts one too, under the same bounds: that one
-// sees a limit reached though the page cache or lazily freed pages kept the
-// memory held below the threshold, and fires too where they are simply
-// reclaimed (below half, the page cache filling the limit is the usual
-// case). In Kubernetes an emptyDir keeps the captures across the OOM kill,
-// and the next process's Apply reports the newest (Result.OOMCapture). What it does not do: it sees only the cgroup
-// levels (Memory.Levels), not an UpperLimit or FITGO_MEMORY_LIMIT; and a
-// limit hit between two readings, faster than 10 % of the limit per refresh
-// interval, leaves no capture (the kill comes before the next reading).
+// The OOM capture (Options.OOMProfile, FITGO=oomprofile=DIR). At a refresh
+// reading where the memory held (as the headroom counts it: usage less the
+// page cache and lazily freed pages) at the level whose limit binds first
+// passes oomPercent of that limit, a goroutine writes a heap profile and a
+// one-screen breakdown of who holds the memory into the directory; it
+// re-arms once the memory falls below the threshold. A rise of a level's
+// Hits (memory.events.local high or max, v1 memory.failcnt) with at least
+// half the limit held starts one too, under the same bounds: a limit reached
+// though the page cache or lazily freed pages kept the memory held below the
+// threshold (below half, the page cache filling the limit is the usual
+// case). An emptyDir keeps the captures across the OOM kill, and the next
+// process's Apply reports the newest (Result.OOMCapture). It sees only the
+// cgroup levels, not an UpperLimit or FITGO_MEMORY_LIMIT; and a limit hit
+// between two readings (faster than 10 % of it per interval) leaves none.
 const (
 	// oomPercent: past 90 % of the limit the Go heap alone is over the
 	// policy's GOMEMLIMIT (0.9 of the limit), so the GC cannot hold it: a
@@ -58,20 +55,21 @@ const (
 	oomCost = 4 << 20
 )
 
-// oomCapture is a Fit's OOM capture. dir, log and pid do not change; busy
-// is set while a capture is written; the rest is the refresh goroutine's.
+// oomCapture is a Fit's OOM capture. dir ("": off), log and pid do not
+// change; busy is set while a capture is written (wg); the rest is the
+// refresh goroutine's.
 type oomCapture struct {
-	dir     string // "": off
+	dir     string
 	log     *slog.Logger
 	pid     int
 	busy    atomic.Bool
-	written atomic.Int64   // the captures written (Result.OOMCapture.Written)
-	wg      sync.WaitGroup // the capture being written
-	armed   bool           // below the threshold since the last trigger
-	last    time.Time      // the last capture's start
-	skipped bool           // the skip's Warn line was logged
-	hits    uint64         // the levels' Hits at the last reading
-	levels  int            // and their number: another is no rise
+	written atomic.Int64 // Result.OOMCapture.Written
+	wg      sync.WaitGroup
+	armed   bool      // below the threshold since the last trigger
+	last    time.Time // the last capture's start
+	skipped bool      // the skip's Warn line was logged
+	hits    uint64    // the levels' Hits at the last reading
+	levels  int       // and their number: another is no rise
 }
 
 // oomReading is what a capture's breakdown takes from a reading.
@@ -87,9 +85,8 @@ type oomReading struct {
 }
 
 // startOOM checks dir at Apply and looks there for an earlier process's
-// capture: the capture is off, with the error in r (OOMCapture.Err and
-// SettingErr, which Apply logs as a Warn line), when dir is not a writable
-// directory or there is no refresh.
+// capture; the capture is off, with the error in r.OOMCapture.Err and
+// r.SettingErr, when dir is not a writable directory or there is no refresh.
 func (f *Fit) startOOM(dir string, refresh time.Duration, r *Result) {
 	if dir == "" {
 		return

@@ -19,9 +19,9 @@ type Result struct {
 	Before, After int64
 	Changed       bool
 	// Limit is the memory left for this process, in bytes, that GOMEMLIMIT
-	// was derived from; Source is where that limit is set: a cgroup
-	// directory, "/proc/meminfo" or the setting ("" for none); From names
-	// it: "memory.max", "memory.high", "memory.limit_in_bytes", "MemTotal",
+	// was derived from; Source is where it is set: a cgroup directory,
+	// "/proc/meminfo" or the setting ("" for none); From names it:
+	// "memory.max", "memory.high", "memory.limit_in_bytes", "MemTotal",
 	// "FITGO_MEMORY_LIMIT" or "UpperLimit". Status: of the last good reading.
 	Limit        int64
 	Source, From string
@@ -50,10 +50,9 @@ type Result struct {
 		Share         float64
 		Window        int
 	}
-	// Events are the memory events counted at Source, as cgroup.Stats has
-	// them, read by Status and Plan from that directory of the real root.
-	// HasEvents is false when Source is not a cgroup directory or its files
-	// cannot be read.
+	// Events are the memory events counted at Source (cgroup.Stats), read
+	// by Status and Plan; HasEvents is false when Source is not a cgroup
+	// directory or its files cannot be read.
 	Events    struct{ Low, High, Max, OOM, OOMKill, OOMGroupKill uint64 }
 	HasEvents bool
 	// Memory is the memory limit as read at Apply, with the hierarchy.
@@ -85,10 +84,9 @@ type Result struct {
 	}
 	// SettingErr is why FITGO_MEMORY_LIMIT (or UpperLimit) or Reserve was
 	// ignored: not a quantity of at least 1 MiB, or one that leaves less than
-	// the policy's Min; the limit is fitted as if it were unset. It also
-	// warns of a FITGO_MEMORY_LIMIT in bytes below the limit read, which is
-	// kept: a downward-API divisor other than 1 gives one; and
-	// OOMCapture.Err.
+	// the policy's Min; the limit is fitted as if it were unset. It also warns
+	// of a FITGO_MEMORY_LIMIT in bytes below the limit read (kept: a
+	// downward-API divisor other than 1 gives one), and has OOMCapture.Err.
 	SettingErr error
 	// Reason says why the memory limit was left alone ("" when Changed) or,
 	// from Fit.Status, why it is not being fitted.
@@ -150,13 +148,10 @@ func (r Result) String() string {
 			formatBytes(g.Limit) + "): the GC took " + strconv.Itoa(int(math.Round(g.Share*100))) + " % of the CPU over " +
 			strconv.Itoa(g.Window) + " readings while the heap grew at GOMEMLIMIT"
 	}
-	for i, a := range r.eventCounts() {
-		if i == 0 {
-			lim += "; memory events at " + r.Source + ":"
-		} else {
-			lim += ","
-		}
-		lim += " " + a.Key + " " + strconv.FormatUint(a.Value.Uint64(), 10)
+	sep := "; memory events at " + r.Source + ":"
+	for _, a := range r.eventCounts() {
+		lim += sep + " " + a.Key + " " + strconv.FormatUint(a.Value.Uint64(), 10)
+		sep = ","
 	}
 	if r.OOMCapture.Previous != "" {
 		lim += "; " + r.previousCapture()
@@ -198,7 +193,6 @@ func (r Result) LogValue() slog.Value {
 	return processKnob.LogValue(r.outcome(), lim...)
 }
 
-// previousCapture says where an earlier process's OOM capture is.
 func (r Result) previousCapture() string {
 	return "the previous process wrote an OOM capture at " + r.OOMCapture.At.UTC().Format(time.RFC3339) + ": " + r.OOMCapture.Previous
 }

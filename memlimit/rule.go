@@ -48,11 +48,9 @@ type rule struct {
 	readGC          bool  // the leak guard or the GC policy reads the GC's state
 	env             *env
 
-	// Used by the refresh's goroutine only: the last reading's value (for
-	// the hysteresis), the logger of the floor's Warn line (nil once it is
-	// logged), the runtime/metrics samples and the leak guard.
-	last    int64
-	log     *slog.Logger
+	// The refresh goroutine's only.
+	last    int64        // the last reading's value, for the hysteresis
+	log     *slog.Logger // of the floor's Warn line; nil once it is logged
 	samples []metrics.Sample
 	guard   guard
 }
@@ -60,10 +58,9 @@ type rule struct {
 // raiseStep is the hysteresis (step 7): up only by at least 1/raiseStep.
 const raiseStep = 20
 
-// value is GOMEMLIMIT for a reading, want, with the limit it comes from,
-// whether there is one, what the leak guard did and the runtime's reading
-// for the GC policy. The first time the floor holds the value, it logs a
-// Warn line (Plan has no logger).
+// value is GOMEMLIMIT for a reading, want, with its limit l (has: there is
+// one), the leak guard's event and the runtime's reading for the GC policy.
+// It logs a Warn line the first time the floor holds the value.
 func (r *rule) value(lim cgroup.Limits) (l memLimit, has bool, want int64, ev guardEvent, rt gcReading) {
 	floor, resident, rt := r.readRuntime(r.headroom && len(lim.Memory.Levels) > 0, r.readGC)
 	l, has, bound := r.bounded(r.limit(lim)) // 1, 2
@@ -100,9 +97,8 @@ func (r *rule) value(lim cgroup.Limits) (l memLimit, has bool, want int64, ev gu
 	return l, has, want, ev, rt
 }
 
-// others is the level of m that leaves the process the least (steps 3, 4),
-// as a limit: level is its own limit (math.MaxInt64 for the process's
-// cgroup without one), others what the others hold there, bytes the rest.
+// others is the level of m that leaves the process the least (steps 3, 4):
+// level its limit (math.MaxInt64: none), others what they hold, bytes the rest.
 func (r *rule) others(m cgroup.Memory, resident int64) (best memLimit, ok bool) {
 	for _, lv := range m.Levels {
 		h := memLimit{source: lv.Dir}
@@ -110,9 +106,7 @@ func (r *rule) others(m cgroup.Memory, resident int64) (best memLimit, ok bool) 
 		if h.level, h.from, held, lazy = levelOf(&m, lv); h.level < 0 {
 			h.from, h.level = noFile, math.MaxInt64
 		}
-		// The process holds its RssAnon less its MADV_FREE pages, of which the
-		// runtime holds what it has resident; the rest is memory outside Go.
-		own := max(m.RssAnon-lazy, 0)
+		own := max(m.RssAnon-lazy, 0) // of which the runtime holds what it has resident; the rest is outside Go
 		goOwn := own
 		if r.nonGo {
 			goOwn = min(own, resident)
@@ -126,10 +120,10 @@ func (r *rule) others(m cgroup.Memory, resident int64) (best memLimit, ok bool) 
 	return best, ok
 }
 
-// levelOf is the limit of level lv of m, the lower of its memory.max (v1
-// memory.limit_in_bytes) and memory.high (-1: none), with its file; and held,
-// what the kernel cannot reclaim there, less lazy, the process's MADV_FREE
-// pages not written since (usage less the page cache and those).
+// levelOf is the limit of level lv of m, the lower of memory.max (v1
+// limit_in_bytes) and memory.high (-1: none), and its file; held, what the
+// kernel cannot reclaim there: usage less the page cache and lazy, the
+// process's MADV_FREE pages not written since.
 func levelOf(m *cgroup.Memory, lv cgroup.Level) (limit int64, from limitFile, held, lazy int64) {
 	limit, from = lv.Max, memoryMax
 	if m.Version == cgroup.V1 {
@@ -152,9 +146,7 @@ func avail(limit, others int64) int64 {
 	return limit
 }
 
-// limitFile is the file a limit comes from (Result.From): none, memory.max,
-// memory.high, v1 memory.limit_in_bytes, MemTotal, UpperLimit or
-// FITGO_MEMORY_LIMIT.
+// limitFile is the file a limit comes from (Result.From).
 type limitFile uint8
 
 const noFile, memoryMax, memoryHigh, limitInBytes, memTotal, upperOption, upperEnv limitFile = 0, 1, 2, 3, 4, 5, 6
@@ -166,8 +158,7 @@ func (f limitFile) String() string {
 // cgroup reports whether the limit is a cgroup's.
 func (f limitFile) cgroup() bool { return f >= memoryMax && f <= limitInBytes }
 
-// bounded is the limit read, l (has: there is one), or the upper limit
-// where it is set and tighter, or l is MemTotal or none (bound: it is).
+// bounded is step 2's upper limit over l (has: there is one); bound: it binds.
 func (r *rule) bounded(l memLimit, has bool) (memLimit, bool, bool) {
 	if u := r.upper; u.bytes > 0 && (!has || l.from == memTotal || u.bytes < l.bytes) {
 		return u, true, true
@@ -175,8 +166,7 @@ func (r *rule) bounded(l memLimit, has bool) (memLimit, bool, bool) {
 	return l, has, false
 }
 
-// limit is the limit read: the lower of memory.max and memory.high (a limit
-// of 0 is a limit), or MemTotal (with SystemMemory) when there is neither.
+// limit is the limit read, steps 1 and 2 but the upper limit.
 func (r *rule) limit(lim cgroup.Limits) (l memLimit, has bool) {
 	m := lim.Memory
 	if v, ok := lim.MemoryMax(); ok {
@@ -201,8 +191,7 @@ func (r *rule) err(lim cgroup.Limits, err error) error {
 }
 
 // setUpper sets the upper limit from o or else the environment variable's
-// value env, and the reserve; invalid is an error of the options, setting
-// one of a setting that is ignored (Result.SettingErr).
+// value env, and the reserve; setting is ignored (Result.SettingErr).
 func (r *rule) setUpper(o *Options, env string) (invalid, setting error) {
 	v, err := envvar.MemoryLimit(env)
 	r.reserve = o.Reserve
@@ -247,8 +236,8 @@ func (r *rule) check(lim cgroup.Limits, env string) (setting error) {
 	return setting
 }
 
-// The runtime/metrics a reading reads, in one metrics.Read: the floor's
-// (the first nFloor), then the leak guard's and the GC policy's.
+// The runtime/metrics of a reading: the floor's (the first nFloor), then the
+// leak guard's and the GC policy's.
 const mLive, mTotal, mObjects, mUnused, mFree, mReleased, nFloor = 0, 1, 2, 3, 4, 5, 6
 const mGoal, mGOGC, mStacks, mGlobals, mGCCPU, mIdleMark, mCPU, nMetrics = 6, 7, 8, 9, 10, 11, 12, 13
 
@@ -275,9 +264,8 @@ func newSamples() []metrics.Sample {
 	return s
 }
 
-// readRuntime reads, with one metrics.Read into r.samples (allocated once),
-// the floor and what the runtime holds resident when withFloor, and the
-// GC's state when withGC.
+// readRuntime reads, with one metrics.Read, the floor and what the runtime
+// holds resident when withFloor, and the GC's state when withGC.
 func (r *rule) readRuntime(withFloor, withGC bool) (floor, resident int64, rt gcReading) {
 	e, n := r.env, 0
 	switch {
@@ -311,8 +299,7 @@ func (r *rule) readRuntime(withFloor, withGC bool) (floor, resident int64, rt gc
 	return floor, resident, rt
 }
 
-// floorOf is the floor from samples of newSamples (the first nFloor):
-// 1.25 × the live heap marked by the last GC plus the runtime's memory
+// floorOf is the floor: 1.25 × the live heap plus the runtime's memory
 // outside the heap, the lowest GOMEMLIMIT that does not pin the GC (the heap
 // may grow by a quarter before the next cycle, as with GOGC=25).
 func floorOf(s []metrics.Sample) int64 {
@@ -321,7 +308,6 @@ func floorOf(s []metrics.Sample) int64 {
 	return int64(min(live+live/4+total-min(heap, total), 1<<62))
 }
 
-// gcOf is the GC's state from samples of newSamples.
 func gcOf(s []metrics.Sample) gcReading {
 	total := u64(s[mTotal]) // and GOGC=off is -1, which the metric gives as a uint64
 	return gcReading{live: u64(s[mLive]), goal: u64(s[mGoal]), gogc: int64(u64(s[mGOGC])), stacks: u64(s[mStacks]),
@@ -329,8 +315,7 @@ func gcOf(s []metrics.Sample) gcReading {
 		other: total - min(total, u64(s[mObjects])+u64(s[mUnused])+u64(s[mFree])+u64(s[mReleased]))} // total − the heap's spans
 }
 
-// u64 and f64 are the value of a sample, 0 when it is not of their kind
-// (the runtime does not have the metric).
+// u64 and f64 are a sample's value, 0 when the runtime does not have it.
 func u64(s metrics.Sample) uint64 {
 	if s.Value.Kind() == metrics.KindUint64 {
 		return s.Value.Uint64()

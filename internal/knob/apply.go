@@ -30,9 +30,8 @@ func Process[V comparable](k *Knob[V], fsys fs.FS, controller string) Env[V] {
 	return Env[V]{GOOS: runtime.GOOS, Getenv: envvar.Startup(), Knob: k, Read: read, Open: OpenProcess}
 }
 
-// Outcome is what an Apply did for the knob, or what Plan would do, and
-// then the live state of its Fit: the part of a package's Result that the
-// knob fills in, given and returned as a value.
+// Outcome is the part of a package's Result that the knob fills in: what
+// an Apply did, or Plan would do, then the live state of its Fit.
 type Outcome[V comparable] struct {
 	Before, After      V
 	Changed, Following bool
@@ -44,30 +43,26 @@ type Outcome[V comparable] struct {
 	LastUpdate         time.Time
 }
 
-// Common are the options of every knob's package, documented there.
-type Common struct {
-	Insist  bool
-	Logger  *slog.Logger
-	Refresh time.Duration
-	Context context.Context
-	Limits  *cgroup.Limits // nil: Env reads them
-}
-
-// Apply is one Apply, or Plan, of a knob as its package prepares it. Run
-// decides for every knob in the same way, in this order: Left, the options
-// and the environment, leaves the knob alone before any reading; Keep
+// Apply is one Apply, or Plan, of a knob as its package prepares it, with
+// the options every knob's package has (documented there). Run decides for
+// every knob in the same way, in this order: Left, the options and the
+// environment, leaves the knob alone before any reading; Keep
 // (KeepExisting) keeps a value fitgo did not set; a reading with no cgroup
 // or no value gives None; a reading's error is the Apply's; a value that
 // is already Want gives Same; else the value is set. Read is the package's
 // reading of the limits at Apply, Tick its reading at each refresh.
 type Apply[V comparable, D any] struct {
-	Env *Env[V]
-	Common
-	Left string
-	Err  error // the options' error, with Left
-	Keep func(before V) string
-	Read func(lim cgroup.Limits, err error) Reading[V, D]
-	Same func(want V) string
+	Env     *Env[V]
+	Insist  bool
+	Logger  *slog.Logger
+	Refresh time.Duration
+	Context context.Context
+	Limits  *cgroup.Limits // nil: Env reads them
+	Left    string
+	Err     error // the options' error, with Left
+	Keep    func(before V) string
+	Read    func(lim cgroup.Limits, err error) Reading[V, D]
+	Same    func(want V) string
 	// Tick is the package's reading at each refresh tick; the refresh may
 	// run it before Run returns, so it gets the Fit rather than finding it
 	// where the package stores it.
@@ -113,14 +108,14 @@ func (a *Apply[V, D]) Run(o Outcome[V], plan bool) (*Fit[V, D], *Loop, Outcome[V
 		if plan {
 			return nil, nil, o
 		}
-		f, ok := Start(k, &a.Common, &rd, o)
+		f, ok := a.Start(&rd, o)
 		if !ok {
 			continue // the value changed: decide again
 		}
 		if !f.following() {
 			return f, nil, o
 		}
-		l := f.join(a.Context, a.Refresh, a.Env.Open, a.Env.Ticks, a.Tick)
+		l := f.join(a)
 		o.Refresh, o.Following = l.every, true
 		return f, l, o
 	}
@@ -170,7 +165,7 @@ func (k *Knob[V]) Summary(o Outcome[V], limit, policy string) string {
 // LogValue is the LogValue of a Result: its shared fields around mid, the
 // package's own.
 func (k *Knob[V]) LogValue(o Outcome[V], mid ...slog.Attr) slog.Value {
-	attrs := append([]slog.Attr{{Key: "before", Value: k.txt.logValue(o.Before)}, {Key: "after", Value: k.txt.logValue(o.After)},
+	attrs := append([]slog.Attr{{Key: "before", Value: k.txt.Log(o.Before)}, {Key: "after", Value: k.txt.Log(o.After)},
 		slog.Bool("changed", o.Changed)}, mid...)
 	if o.SettingErr != nil {
 		attrs = append(attrs, slog.String("setting_err", o.SettingErr.Error()))
@@ -187,9 +182,8 @@ func (k *Knob[V]) LogValue(o Outcome[V], mid ...slog.Attr) slog.Value {
 	return slog.GroupValue(attrs...)
 }
 
-// LogApply logs the outcome of an Apply: Warn for an error, Info for a
-// change, Debug when the value was left alone; and Warn for an ignored
-// setting.
+// LogApply logs the outcome of an Apply: Warn for an error or an ignored
+// setting, Info for a change, Debug when the value was left alone.
 func (k *Knob[V]) LogApply(l *slog.Logger, o Outcome[V], args ...any) {
 	if l != nil && o.SettingErr != nil {
 		l.Warn("fitgo: " + o.SettingErr.Error())

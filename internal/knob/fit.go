@@ -27,12 +27,13 @@ type Fit[V comparable, D any] struct {
 	odd     time.Time   // since when readings find a value fitgo did not set (Spec.Confirm); zero: none
 }
 
-// Start begins the Fit of an Apply with options c that read o.Before (with
-// peek) and decided, from the reading rd, to set o.After (when o.Changed) or
-// to leave the value alone; the Fit follows the limit when there is a
-// cgroup and a refresh. It fails, doing nothing, when the value is no longer
-// o.Before: the caller decides again. The Fit supersedes any earlier one.
-func Start[V comparable, D any](k *Knob[V], c *Common, rd *Reading[V, D], o Outcome[V]) (*Fit[V, D], bool) {
+// Start begins the Fit of a that read o.Before (with peek) and decided, from
+// the reading rd, to set o.After (when o.Changed) or to leave the value
+// alone; the Fit follows the limit when there is a cgroup and a refresh. It
+// fails, doing nothing, when the value is no longer o.Before: the caller
+// decides again. The Fit supersedes any earlier one.
+func (a *Apply[V, D]) Start(rd *Reading[V, D], o Outcome[V]) (*Fit[V, D], bool) {
+	k := a.Env.Knob
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	cur := k.get()
@@ -48,15 +49,14 @@ func Start[V comparable, D any](k *Knob[V], c *Common, rd *Reading[V, D], o Outc
 			return nil, false
 		}
 	}
-	follow := c.Refresh > 0 && !errors.Is(rd.Err, cgroup.ErrNoCgroup)
-	f := &Fit[V, D]{k: k, log: c.Logger, st: State[V, D]{Following: follow, Limit: rd.Limit, Err: rd.Err}, insist: c.Insist, fresh: true}
+	follow := a.Refresh > 0 && !errors.Is(rd.Err, cgroup.ErrNoCgroup)
+	f := &Fit[V, D]{k: k, log: a.Logger, st: State[V, D]{Following: follow, Limit: rd.Limit, Err: rd.Err}, insist: a.Insist, fresh: true}
 	if a := k.active; a != nil {
 		a.supersede()
 	}
 	f.e = &entry[V]{value: k.get(), mine: k.owned, supersede: func() { f.stopLocked("superseded by a later Apply") },
 		yield: func() { f.Stop("superseded by a later Apply"); f.Undo() }}
-	k.stack = append(k.stack, f.e)
-	k.active = f.e
+	k.stack, k.active = append(k.stack, f.e), f.e
 	return f, true
 }
 
@@ -84,30 +84,22 @@ type Reading[V comparable, D any] struct {
 	Want  V      // the value the policy gives for it
 	Has   bool   // false: none (no limit): put back the state from before fitgo
 	None  string // why there is none, at Apply
-	// Other is the value another library's rule gives for this reading,
-	// and OtherWhy names the rule ("" for none): a change to it right after
-	// fitgo set the value is likely that library's.
+	// Other is the value another library's rule gives, OtherWhy names it
+	// ("" for none): a change to it right after fitgo set the value is
+	// likely that library's.
 	Other    V
 	OtherWhy string
-	// Why says what a change is for when it is not the limit's
-	// (e.g. "by the leak guard"); "": the limit changed.
-	Why string
-	// Runtime is set when the runtime updates the value by itself.
-	Runtime *Updates[V]
-}
-
-// Updates are the runtime's own updates of a value, as a Reading sees them.
-type Updates[V comparable] struct {
-	// Adopt are values the runtime may have set, which are accepted rather
-	// than handed over; Seen is the value the reading was computed for: if
-	// the runtime's value has changed since (its own update racing the
-	// tick), the step is left to the next reading.
-	Adopt [2]V
-	Seen  V
-	// Wait leaves a change to the runtime for now, while fitgo has not set
-	// the value. Default: Want is the runtime's own default, which restore
-	// puts back along with the runtime's own updates.
-	Wait, Default bool
+	Why      string // what a change is for, "by the leak guard"; "": the limit changed
+	// Runtime: the runtime updates the value by itself. Then Adopt are values
+	// it may have set, which are accepted rather than handed over; Seen is
+	// the value the reading was computed for: if the runtime's value has
+	// changed since (its own update racing the tick), the step is left to the
+	// next reading. Wait leaves a change to the runtime for now, while fitgo
+	// has not set the value. Default: Want is the runtime's own default,
+	// which restore puts back along with the runtime's own updates.
+	Runtime, Wait, Default bool
+	Adopt                  [2]V
+	Seen                   V
 }
 
 // Step applies a reading taken at now, and reports whether the Fit still
@@ -124,12 +116,12 @@ func (f *Fit[V, D]) Step(now time.Time, r Reading[V, D]) bool {
 	}
 	var put, ev event
 	for cur, first := k.get(), true; ; first = false {
-		switch u := r.Runtime; {
-		case u != nil && cur != u.Seen: // the runtime's own update raced the reading: left to the next
+		switch {
+		case r.Runtime && cur != r.Seen: // the runtime's own update raced the reading: left to the next
 		case cur == k.last:
 			f.odd = time.Time{}
 			ev = f.step(now, cur, &r)
-		case u != nil && !k.owned && (cur == u.Adopt[0] || cur == u.Adopt[1]):
+		case r.Runtime && !k.owned && (cur == r.Adopt[0] || cur == r.Adopt[1]):
 			k.last = cur // the runtime's own update
 			ev = f.step(now, cur, &r)
 		case f.insist && first: // someone else's change: put fitgo's value back, and judge again
@@ -161,7 +153,7 @@ func (f *Fit[V, D]) reassert(cur V, r *Reading[V, D]) event {
 	k := f.k
 	mine, by := k.last, f.other(cur, r)
 	var ok bool
-	if u := r.Runtime; u != nil && u.Default && mine == r.Want {
+	if r.Runtime && r.Default && mine == r.Want {
 		_, ok = k.putBack(cur)
 	} else {
 		_, ok = k.write(cur, mine)
@@ -187,7 +179,7 @@ func (f *Fit[V, D]) step(now time.Time, cur V, r *Reading[V, D]) event {
 		f.st.Err = r.Err
 		if first {
 			return event{level: slog.LevelWarn, msg: "fitgo: cannot read the " + f.k.txt.Limit + "; " + f.k.txt.Name + " not fitted until it can",
-				args: []any{f.k.txt.Name, f.k.txt.logValue(cur), "err", r.Err}}
+				args: []any{f.k.txt.Name, f.k.txt.Log(cur), "err", r.Err}}
 		}
 		return event{}
 	}
@@ -199,7 +191,7 @@ func (f *Fit[V, D]) step(now time.Time, cur V, r *Reading[V, D]) event {
 			return f.handOver(cur, got, "")
 		}
 		return f.changed(now, cur, got, removed)
-	case !r.Has || r.Want == cur || !k.owned && r.Runtime != nil && r.Runtime.Wait:
+	case !r.Has || r.Want == cur || !k.owned && r.Runtime && r.Wait:
 		return f.flush(now, cur)
 	}
 	got, ok := k.write(cur, r.Want)
@@ -209,8 +201,8 @@ func (f *Fit[V, D]) step(now time.Time, cur V, r *Reading[V, D]) event {
 	return f.changed(now, cur, got, r.Why)
 }
 
-// changed records a change the refresh made for why (Reading.Why, removed,
-// or "": the limit changed); the lock is held.
+// changed records a change the refresh made for why (Reading.Why, or
+// removed); the lock is held.
 func (f *Fit[V, D]) changed(now time.Time, from, to V, why string) event {
 	f.e.value, f.e.mine = to, f.k.owned
 	f.st.Updates++
@@ -224,8 +216,8 @@ func (f *Fit[V, D]) changed(now time.Time, from, to V, why string) event {
 }
 
 // foreign is a reading's finding of cur, a value fitgo did not set, over
-// from: the knob is handed over once Spec.Confirm has passed since the first
-// such finding; the lock is held.
+// from: handed over once Spec.Confirm has passed since the first; the lock
+// is held.
 func (f *Fit[V, D]) foreign(now time.Time, from, cur V, by string) event {
 	if c := f.k.txt.Confirm; c > 0 && (f.odd.IsZero() || now.Sub(f.odd) < c) {
 		if f.odd.IsZero() {
@@ -272,9 +264,9 @@ func (f *Fit[V, D]) stopLocked(reason string) {
 
 // Undo stops following and takes this Apply off the undo stack. When it was
 // the Apply in force and fitgo's value is still the runtime's, the value
-// goes back to what the Apply before it left in force or, when every Apply
-// is undone, to the state from before fitgo. Undo in any order, each once,
-// gives that state back; calling it again does nothing.
+// goes back to the Apply's before it or, at the bottom, to the state from
+// before fitgo: Undo in any order, each once, gives that state back; again,
+// it does nothing.
 func (f *Fit[V, D]) Undo() {
 	k := f.k
 	k.mu.Lock()
@@ -316,15 +308,13 @@ type State[V comparable, D any] struct {
 	LastUpdate time.Time
 }
 
-// join makes a following Fit a member of the Loop that ctx carries (see
-// WithLoop) or, without one, of a new Loop of its own at the interval every
-// over open (ticked by ticks when not nil), and returns the Loop. step is
-// the Fit's package's reading of a tick. The Fit stops when ctx is done.
-func (f *Fit[V, D]) join(ctx context.Context, every time.Duration, open func() (Source, error), ticks <-chan time.Time,
-	step func(f *Fit[V, D], now time.Time, lim cgroup.Limits, err error) bool) *Loop {
-	l := LoopOf(ctx)
+// join makes a following Fit of a a member of the Loop that a.Context
+// carries (see WithLoop) or, without one, of a new Loop of its own, and
+// returns the Loop. The Fit stops when a.Context is done.
+func (f *Fit[V, D]) join(a *Apply[V, D]) *Loop {
+	ctx, tick, l := a.Context, a.Tick, LoopOf(a.Context)
 	if l == nil {
-		l = NewLoop(every, open, ticks)
+		l = NewLoop(a.Refresh, a.Env.Open, a.Env.Ticks)
 	}
 	f.k.mu.Lock()
 	f.wake = l.wake
@@ -332,7 +322,7 @@ func (f *Fit[V, D]) join(ctx context.Context, every time.Duration, open func() (
 		f.release = context.AfterFunc(ctx, func() { f.Stop("stopped: " + context.Cause(ctx).Error()) })
 	}
 	f.k.mu.Unlock()
-	l.add(func(now time.Time, lim cgroup.Limits, err error) bool { return step(f, now, lim, err) }, f.following)
+	l.add(func(now time.Time, lim cgroup.Limits, err error) bool { return tick(f, now, lim, err) }, f.following)
 	if !f.following() {
 		l.wake() // superseded or stopped before it joined
 	}

@@ -58,6 +58,9 @@ type entry[V comparable] struct {
 
 // New returns a Knob over a runtime setting.
 func New[V comparable](txt Spec[V], get func() V, set func(V) V, restore func(orig V) V) *Knob[V] {
+	if txt.Log == nil {
+		txt.Log = func(v V) slog.Value { return slog.AnyValue(v) }
+	}
 	return &Knob[V]{txt: txt, get: get, set: set, restore: restore}
 }
 
@@ -129,14 +132,6 @@ func ErrFor(err, own, other error, beyond bool) error {
 		return own
 	}
 	return err
-}
-
-// logValue is v as log lines give it (Spec.Log).
-func (s *Spec[V]) logValue(v V) slog.Value {
-	if s.Log == nil {
-		return slog.AnyValue(v)
-	}
-	return s.Log(v)
 }
 
 // Yield undoes the Apply in force, if any, as a later Apply that takes the

@@ -142,18 +142,18 @@ func TestStep(t *testing.T) {
 	assert.Equal(t, 2, s.State().Updates)
 
 	r := want(5)
-	r.Runtime = &Updates[int]{Seen: 8, Wait: true}
+	r.Runtime, r.Seen, r.Wait = true, 8, true
 	assert.True(t, s.Step(now, r))
 	assert.Equal(t, 8, fk.val, "left to the runtime: fitgo does not own the value")
 
 	fk.val = 7
 	r = want(7)
-	r.Runtime = &Updates[int]{Adopt: [2]int{7, 8}, Seen: 7}
+	r.Runtime, r.Adopt, r.Seen = true, [2]int{7, 8}, 7
 	assert.True(t, s.Step(now, r), "the runtime's own update is adopted")
 	assert.True(t, s.State().Following)
 
 	fk.val = 9
-	r.Runtime.Seen = 9 // seen by the tick
+	r.Seen = 9 // seen by the tick
 	assert.False(t, s.Step(now, r), "someone else's change: hand over")
 	assert.Equal(t, 9, fk.val)
 	st := s.State()
@@ -182,7 +182,7 @@ func TestRuntimeUpdateRacesTheTick(t *testing.T) {
 	assert.False(t, moved)
 	fk.val = 1 // the runtime's own update, after the tick's look
 	r := want(8)
-	r.Runtime = &Updates[int]{Adopt: [2]int{8, 8}, Seen: seen}
+	r.Runtime, r.Adopt, r.Seen = true, [2]int{8, 8}, seen
 	assert.True(t, s.Step(now, r), "not a hand-over: the reading was for the value 8")
 	assert.True(t, s.State().Following)
 	assert.Equal(t, 1, fk.val, "nothing written")
@@ -191,13 +191,13 @@ func TestRuntimeUpdateRacesTheTick(t *testing.T) {
 	assert.Equal(t, 1, seen)
 	assert.True(t, moved)
 	r = want(1)
-	r.Runtime = &Updates[int]{Adopt: [2]int{1, 8}, Seen: seen}
+	r.Runtime, r.Adopt, r.Seen = true, [2]int{1, 8}, seen
 	assert.True(t, s.Step(now, r), "the next tick adopts the runtime's update")
 	assert.True(t, s.State().Following)
 
 	fk.val = 5 // someone else, seen by the tick
 	seen, _ = s.Moved()
-	r.Runtime.Seen = seen
+	r.Seen = seen
 	assert.False(t, s.Step(now, r), "a change the tick saw and cannot explain is handed over")
 	assert.True(t, s.State().HandedOver)
 }

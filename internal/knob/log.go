@@ -10,7 +10,7 @@ import (
 // changeArgs are the log arguments of someone else's change of was to cur
 // (by: the likely other library).
 func (f *Fit[V, D]) changeArgs(cur, was V, by string) []any {
-	args := []any{f.k.txt.Name, f.k.txt.logValue(cur), "was", f.k.txt.logValue(was)}
+	args := []any{f.k.txt.Name, f.k.txt.Log(cur), "was", f.k.txt.Log(was)}
 	if by != "" {
 		args = append(args, "by", "another library, matching "+by)
 	}
@@ -20,9 +20,8 @@ func (f *Fit[V, D]) changeArgs(cur, was V, by string) []any {
 // removed is the why of a change to the state from before fitgo.
 const removed = "\x00removed"
 
-// why is the reason a Status gives for the state: someone else's change,
-// a failing reading, or why following stopped; "" when there is none to add
-// to the reason of Apply.
+// why is the reason a Status gives for s: someone else's change, a failing
+// reading, or why following stopped; "": Apply's reason stands.
 func (f *Fit[V, D]) why(s State[V, D]) string {
 	txt := &f.k.txt
 	switch {
@@ -62,11 +61,10 @@ func (f *Fit[V, D]) emit(ev event) {
 	}
 }
 
-// logEvery is how often a Fit logs the changes its refresh makes: the first
-// change at once; later ones within logEvery of the last line are held back
-// and logged as one line (with their count) at the first reading after the
-// period, so that a flapping limit cannot flood the logs. The value itself
-// follows every reading.
+// logEvery is how often a Fit logs its refresh's changes: the first at
+// once; later ones within logEvery of the last line are held back and logged
+// as one line, with their count, at the first reading after it, so that a
+// flapping limit cannot flood the logs. The value follows every reading.
 const logEvery = 10 * time.Second
 
 // coalescer holds back change lines within logEvery of the last one.
@@ -77,8 +75,8 @@ type coalescer[V comparable] struct {
 	why  string
 }
 
-// flush logs the held-back changes unless the last line is too recent; the
-// lock is held. It does not allocate when there is nothing to log.
+// flush logs the held-back changes unless the last line is too recent,
+// allocating nothing when there is nothing to log; the lock is held.
 func (f *Fit[V, D]) flush(now time.Time, cur V) event {
 	c := &f.logs
 	if c.held == 0 || !c.at.IsZero() && now.Sub(c.at) < logEvery {
@@ -86,7 +84,7 @@ func (f *Fit[V, D]) flush(now time.Time, cur V) event {
 	}
 	n, from := c.held, c.from
 	c.held, c.at = 0, now
-	args := []any{f.k.txt.Name, f.k.txt.logValue(cur), "before", f.k.txt.logValue(from), f.k.txt.Key, f.st.Limit}
+	args := []any{f.k.txt.Name, f.k.txt.Log(cur), "before", f.k.txt.Log(from), f.k.txt.Key, f.st.Limit}
 	if n > 1 {
 		args = append(args, "changes", n)
 	}

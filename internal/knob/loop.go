@@ -8,10 +8,9 @@ import (
 	"github.com/fitgo/fitgo/cgroup"
 )
 
-// minInterval is the shortest refresh interval; shorter ones are raised to it.
 const minInterval = 10 * time.Millisecond
 
-// Interval is the refresh interval for a requested d: at least minInterval.
+// Interval is the refresh interval for a requested d: at least 10ms.
 func Interval(d time.Duration) time.Duration { return max(d, minInterval) }
 
 // Source gives the current limits; *cgroup.Watcher is one.
@@ -48,16 +47,15 @@ type member struct {
 
 const maxOpenWait = 64
 
-// NewLoop returns a Loop that ticks every interval (see Interval) over the
-// Source that open opens. With ticks, it ticks when ticks delivers instead
-// (for tests).
+// NewLoop returns a Loop that ticks every interval (see Interval), or when
+// ticks delivers if not nil (for tests), over the Source that open opens.
 func NewLoop(interval time.Duration, open func() (Source, error), ticks <-chan time.Time) *Loop {
 	return &Loop{open: open, every: Interval(interval), ticks: ticks, wakeC: make(chan struct{}, 1)}
 }
 
-// add makes a Fit a member: step gets every reading and reports whether it
-// still follows; following reports it between readings. add starts the
-// goroutine if it is not running.
+// add makes a Fit a member, and starts the goroutine if it is not running:
+// step gets every reading and reports whether it still follows; following
+// reports it between readings.
 func (l *Loop) add(step func(time.Time, cgroup.Limits, error) bool, following func() bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -85,8 +83,8 @@ func (l *Loop) Done() <-chan struct{} {
 	return l.done
 }
 
-// prune drops the members that no longer follow and ends the run when none
-// is left; it reports whether the goroutine must exit.
+// prune drops the members that no longer follow and reports whether none is
+// left: the run ends.
 func (l *Loop) prune() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -154,8 +152,7 @@ func (l *Loop) run(done chan struct{}) {
 type loopKey struct{}
 
 // WithLoop returns a context that makes the Applies given it join l instead
-// of starting a loop of their own: the blank import runs one loop for both
-// knobs this way.
+// of starting a loop of their own, as the blank import does.
 func WithLoop(ctx context.Context, l *Loop) context.Context {
 	return context.WithValue(ctx, loopKey{}, l)
 }

@@ -188,7 +188,7 @@ func TestFitFollowsThroughLoop(t *testing.T) {
 	l := NewLoop(time.Hour, func() (Source, error) { return cgroup.NewWatcher(os.DirFS(root)) }, ticks)
 	ctx, cancel := context.WithCancel(context.Background())
 	stepped := make(chan bool, 10)
-	f.join(WithLoop(ctx, l), 0, nil, nil, func(f *Fit[int, string], now time.Time, lim cgroup.Limits, err error) bool {
+	f.joinWith(WithLoop(ctx, l), 0, nil, nil, func(f *Fit[int, string], now time.Time, lim cgroup.Limits, err error) bool {
 		q, _ := lim.CPUQuota()
 		keep := f.Step(now, Reading[int, string]{Err: err, Want: int(q), Has: true})
 		stepped <- keep
@@ -219,7 +219,7 @@ func TestInsistSetWhileRefreshing(t *testing.T) {
 	ticks := make(chan time.Time)
 	stepped := make(chan bool)
 	ctx, cancel := context.WithCancel(context.Background())
-	l := f.join(ctx, time.Hour, func() (Source, error) { return &fakeSource{}, nil }, ticks, func(f *Fit[int, string], now time.Time, _ cgroup.Limits, _ error) bool {
+	l := f.joinWith(ctx, time.Hour, func() (Source, error) { return &fakeSource{}, nil }, ticks, func(f *Fit[int, string], now time.Time, _ cgroup.Limits, _ error) bool {
 		keep := f.Step(now, want(2))
 		stepped <- keep
 		return keep
@@ -277,7 +277,7 @@ func TestAlreadyDoneContext(t *testing.T) {
 	f := apply(t, fk.knob(), 4, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	l := f.join(ctx, time.Hour, func() (Source, error) { t.Error("opened"); return nil, nil }, make(chan time.Time),
+	l := f.joinWith(ctx, time.Hour, func() (Source, error) { t.Error("opened"); return nil, nil }, make(chan time.Time),
 		func(*Fit[int, string], time.Time, cgroup.Limits, error) bool { return true })
 	waitDone(t, l.Done())
 	assert.False(t, f.following())
