@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"slices"
 	"strings"
 )
@@ -62,15 +63,14 @@ type snapshot struct {
 }
 
 func (s *snapshot) file(dir, name string) ([]byte, bool, error) {
-	data, err := readAll(s.fsys, s.buf, joinPath(dir, name), sizeLimit(dir, name))
-	if s.buf = data[:cap(data)]; errors.Is(err, fs.ErrNotExist) {
-		return nil, false, nil
+	if data, err := s.readAll(joinPath(dir, name)); !errors.Is(err, fs.ErrNotExist) {
+		return data, err == nil, err
 	}
-	return data, err == nil, err
+	return nil, false, nil
 }
 
 func (s *snapshot) readAll(abs string) ([]byte, error) {
-	data, err := readAll(s.fsys, s.buf, abs, maxProcFile)
+	data, err := readAll(s.fsys, s.buf, abs)
 	s.buf = data[:cap(data)]
 	return data, err
 }
@@ -131,15 +131,15 @@ var (
 	errNil        = errors.New("the file system returned nil and no error")
 )
 
-// readAll reads the file at abs of fsys, of at most limit bytes, into buf,
-// which it grows.
-func readAll(fsys fs.FS, buf []byte, abs string, limit int) ([]byte, error) {
+// readAll reads the file at abs of fsys, of at most sizeLimit bytes, into
+// buf, which it grows.
+func readAll(fsys fs.FS, buf []byte, abs string) ([]byte, error) {
 	f, err := openFile(fsys, abs)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	data, err := readFile(f, buf, limit)
+	data, err := readFile(f, buf, sizeLimit(path.Dir(abs), path.Base(abs)))
 	if err != nil {
 		return data, pathError("read", abs, err)
 	}

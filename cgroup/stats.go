@@ -169,7 +169,16 @@ func readStats(w files, lim *Limits) (Stats, error) {
 		}
 	}
 	if m.Version != 0 {
-		readMemory(&s, m.Version, cmp.Or(m.MaxSource, m.Dir), r)
+		dir, sm := cmp.Or(m.MaxSource, m.Dir), &s.Memory
+		_, usage, peak, inactiveKey, _ := memoryFiles(m.Version)
+		if r.count(dir, usage, math.MaxInt64, &sm.Usage) {
+			sm.Dir, sm.WorkingSet = dir, sm.Usage
+			if inactive, found := r.stat(dir, "memory.stat", inactiveKey); found {
+				sm.WorkingSet = max(sm.Usage-int64(inactive), 0) // as the kubelet and cAdvisor count it
+			}
+		}
+		sm.HasPeak = r.count(dir, peak, math.MaxInt64, &sm.Peak)
+		readEvents(&s, m.Version, dir, r)
 		if psi == "" || c.Version == V1 && m.Version == V2 {
 			psi = m.Dir
 		}
@@ -181,20 +190,6 @@ func readStats(w files, lim *Limits) (Stats, error) {
 		}
 	}
 	return s, r.errs
-}
-
-// readMemory fills s.Memory from the files of dir.
-func readMemory(s *Stats, v Version, dir string, r *statReader) {
-	m := &s.Memory
-	_, usage, peak, inactiveKey, _ := memoryFiles(v)
-	if r.count(dir, usage, math.MaxInt64, &m.Usage) {
-		m.Dir, m.WorkingSet = dir, m.Usage
-		if inactive, found := r.stat(dir, "memory.stat", inactiveKey); found {
-			m.WorkingSet = max(m.Usage-int64(inactive), 0) // as the kubelet and cAdvisor count it
-		}
-	}
-	m.HasPeak = r.count(dir, peak, math.MaxInt64, &m.Peak)
-	readEvents(s, v, dir, r)
 }
 
 // readEvents fills s.Memory's Events from the files of dir.

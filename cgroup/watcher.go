@@ -139,7 +139,7 @@ func (w *Watcher) file(dir, name string) ([]byte, bool, error) {
 
 // readAll reads the file at abs, which it does not keep open, into a buffer
 // of its own: the Watcher keeps none of the size of mountinfo.
-func (w *Watcher) readAll(abs string) ([]byte, error) { return readAll(w.fsys, nil, abs, maxProcFile) }
+func (w *Watcher) readAll(abs string) ([]byte, error) { return readAll(w.fsys, nil, abs) }
 
 // Close closes the files and returns the first error; again, it does nothing.
 func (w *Watcher) Close() error {
