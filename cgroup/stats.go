@@ -18,8 +18,7 @@ import (
 // values are zero. [Watcher.Stats] reads them through open files, without
 // allocating, and [ReadStatsDir] from one directory.
 type Stats struct {
-	// CPU is cpu.stat, CFS bandwidth statistics, with the times of v1 (ns)
-	// and v2 (µs) as time.Duration.
+	// CPU is cpu.stat (CFS bandwidth), its v1 (ns) and v2 (µs) times as time.Duration.
 	CPU struct {
 		Dir              string        // the directory read
 		Periods          uint64        // nr_periods: enforcement periods with runnable tasks; 0 without a quota of its own
@@ -40,16 +39,12 @@ type Stats struct {
 		// Events count the events of the cgroup and its descendants in
 		// memory.events: reclaimed under memory.low, throttled above
 		// memory.high, about to exceed memory.max, the limit reached and
-		// reclaim failed, processes killed by the OOM killer, whole-cgroup
-		// kills. On v1 only Max (memory.failcnt) and OOMKill (memory.oom_control)
-		// are counted.
-		Events struct {
-			Low, High, Max, OOM, OOMKill, OOMGroupKill uint64
-		}
+		// reclaim failed, OOM kills of a process, of a whole cgroup. On v1
+		// only Max (memory.failcnt) and OOMKill (memory.oom_control) count.
+		Events    struct{ Low, High, Max, OOM, OOMKill, OOMGroupKill uint64 }
 		HasEvents bool
 	}
-	// Pressure is the pressure stall information (cgroup v2, a kernel with
-	// PSI) of Dir.
+	// Pressure is the pressure stall information of Dir (v2, a kernel with PSI).
 	Pressure struct {
 		Dir             string
 		CPU, Memory, IO Pressure
