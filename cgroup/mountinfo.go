@@ -98,10 +98,7 @@ func climbsOut(rel string) bool {
 func findMounts(mountinfo []byte, qs []mountQuery) {
 	for i := range qs {
 		q := &qs[i]
-		fstype := "cgroup2"
-		if q.version == V1 {
-			fstype = "cgroup"
-		}
+		fstype := [...]string{V1: "cgroup", V2: "cgroup2"}[q.version] // "" for version 0
 		forEachMount(mountinfo, func(m mountInfo) {
 			if q.err != nil || string(m.fstype) != fstype || q.version == 0 || q.version == V1 && !hasController(m.superOpts, q.ctrl) {
 				return

@@ -66,17 +66,16 @@ type Pressure struct {
 	HasSome, HasFull bool
 }
 
-// Stats reads the statistics of the cgroups that bound the process now:
-// CPU and memory where the effective limit is imposed (CPU.Source,
-// Memory.MaxSource), which is where throttling and OOM kills happen, or in
-// the process's own cgroup (Dir) when there is no limit; the pressure in the
-// process's own cgroup. Right after a Read, the limits are those it read,
-// and the files it read are not read again; else Stats reads the limits
-// too. It follows the process to another cgroup at the next Read.
+// Stats reads the statistics of the cgroups that bound the process now: CPU
+// and memory where the effective limit is imposed (CPU.Source,
+// Memory.MaxSource: where throttling and OOM kills happen), else, as the
+// pressure, in the process's own cgroup (Dir). Right after a Read it takes
+// that Read's limits and files instead of reading them again; else it reads
+// the limits too. It follows the process to another cgroup at the next Read.
 //
-// The error joins those of the files that could not be read or parsed; the
-// other parts are filled all the same. A file that does not exist is not an
-// error. Stats never changes what Read returns.
+// The error joins those of the files that could not be read or parsed (a
+// missing file is none); the other parts are filled all the same. Stats
+// never changes what Read returns.
 func (w *Watcher) Stats() (Stats, error) {
 	if w.files == nil {
 		return Stats{}, errWatcherClosed
@@ -91,12 +90,10 @@ func (w *Watcher) Stats() (Stats, error) {
 }
 
 // ReadStatsDir reads the statistics in the absolute directory dir of fsys,
-// which is rooted at "/", such as ReadStatsDir(os.DirFS("/"),
-// "/sys/fs/cgroup/cpu/mygroup"); nil is the real root, opened as Read opens
-// it (a FIFO cannot block the open). A cgroup v2 directory (one with
-// cgroup.controllers) gives CPU, memory and pressure; a v1 directory gives
-// what its hierarchy's controllers have: CPU in the cpu hierarchy, memory in
-// the memory one.
+// rooted at "/" (nil: the real root, opened as Read opens it), such as
+// ReadStatsDir(nil, "/sys/fs/cgroup/cpu/mygroup"). A v2 directory (one with
+// cgroup.controllers) gives CPU, memory and pressure; a v1 directory, what
+// its hierarchy's controllers have (CPU in the cpu one, memory in memory's).
 func ReadStatsDir(fsys fs.FS, dir string) (Stats, error) { return readDir(fsys, dir, readStats) }
 
 // ReadEventsDir is ReadStatsDir of the memory events alone: Memory.Events
