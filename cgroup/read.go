@@ -36,8 +36,7 @@ func ReadOnly(fsys fs.FS, controller string) (Limits, error) {
 	if err != nil {
 		return Limits{}, fmt.Errorf("%w: %w", ErrNoCgroup, err)
 	}
-	var lim Limits
-	locate(s, self, &lim)
+	lim := locate(s, self)
 	if controller == "cpu" {
 		lim.Memory = Memory{}
 	} else if controller == "memory" {

@@ -79,8 +79,7 @@ func (w *Watcher) find(self []byte) {
 	closeFiles(w.files[1:])
 	w.files = w.files[:1]
 	w.seen = append(w.seen[:0], self...)
-	w.lim = Limits{}
-	locate(w, w.seen, &w.lim)
+	w.lim = locate(w, w.seen)
 	w.retry.after(w.reads, w.lim.CPU.Err != nil || w.lim.Memory.Err != nil)
 }
 
