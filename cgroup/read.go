@@ -96,14 +96,11 @@ func parseFile(f files, dir, name string, parse func([]byte) error) (found bool,
 }
 
 // dirFS is os.DirFS opening with O_NONBLOCK: a FIFO cannot block the open.
+// On an error the fs.File is a nil *os.File, which no caller looks at.
 type dirFS string
 
 func (d dirFS) Open(name string) (fs.File, error) {
-	f, err := os.OpenFile(string(d)+"/"+name, os.O_RDONLY|oNonblock, 0)
-	if err != nil {
-		return nil, err
-	}
-	return f, nil
+	return os.OpenFile(string(d)+"/"+name, os.O_RDONLY|oNonblock, 0)
 }
 
 // What is read of a file at most: far more than the kernel writes there.
