@@ -27,11 +27,10 @@ const (
 // throttleHint detects sustained throttling over counted readings. Its zero
 // value is not usable; see newThrottleHint.
 type throttleHint struct {
-	window, quiet int // in readings
-
-	start, last cgroup.Stats // the window's first reading, and the last one
-	n           int          // readings since start
-	mute        int          // readings left before another warning may be given
+	window, quiet int          // in readings
+	start, last   cgroup.Stats // the window's first reading, and the last one
+	n             int          // readings since start
+	mute          int          // readings left before another warning may be given
 }
 
 // throttling is what a window saw.

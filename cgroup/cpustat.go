@@ -9,8 +9,7 @@ import (
 // its times are in nanoseconds on v1 and in microseconds (_usec) on v2.
 func parseCPUStat(data []byte, s *Stats) error {
 	c := s.CPU
-	if err := statCounts(data, statCount{"nr_periods", &c.Periods}, statCount{"nr_throttled", &c.ThrottledPeriods},
-		statCount{"nr_bursts", &c.Bursts}); err != nil {
+	if err := statCounts(data, []string{"nr_periods", "nr_throttled", "nr_bursts"}, &c.Periods, &c.ThrottledPeriods, &c.Bursts); err != nil {
 		return err
 	}
 	for _, f := range [...]struct {

@@ -55,9 +55,9 @@ func hasController(list []byte, ctrl string) bool {
 	return false
 }
 
-// locate sets the hierarchy and Err of lim.CPU and lim.Memory from self,
+// locate returns the hierarchy and Err of CPU and Memory from self,
 // /proc/self/cgroup, and the mountinfo that w reads.
-func locate(w files, self []byte, lim *Limits) {
+func locate(w files, self []byte) (lim Limits) {
 	qs := [2]mountQuery{parseProcCgroup(self, "cpu"), parseProcCgroup(self, "memory")}
 	if qs[0].version != 0 || qs[1].version != 0 {
 		mountinfo, err := w.readAll("/proc/self/mountinfo")
@@ -71,6 +71,7 @@ func locate(w files, self []byte, lim *Limits) {
 	c, m, qc, qm := &lim.CPU, &lim.Memory, &qs[0], &qs[1]
 	c.Version, c.Path, c.Mount, c.MountRoot, c.Dir, c.Err = qc.version, qc.path, qc.point, qc.root, qc.dir, qc.err
 	m.Version, m.Path, m.Mount, m.MountRoot, m.Dir, m.Err = qm.version, qm.path, qm.point, qm.root, qm.dir, qm.err
+	return lim
 }
 
 // up returns the parent of dir, a level whose limits count, and false when

@@ -25,10 +25,8 @@ func (v Version) String() string {
 // CPU is the effective CPU bandwidth limit, and where the process's cgroup
 // of the cpu controller is (see Limits).
 type CPU struct {
-	Version          Version
-	Path             string
-	Mount, MountRoot string
-	Dir              string
+	Version                     Version
+	Path, Mount, MountRoot, Dir string
 	// Quota per Period is the tightest limit, as its cgroup sets them, and
 	// Source that cgroup's directory (the nearest Dir of equal ones); all
 	// are zero without a limit. Err is why it could not be read, if so.
@@ -40,10 +38,8 @@ type CPU struct {
 // Memory is the effective memory limit, and where the process's cgroup of
 // the memory controller is (see Limits).
 type Memory struct {
-	Version          Version
-	Path             string
-	Mount, MountRoot string
-	Dir              string
+	Version                     Version
+	Path, Mount, MountRoot, Dir string
 	// Max is the tightest hard limit in bytes and MaxSource the directory
 	// that imposed it: Dir when only v1 hierarchical_memory_limit (read when
 	// MountRoot is not "/") shows it; High and HighSource, the same for

@@ -4,8 +4,8 @@ package cgroup
 // which an error leaves as it was.
 func parseMemoryEvents(data []byte, s *Stats) error {
 	e := s.Memory.Events
-	err := statCounts(data, statCount{"low", &e.Low}, statCount{"high", &e.High}, statCount{"max", &e.Max},
-		statCount{"oom", &e.OOM}, statCount{"oom_kill", &e.OOMKill}, statCount{"oom_group_kill", &e.OOMGroupKill})
+	err := statCounts(data, []string{"low", "high", "max", "oom", "oom_kill", "oom_group_kill"},
+		&e.Low, &e.High, &e.Max, &e.OOM, &e.OOMKill, &e.OOMGroupKill)
 	if err == nil {
 		s.Memory.Events = e
 	}

@@ -70,22 +70,11 @@ func relPath(root, cgPath string) (rel string, ok bool) {
 
 // climbsOut reports whether the relative path rel leads above its start: a
 // cgroup outside the process's cgroup namespace is shown with leading "/.."
-// elements, and a mount whose root lies below it cannot show it.
+// elements, and a mount whose root lies below it cannot show it. Clean keeps
+// a ".." that climbs out, and nothing after it can take it back.
 func climbsOut(rel string) bool {
-	for depth := 0; rel != ""; {
-		var elem string
-		elem, rel, _ = strings.Cut(rel, "/")
-		switch elem {
-		case "", ".":
-		case "..":
-			if depth--; depth < 0 {
-				return true
-			}
-		default:
-			depth++
-		}
-	}
-	return false
+	c := path.Clean("./" + rel)
+	return c == ".." || strings.HasPrefix(c, "../")
 }
 
 // findMounts finds the mount of each query without an error: a "cgroup"
@@ -98,10 +87,7 @@ func climbsOut(rel string) bool {
 func findMounts(mountinfo []byte, qs []mountQuery) {
 	for i := range qs {
 		q := &qs[i]
-		fstype := "cgroup2"
-		if q.version == V1 {
-			fstype = "cgroup"
-		}
+		fstype := [...]string{V1: "cgroup", V2: "cgroup2"}[q.version] // "" for version 0
 		forEachMount(mountinfo, func(m mountInfo) {
 			if q.err != nil || string(m.fstype) != fstype || q.version == 0 || q.version == V1 && !hasController(m.superOpts, q.ctrl) {
 				return

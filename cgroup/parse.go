@@ -8,11 +8,6 @@ import (
 	"strings"
 )
 
-var (
-	errEmpty      = errors.New("empty file")
-	errExtraLines = errors.New("unexpected data after the first line")
-)
-
 // parseError is a malformed file. Parsers leave File empty for withFile.
 type parseError struct {
 	File string // absolute path
@@ -108,21 +103,16 @@ func statValue(data []byte, key string, limit uint64, unit string) (v uint64, fo
 	return 0, false, nil
 }
 
-// statCount is a key of a "key value" file and the count it sets.
-type statCount struct {
-	key string
-	v   *uint64
-}
-
-// statCounts sets each count whose key data has, as statValue reads it: a
-// value that is not a number is an error on its line, other keys are ignored.
-func statCounts(data []byte, counts ...statCount) error {
-	for _, c := range counts {
-		v, found, err := statValue(data, c.key, math.MaxUint64, "")
+// statCounts sets the count of each key that data has, as statValue reads
+// it: a value that is not a number is an error on its line, other keys are
+// ignored.
+func statCounts(data []byte, keys []string, counts ...*uint64) error {
+	for i, key := range keys {
+		v, found, err := statValue(data, key, math.MaxUint64, "")
 		if err != nil {
 			return err
 		} else if found {
-			*c.v = v
+			*counts[i] = v
 		}
 	}
 	return nil
@@ -147,10 +137,10 @@ func parseCount(data []byte, what string, limit uint64) (int64, error) {
 func singleLine(data []byte) ([]byte, error) {
 	line, rest := nextLine(data)
 	if len(bytes.Trim(rest, spaces+"\n")) > 0 {
-		return nil, &parseError{Line: 2, Err: errExtraLines}
+		return nil, &parseError{Line: 2, Err: errors.New("unexpected data after the first line")}
 	}
 	if line = bytes.Trim(line, spaces); len(line) == 0 {
-		return nil, &parseError{Err: errEmpty}
+		return nil, &parseError{Err: errors.New("empty file")}
 	}
 	return line, nil
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"slices"
 	"strings"
 )
@@ -35,8 +36,7 @@ func ReadOnly(fsys fs.FS, controller string) (Limits, error) {
 	if err != nil {
 		return Limits{}, fmt.Errorf("%w: %w", ErrNoCgroup, err)
 	}
-	var lim Limits
-	locate(s, self, &lim)
+	lim := locate(s, self)
 	if controller == "cpu" {
 		lim.Memory = Memory{}
 	} else if controller == "memory" {
@@ -62,15 +62,14 @@ type snapshot struct {
 }
 
 func (s *snapshot) file(dir, name string) ([]byte, bool, error) {
-	data, err := readAll(s.fsys, s.buf, joinPath(dir, name), sizeLimit(dir, name))
-	if s.buf = data[:cap(data)]; errors.Is(err, fs.ErrNotExist) {
-		return nil, false, nil
+	if data, err := s.readAll(joinPath(dir, name)); !errors.Is(err, fs.ErrNotExist) {
+		return data, err == nil, err
 	}
-	return data, err == nil, err
+	return nil, false, nil
 }
 
 func (s *snapshot) readAll(abs string) ([]byte, error) {
-	data, err := readAll(s.fsys, s.buf, abs, maxProcFile)
+	data, err := readAll(s.fsys, s.buf, abs)
 	s.buf = data[:cap(data)]
 	return data, err
 }
@@ -97,14 +96,11 @@ func parseFile(f files, dir, name string, parse func([]byte) error) (found bool,
 }
 
 // dirFS is os.DirFS opening with O_NONBLOCK: a FIFO cannot block the open.
+// On an error the fs.File is a nil *os.File, which no caller looks at.
 type dirFS string
 
 func (d dirFS) Open(name string) (fs.File, error) {
-	f, err := os.OpenFile(string(d)+"/"+name, os.O_RDONLY|oNonblock, 0)
-	if err != nil {
-		return nil, err
-	}
-	return f, nil
+	return os.OpenFile(string(d)+"/"+name, os.O_RDONLY|oNonblock, 0)
 }
 
 // What is read of a file at most: far more than the kernel writes there.
@@ -131,15 +127,15 @@ var (
 	errNil        = errors.New("the file system returned nil and no error")
 )
 
-// readAll reads the file at abs of fsys, of at most limit bytes, into buf,
-// which it grows.
-func readAll(fsys fs.FS, buf []byte, abs string, limit int) ([]byte, error) {
+// readAll reads the file at abs of fsys, of at most sizeLimit bytes, into
+// buf, which it grows.
+func readAll(fsys fs.FS, buf []byte, abs string) ([]byte, error) {
 	f, err := openFile(fsys, abs)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	data, err := readFile(f, buf, limit)
+	data, err := readFile(f, buf, sizeLimit(path.Dir(abs), path.Base(abs)))
 	if err != nil {
 		return data, pathError("read", abs, err)
 	}

@@ -18,8 +18,7 @@ import (
 // values are zero. [Watcher.Stats] reads them through open files, without
 // allocating, and [ReadStatsDir] from one directory.
 type Stats struct {
-	// CPU is cpu.stat, CFS bandwidth statistics, with the times of v1 (ns)
-	// and v2 (µs) as time.Duration.
+	// CPU is cpu.stat (CFS bandwidth), its v1 (ns) and v2 (µs) times as time.Duration.
 	CPU struct {
 		Dir              string        // the directory read
 		Periods          uint64        // nr_periods: enforcement periods with runnable tasks; 0 without a quota of its own
@@ -40,16 +39,12 @@ type Stats struct {
 		// Events count the events of the cgroup and its descendants in
 		// memory.events: reclaimed under memory.low, throttled above
 		// memory.high, about to exceed memory.max, the limit reached and
-		// reclaim failed, processes killed by the OOM killer, whole-cgroup
-		// kills. On v1 only Max (memory.failcnt) and OOMKill (memory.oom_control)
-		// are counted.
-		Events struct {
-			Low, High, Max, OOM, OOMKill, OOMGroupKill uint64
-		}
+		// reclaim failed, OOM kills of a process, of a whole cgroup. On v1
+		// only Max (memory.failcnt) and OOMKill (memory.oom_control) count.
+		Events    struct{ Low, High, Max, OOM, OOMKill, OOMGroupKill uint64 }
 		HasEvents bool
 	}
-	// Pressure is the pressure stall information (cgroup v2, a kernel with
-	// PSI) of Dir.
+	// Pressure is the pressure stall information of Dir (v2, a kernel with PSI).
 	Pressure struct {
 		Dir             string
 		CPU, Memory, IO Pressure
@@ -71,17 +66,16 @@ type Pressure struct {
 	HasSome, HasFull bool
 }
 
-// Stats reads the statistics of the cgroups that bound the process now:
-// CPU and memory where the effective limit is imposed (CPU.Source,
-// Memory.MaxSource), which is where throttling and OOM kills happen, or in
-// the process's own cgroup (Dir) when there is no limit; the pressure in the
-// process's own cgroup. Right after a Read, the limits are those it read,
-// and the files it read are not read again; else Stats reads the limits
-// too. It follows the process to another cgroup at the next Read.
+// Stats reads the statistics of the cgroups that bound the process now: CPU
+// and memory where the effective limit is imposed (CPU.Source,
+// Memory.MaxSource: where throttling and OOM kills happen), else, as the
+// pressure, in the process's own cgroup (Dir). Right after a Read it takes
+// that Read's limits and files instead of reading them again; else it reads
+// the limits too. It follows the process to another cgroup at the next Read.
 //
-// The error joins those of the files that could not be read or parsed; the
-// other parts are filled all the same. A file that does not exist is not an
-// error. Stats never changes what Read returns.
+// The error joins those of the files that could not be read or parsed (a
+// missing file is none); the other parts are filled all the same. Stats
+// never changes what Read returns.
 func (w *Watcher) Stats() (Stats, error) {
 	if w.files == nil {
 		return Stats{}, errWatcherClosed
@@ -96,12 +90,10 @@ func (w *Watcher) Stats() (Stats, error) {
 }
 
 // ReadStatsDir reads the statistics in the absolute directory dir of fsys,
-// which is rooted at "/", such as ReadStatsDir(os.DirFS("/"),
-// "/sys/fs/cgroup/cpu/mygroup"); nil is the real root, opened as Read opens
-// it (a FIFO cannot block the open). A cgroup v2 directory (one with
-// cgroup.controllers) gives CPU, memory and pressure; a v1 directory gives
-// what its hierarchy's controllers have: CPU in the cpu hierarchy, memory in
-// the memory one.
+// rooted at "/" (nil: the real root, opened as Read opens it), such as
+// ReadStatsDir(nil, "/sys/fs/cgroup/cpu/mygroup"). A v2 directory (one with
+// cgroup.controllers) gives CPU, memory and pressure; a v1 directory, what
+// its hierarchy's controllers have (CPU in the cpu one, memory in memory's).
 func ReadStatsDir(fsys fs.FS, dir string) (Stats, error) { return readDir(fsys, dir, readStats) }
 
 // ReadEventsDir is ReadStatsDir of the memory events alone: Memory.Events
@@ -169,7 +161,16 @@ func readStats(w files, lim *Limits) (Stats, error) {
 		}
 	}
 	if m.Version != 0 {
-		readMemory(&s, m.Version, cmp.Or(m.MaxSource, m.Dir), r)
+		dir, sm := cmp.Or(m.MaxSource, m.Dir), &s.Memory
+		_, usage, peak, inactiveKey, _ := memoryFiles(m.Version)
+		if r.count(dir, usage, math.MaxInt64, &sm.Usage) {
+			sm.Dir, sm.WorkingSet = dir, sm.Usage
+			if inactive, found := r.stat(dir, "memory.stat", inactiveKey); found {
+				sm.WorkingSet = max(sm.Usage-int64(inactive), 0) // as the kubelet and cAdvisor count it
+			}
+		}
+		sm.HasPeak = r.count(dir, peak, math.MaxInt64, &sm.Peak)
+		readEvents(&s, m.Version, dir, r)
 		if psi == "" || c.Version == V1 && m.Version == V2 {
 			psi = m.Dir
 		}
@@ -181,20 +182,6 @@ func readStats(w files, lim *Limits) (Stats, error) {
 		}
 	}
 	return s, r.errs
-}
-
-// readMemory fills s.Memory from the files of dir.
-func readMemory(s *Stats, v Version, dir string, r *statReader) {
-	m := &s.Memory
-	_, usage, peak, inactiveKey, _ := memoryFiles(v)
-	if r.count(dir, usage, math.MaxInt64, &m.Usage) {
-		m.Dir, m.WorkingSet = dir, m.Usage
-		if inactive, found := r.stat(dir, "memory.stat", inactiveKey); found {
-			m.WorkingSet = max(m.Usage-int64(inactive), 0) // as the kubelet and cAdvisor count it
-		}
-	}
-	m.HasPeak = r.count(dir, peak, math.MaxInt64, &m.Peak)
-	readEvents(s, v, dir, r)
 }
 
 // readEvents fills s.Memory's Events from the files of dir.

@@ -23,7 +23,7 @@ func parseHits(data []byte, v Version) (uint64, error) {
 		return uint64(n), err
 	}
 	var high, max uint64
-	err := statCounts(data, statCount{"high", &high}, statCount{"max", &max})
+	err := statCounts(data, []string{"high", "max"}, &high, &max)
 	return high + max, err
 }
 

@@ -12,15 +12,14 @@ import (
 
 // Watcher follows limit changes (a Kubernetes in-place resize rewrites
 // cpu.max and memory.max of a running container) by polling: it keeps open
-// each file it has read and re-reads it from the start without allocating.
-// Each Read re-reads proc/self/cgroup first, to follow the process to
-// another cgroup, and each file once, however many parts need it; Stats
-// right after a Read reads only the files that Read did not. A missing file
-// is no limit until the process moves; a file that could not be opened for
-// another reason (too many open files), and a hierarchy that could not be
-// found, are tried again after 1, 2, 4 and so on up to 32 Reads. A Watcher
-// must be used by one goroutine at a time. ReadFS and ReadStatsDir read
-// once, through a snapshot, which keeps nothing open.
+// each file it has read (ReadFS and ReadStatsDir keep none) and re-reads it
+// from the start without allocating. Each Read re-reads proc/self/cgroup
+// first, to follow the process to another cgroup, and each file once,
+// however many parts need it; Stats right after a Read reads only the files
+// that Read did not. A missing file is no limit until the process moves; a
+// file that could not be opened for another reason (too many open files),
+// and a hierarchy that could not be found, are tried again after 1, 2, 4 and
+// so on up to 32 Reads. A Watcher must be used by one goroutine at a time.
 type Watcher struct {
 	fsys  fs.FS
 	files []watchFile // /proc/self/cgroup, then each file read since it was; nil after Close
@@ -80,8 +79,7 @@ func (w *Watcher) find(self []byte) {
 	closeFiles(w.files[1:])
 	w.files = w.files[:1]
 	w.seen = append(w.seen[:0], self...)
-	w.lim = Limits{}
-	locate(w, w.seen, &w.lim)
+	w.lim = locate(w, w.seen)
 	w.retry.after(w.reads, w.lim.CPU.Err != nil || w.lim.Memory.Err != nil)
 }
 
@@ -139,7 +137,7 @@ func (w *Watcher) file(dir, name string) ([]byte, bool, error) {
 
 // readAll reads the file at abs, which it does not keep open, into a buffer
 // of its own: the Watcher keeps none of the size of mountinfo.
-func (w *Watcher) readAll(abs string) ([]byte, error) { return readAll(w.fsys, nil, abs, maxProcFile) }
+func (w *Watcher) readAll(abs string) ([]byte, error) { return readAll(w.fsys, nil, abs) }
 
 // Close closes the files and returns the first error; again, it does nothing.
 func (w *Watcher) Close() error {

@@ -1,9 +1,11 @@
 package envvar
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/bits"
+	"strconv"
 	"strings"
 )
 
@@ -91,15 +93,9 @@ func Quantity(s string, per uint64) (n int64, ok bool) {
 	whole, frac, _ := strings.Cut(num, ".")
 	sig := strings.TrimRight(frac, "0") // then up to 19 digits: 10^19 fits uint64, and math.Pow10 is exact there
 	digits := strings.TrimLeft(whole, "0") + sig
-	if whole+frac == "" || len(digits) > 19 {
+	m, err := strconv.ParseUint(cmp.Or(digits, "0"), 10, 64) // digits alone: no sign, no underscore in base 10
+	if whole+frac == "" || len(digits) > 19 || err != nil {
 		return 0, false
-	}
-	var m uint64
-	for _, c := range []byte(digits) {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		m = 10*m + uint64(c-'0')
 	}
 	hi, mp := bits.Mul64(mul, per)
 	hd, den := bits.Mul64(uint64(math.Pow10(len(sig))), div)
