@@ -198,10 +198,7 @@ func TestRealRun(t *testing.T) {
 	assert.Zero(t, u.OOMKills)
 
 	m := byKey["memory/untuned"]
-	var runs []results.Run
-	b, err = os.ReadFile(filepath.Join(out, report.RunsFile))
-	require.NoError(t, err)
-	require.NoError(t, json.Unmarshal(b, &runs))
+	runs := readRuns(t, out)
 	i := slices.IndexFunc(runs, func(r results.Run) bool { return r.Scenario == "memory" && r.Variant == "untuned" })
 	require.GreaterOrEqual(t, i, 0)
 	if why, ok := noGCInWindow(runs[i], 256<<20); ok {
@@ -280,6 +277,16 @@ func (l testLog) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// readRuns reads the runs a runner wrote into out.
+func readRuns(t *testing.T, out string) []results.Run {
+	t.Helper()
+	var runs []results.Run
+	b, err := os.ReadFile(filepath.Join(out, report.RunsFile))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &runs))
+	return runs
+}
+
 func assertNoLeftovers(t *testing.T) {
 	t.Helper()
 	h, err := Open("/", "")
@@ -336,10 +343,7 @@ func TestRealShared(t *testing.T) {
 	assert.Contains(t, string(md), "## shared: no CPU quota, memory limit 128 MiB on the parent, shared with a 48 MiB sidecar in a sibling cgroup")
 	assert.Contains(t, string(md), " | memory events |", "the memory events, in report.md's appendix")
 
-	var runs []results.Run
-	b, err := os.ReadFile(filepath.Join(out, report.RunsFile))
-	require.NoError(t, err)
-	require.NoError(t, json.Unmarshal(b, &runs))
+	runs := readRuns(t, out)
 	require.Len(t, runs, 4)
 	for _, r := range runs {
 		name := r.Layout + "/" + r.Variant
@@ -405,10 +409,7 @@ func TestRealOOMProfile(t *testing.T) {
 	code := Main(t.Context(), []string{"-scenario", "memory", "-memory", "512Mi", "-heap-mib", "420", "-runs", "1", "-duration", "2s",
 		"-variants", "fitgo,fitgo-oomprofile", "-out", out}, &stdout, io.MultiWriter(&stderr, testLog{t}))
 	require.Equal(t, 0, code, stderr.String())
-	var runs []results.Run
-	b, err := os.ReadFile(filepath.Join(out, report.RunsFile))
-	require.NoError(t, err)
-	require.NoError(t, json.Unmarshal(b, &runs))
+	runs := readRuns(t, out)
 	require.Len(t, runs, 2)
 	for _, r := range runs {
 		if r.Variant == "fitgo" {
