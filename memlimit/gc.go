@@ -17,9 +17,9 @@ import (
 // there are (allocation rate) / (growth × scanned heap) cycles a second, so
 // the GC's share of the CPU is about cost / growth, where growth is GOGC/100
 // and cost the share at GOGC=100, whatever the heap's size. The policy
-// measures cost (runtime/metrics, idle marking left out, over at least
-// gcWindow of CPU, from Apply on), averages it, and sets GOGC to 100 × cost
-// / gcTarget:
+// measures cost (runtime/metrics, idle marking in: it burns a CPU quota,
+// over at least gcWindow of CPU, from Apply on), averages it, and sets GOGC
+// to 100 × cost / gcTarget:
 //
 //   - bounded by the heap ceiling: the heap goal and the runtime's other
 //     memory at most the share (Options.GCShare) of the memory available

@@ -500,6 +500,25 @@ func TestGCReadingFreeSpans(t *testing.T) {
 	assert.Less(t, int64(after.other)-int64(before.other), int64(16*MiB), "outside the heap: %d → %d", before.other, after.other)
 }
 
+// TestGCReadingIdleMark: the GC's CPU in a reading counts idle marking.
+// The target was chosen on the GC's whole CPU (docs/gc.md's sweep), and
+// under a CPU quota idle marking burns the quota as any other work does; left
+// out, the heavy workload's cost read half of it (idle marking was about half
+// of the GC's CPU in its gctrace), and GOGC stayed near 300 where the target
+// calls for about 550.
+func TestGCReadingIdleMark(t *testing.T) {
+	s := []metrics.Sample{{Name: "/cpu/classes/gc/total:cpu-seconds"}, {Name: "/cpu/classes/gc/mark/idle:cpu-seconds"}}
+	for i := 0; i < 20 && f64(s[1]) == 0; i++ {
+		runtime.GC() // this goroutine waits: the Ps are idle and mark
+		metrics.Read(s)
+	}
+	require.Positive(t, f64(s[1]), "idle marking after 20 GCs")
+	defer debug.SetGCPercent(debug.SetGCPercent(-1)) // no GC in between: the runtime updates these at a GC's end
+	r := rule{env: &env{}}
+	_, _, rd := r.readRuntime(false, true)
+	assert.Equal(t, f64(s[0]), rd.gcCPU, "the GC's CPU, idle marking %v s of it", f64(s[1]))
+}
+
 // gcSim is the GC the policy's model describes, for readings a second apart
 // on one CPU: a GC ends between any two, the live heap is live bytes, the
 // heap goal grows by GOGC percent of it, and the GC takes cost / (GOGC/100)

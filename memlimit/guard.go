@@ -36,7 +36,7 @@ type gcReading struct {
 	goal, live, stacks, globals uint64  // the heap goal; the marked heap, stacks and globals of the last GC
 	gogc                        int64   // GOGC; negative: off
 	other                       uint64  // the runtime's memory outside the heap's spans, free ones included: the heap goal covers those
-	gcCPU, cpu                  float64 // CPU-seconds since the start: the GC's but idle marking, and all (updated at each GC)
+	gcCPU, idle, cpu            float64 // CPU-seconds since the start: the GC's, its idle marking, and all (updated at each GC)
 }
 
 // bound reports whether GOMEMLIMIT, not GOGC, sets the heap goal: the goal
@@ -93,8 +93,8 @@ const (
 func (g *guard) step(want, hard int64, r gcReading, l *memLimit) (int64, guardEvent) {
 	ev := guardNone
 	prev := g.seq > 0
-	g.top = max(g.top, g.marks[(g.seq+1)%len(g.marks)].live) // the reading that leaves the window
-	g.marks[g.seq%len(g.marks)] = mark{r.gcCPU, r.cpu, r.live}
+	g.top = max(g.top, g.marks[(g.seq+1)%len(g.marks)].live)            // the reading that leaves the window
+	g.marks[g.seq%len(g.marks)] = mark{r.gcCPU - r.idle, r.cpu, r.live} // the GC work forced on the program: idle marking left out
 	g.seq++
 	if g.fell++; r.live >= g.base {
 		g.fell = 0

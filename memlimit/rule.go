@@ -311,7 +311,7 @@ func floorOf(s []metrics.Sample) int64 {
 func gcOf(s []metrics.Sample) gcReading {
 	total := u64(s[mTotal]) // and GOGC=off is -1, which the metric gives as a uint64
 	return gcReading{live: u64(s[mLive]), goal: u64(s[mGoal]), gogc: int64(u64(s[mGOGC])), stacks: u64(s[mStacks]),
-		globals: u64(s[mGlobals]), gcCPU: max(f64(s[mGCCPU])-f64(s[mIdleMark]), 0), cpu: f64(s[mCPU]),
+		globals: u64(s[mGlobals]), gcCPU: f64(s[mGCCPU]), idle: f64(s[mIdleMark]), cpu: f64(s[mCPU]),
 		other: total - min(total, u64(s[mObjects])+u64(s[mUnused])+u64(s[mFree])+u64(s[mReleased]))} // total − the heap's spans
 }
 
