@@ -93,8 +93,8 @@ const (
 func (g *guard) step(want, hard int64, r gcReading, l *memLimit) (int64, guardEvent) {
 	ev := guardNone
 	prev := g.seq > 0
-	g.top = max(g.top, g.marks[(g.seq+1)%len(g.marks)].live)            // the reading that leaves the window
-	g.marks[g.seq%len(g.marks)] = mark{r.gcCPU - r.idle, r.cpu, r.live} // the GC work forced on the program: idle marking left out
+	g.top = max(g.top, g.marks[(g.seq+1)%len(g.marks)].live)                  // the reading that leaves the window
+	g.marks[g.seq%len(g.marks)] = mark{max(r.gcCPU-r.idle, 0), r.cpu, r.live} // the GC work forced on the program: idle marking left out
 	g.seq++
 	if g.fell++; r.live >= g.base {
 		g.fell = 0
