@@ -47,10 +47,14 @@ func TestRealKernelV1GCPolicy(t *testing.T) {
 	t.Logf("1 GiB: GOGC %d, heap goal %d, %s", raised.GOGC, raised.HeapGoal, raised.GCReason)
 	assert.LessOrEqual(t, int64(raised.HeapGoal), raised.GCCeiling)
 
-	// A limit the memory in use fits under, whose ceiling is below the heap
-	// goal: 1.25 × the goal and 32 MiB, rounded to MiB (a raise to GOGC 200
-	// and more puts the goal above 179 MiB).
-	lim := (int64(raised.HeapGoal)*5/4 + 32*mib) &^ (mib - 1)
+	// The churn ends, so that no GC moves the goal with a live heap the
+	// policy's reading has not seen; then a limit the memory in use fits
+	// under, whose ceiling is below the heap goal: 9/7 × the goal, rounded
+	// down to MiB (a ceiling of 0.9 × the goal).
+	c.Send(t, "calm")
+	c.Send(t, "report 300")
+	calm, _ := c.WaitFor(t, time.Now(), 60*time.Second, func(s testprog.State) bool { return s.Report })
+	lim := (int64(calm.HeapGoal) * 9 / 7) &^ (mib - 1)
 	cgv1.SetMemory(t, cg.MemChild, lim)
 	low, _ := c.WaitFor(t, time.Now(), 60*time.Second, func(s testprog.State) bool {
 		return s.GOMEMLIMIT == lim*9/10 && s.GCCeiling == ceiling(lim)

@@ -30,7 +30,7 @@ import (
 // reads the file PATH to the end (into the page cache); "map PATH" maps the
 // file PATH shared and reads every page, which stays mapped (shared memory
 // when PATH is on a tmpfs); "churn" starts allocating 1 MiB of garbage at a
-// time, every page written. After read, map and churn it writes a State whose
+// time, every page written, until "calm". After read, map and churn it writes a State whose
 // Done is the command's name (or its error); so do the commands of Commands.
 // Each command counts in Acks, so
 // that a State shows it was handled. It returns when stdin is closed.
@@ -112,6 +112,8 @@ func Run() {
 				}
 			case len(f) == 1 && f[0] == "gc":
 				runtime.GC()
+			case len(f) == 1 && f[0] == "calm":
+				calm.Store(true)
 			case len(f) == 1 && f[0] == "undo":
 				rep.MemLimit.Undo()
 			case len(f) == 2 && f[0] == "report":
@@ -215,6 +217,9 @@ func mibs(args []string) (int, error) {
 	return n, err
 }
 
+// calm ends the churn.
+var calm atomic.Bool
+
 // command runs the command read, map or churn.
 func command(f []string) error {
 	switch f[0] {
@@ -230,7 +235,7 @@ func command(f []string) error {
 		return mapFile(f[1])
 	}
 	go func() {
-		for {
+		for !calm.Load() {
 			b := make([]byte, 1<<20)
 			for i := 0; i < len(b); i += 4096 {
 				b[i] = 1
