@@ -50,7 +50,7 @@ func (f *fakeKnob) knob() *knob.Knob[int] {
 		f.sets++
 		return prev
 	}
-	return knob.New(spec,
+	return newKnob(
 		func() int { f.mu.Lock(); defer f.mu.Unlock(); return f.value },
 		set,
 		func(orig int) int {

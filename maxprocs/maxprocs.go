@@ -66,10 +66,12 @@ type env struct {
 }
 
 // processKnob is the process's GOMAXPROCS.
-var processKnob = knob.New(spec, func() int { return runtime.GOMAXPROCS(0) }, runtime.GOMAXPROCS, restoreGOMAXPROCS)
+var processKnob = newKnob(func() int { return runtime.GOMAXPROCS(0) }, runtime.GOMAXPROCS, restoreGOMAXPROCS)
 
-var spec = knob.Spec[int]{Name: "GOMAXPROCS", Value: "GOMAXPROCS", Limit: "CPU limit", Key: "cpu_limit", Pkg: "maxprocs",
-	Format: strconv.Itoa}
+func newKnob(get func() int, set, restore func(int) int) *knob.Knob[int] {
+	return knob.New(knob.Spec[int]{Name: "GOMAXPROCS", Value: "GOMAXPROCS", Limit: "CPU limit", Key: "cpu_limit", Pkg: "maxprocs",
+		Format: strconv.Itoa}, get, set, restore)
+}
 
 // cpuLimit is the CPU limit of a reading.
 type cpuLimit struct {

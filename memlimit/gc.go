@@ -73,10 +73,12 @@ const (
 )
 
 // processGOGC is the process's GOGC, the GC policy's knob.
-var processGOGC = knob.New(gcSpec, readGOGC(), debug.SetGCPercent, debug.SetGCPercent)
+var processGOGC = newGCKnob(readGOGC(), debug.SetGCPercent)
 
-var gcSpec = knob.Spec[int]{Name: "GOGC", Value: "GOGC", Limit: "memory available", Key: "heap_ceiling", Format: strconv.Itoa,
-	Confirm: gcConfirm}
+func newGCKnob(get func() int, set func(int) int) *knob.Knob[int] {
+	return knob.New(knob.Spec[int]{Name: "GOGC", Value: "GOGC", Limit: "memory available", Key: "heap_ceiling", Format: strconv.Itoa,
+		Confirm: gcConfirm}, get, set, set)
+}
 
 // readGOGC reads GOGC without setting it. The knob calls it with its lock
 // held, so one sample serves every call.

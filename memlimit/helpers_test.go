@@ -59,7 +59,7 @@ func (f *fakeKnob) knob() *knob.Knob[int64] {
 		f.sets++
 		return prev
 	}
-	return knob.New(spec, func() int64 { f.mu.Lock(); defer f.mu.Unlock(); return f.value }, set, set)
+	return newKnob(func() int64 { f.mu.Lock(); defer f.mu.Unlock(); return f.value }, set)
 }
 
 // appSet is the application calling debug.SetMemoryLimit.
@@ -155,13 +155,13 @@ func newTestEnv(fk *fakeKnob, fsys fstest.MapFS) *testEnv {
 	}
 	te.setGOGC = te.gogc.set
 	set := func(n int) int { return te.setGOGC(n) }
-	te.env.gogc = knob.New(gcSpec, func() int {
+	te.env.gogc = newGCKnob(func() int {
 		if te.env.gc != nil { // GOGC as the runtime/metrics reading shows it
 			return int(te.env.gc().gogc)
 		}
 		v, _ := te.gogc.get()
 		return v
-	}, set, set)
+	}, set)
 	if fsys != nil {
 		src.setReading(cgroup.ReadFS(fsys))
 	}

@@ -109,10 +109,12 @@ type env struct {
 }
 
 // processKnob is the process's memory limit.
-var processKnob = knob.New(spec, func() int64 { return debug.SetMemoryLimit(-1) }, debug.SetMemoryLimit, debug.SetMemoryLimit)
+var processKnob = newKnob(func() int64 { return debug.SetMemoryLimit(-1) }, debug.SetMemoryLimit)
 
-var spec = knob.Spec[int64]{Name: "GOMEMLIMIT", Value: "the memory limit", Limit: "memory limit", Key: "memory_limit", Pkg: "memlimit",
-	Format: formatBytes, Log: logBytes}
+func newKnob(get func() int64, set func(int64) int64) *knob.Knob[int64] {
+	return knob.New(knob.Spec[int64]{Name: "GOMEMLIMIT", Value: "the memory limit", Limit: "memory limit", Key: "memory_limit", Pkg: "memlimit",
+		Format: formatBytes, Log: logBytes}, get, set, set)
+}
 
 // memLimit is the memory limit of a reading, as Result has it.
 type memLimit struct {
