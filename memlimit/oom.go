@@ -78,7 +78,7 @@ type oomReading struct {
 	level           cgroup.Level
 	from            limitFile
 	limit, held     int64
-	rssAnon, lazy   int64
+	rssAnon, lazy   int64 // lazy: the level's lazily freed pages (levelOf)
 	guardSteps      int
 	gomemlimitOfFit int64
 	rose            uint64 // the rise of the Hits that started it; 0: the threshold did
@@ -131,9 +131,9 @@ func (c *oomCapture) step(now time.Time, lim *cgroup.Limits, want int64, steps i
 	var rd oomReading
 	var hits uint64
 	for _, lv := range m.Levels {
-		l, from, held, _ := levelOf(m, lv)
+		l, from, held, lazy := levelOf(m, lv)
 		if hits += lv.Hits; l > 0 && (rd.limit == 0 || l-held < rd.limit-rd.held) {
-			rd = oomReading{at: now, level: lv, from: from, limit: l, held: held}
+			rd = oomReading{at: now, level: lv, from: from, limit: l, held: held, lazy: lazy}
 		}
 	}
 	over := rd.limit > 0 && rd.held >= rd.limit-rd.limit/100*(100-oomPercent)
@@ -157,7 +157,7 @@ func (c *oomCapture) step(now time.Time, lim *cgroup.Limits, want int64, steps i
 	}
 	c.last = now
 	c.busy.Store(true)
-	rd.rssAnon, rd.lazy, rd.guardSteps, rd.gomemlimitOfFit = m.RssAnon, m.LazyFree, steps, want
+	rd.rssAnon, rd.guardSteps, rd.gomemlimitOfFit = m.RssAnon, steps, want
 	c.wg.Add(1)
 	go c.capture(rd)
 }
@@ -266,12 +266,10 @@ func parseCaptureName(name string) (base string, unix int64, pid int, ok bool) {
 	if !ok {
 		base, ok = strings.CutSuffix(name, ".txt")
 	}
-	rest, ok2 := strings.CutPrefix(base, "oom-")
-	u, p, ok3 := strings.Cut(rest, "-")
-	unix, err1 := strconv.ParseInt(u, 10, 64)
-	pid, err2 := strconv.Atoi(p)
-	if !ok || !ok2 || !ok3 || err1 != nil || err2 != nil || unix < 0 || pid <= 0 ||
-		base != "oom-"+strconv.FormatInt(unix, 10)+"-"+strconv.Itoa(pid) {
+	u, p, _ := strings.Cut(strings.TrimPrefix(base, "oom-"), "-")
+	unix, _ = strconv.ParseInt(u, 10, 64)
+	pid, _ = strconv.Atoi(p)
+	if !ok || pid <= 0 || base != "oom-"+strconv.FormatInt(unix, 10)+"-"+strconv.Itoa(pid) { // the one spelling of the name
 		return "", 0, 0, false
 	}
 	return base, unix, pid, true
@@ -280,27 +278,20 @@ func parseCaptureName(name string) (base string, unix int64, pid int, ok bool) {
 // breakdown is the text of a capture of rd, named base, and its largest
 // holder, with the runtime's classes read now.
 func breakdown(rd oomReading, base string) (string, string) {
-	var s []metrics.Sample
-	for _, name := range [...]string{"/memory/classes/total:bytes", "/memory/classes/heap/objects:bytes",
-		"/memory/classes/heap/unused:bytes", "/memory/classes/heap/free:bytes", "/memory/classes/heap/released:bytes",
-		"/memory/classes/heap/stacks:bytes", "/memory/classes/os-stacks:bytes", "/gc/gogc:percent",
-		"/cpu/classes/gc/total:cpu-seconds", "/cpu/classes/gc/mark/idle:cpu-seconds", "/cpu/classes/total:cpu-seconds"} {
-		s = append(s, metrics.Sample{Name: name})
-	}
+	s := append(newSamples(), metrics.Sample{Name: "/memory/classes/heap/stacks:bytes"},
+		metrics.Sample{Name: "/memory/classes/os-stacks:bytes"}) // at nMetrics
 	metrics.Read(s)
 	v := func(i int) int64 { return int64(min(u64(s[i]), 1<<62)) }
-	total, inUse, free, released, stacks := v(0), v(1)+v(2), v(3), v(4), v(5)+v(6)
-	resident := total - released
-	lazy := min(rd.level.Lazy, rd.lazy)
-	own := max(rd.rssAnon-lazy, 0)
+	total, inUse, free, released, stacks := v(mTotal), v(mObjects)+v(mUnused), v(mFree), v(mReleased), v(nMetrics)+v(nMetrics+1)
+	resident, rt := total-released, gcOf(s)
+	own := max(rd.rssAnon-rd.lazy, 0)
 	goOwn := min(own, resident)
 	names := [...]string{"the Go runtime", "outside Go (cgo, mmap)", "others (processes, tmpfs)"}
 	held := [...]int64{goOwn, own - goOwn, max(rd.held-own, 0)}
 	largest := slices.Index(held[:], slices.Max(held[:]))
-	gcCPU, cpu := max(f64(s[8])-f64(s[9]), 0), f64(s[10])
 	gcShare := 0.0
-	if cpu > 0 {
-		gcShare = gcCPU / cpu * 100
+	if rt.cpu > 0 {
+		gcShare = max(rt.gcCPU-rt.idle, 0) / rt.cpu * 100
 	}
 	gomemlimit := debug.SetMemoryLimit(-1)
 	var b strings.Builder
@@ -318,7 +309,7 @@ func breakdown(rd oomReading, base string) (string, string) {
 	p("largest holder: %s, %s\n\n", names[largest], formatBytes(held[largest]))
 	p("%-28s %10s\n", "usage", formatBytes(rd.level.Usage))
 	p("%-28s %10s  (reclaimable, not held)\n", "page cache", formatBytes(rd.level.File))
-	p("%-28s %10s  (MADV_FREE, not held)\n", "lazily freed", formatBytes(lazy))
+	p("%-28s %10s  (MADV_FREE, not held)\n", "lazily freed", formatBytes(rd.lazy))
 	p("%-28s %10s  = usage − page cache − lazily freed\n", "held", formatBytes(rd.held))
 	for i, n := range names {
 		p("  %-26s %10s\n", n, formatBytes(held[i]))
@@ -328,7 +319,7 @@ func breakdown(rd oomReading, base string) (string, string) {
 		"heap free", formatBytes(free), "heap released", formatBytes(released), "stacks", formatBytes(stacks),
 		"other", formatBytes(total-inUse-free-released-stacks))
 	p("\nGOMEMLIMIT %s (fitgo's %s), GOGC %d, GC CPU %.1f %% since start, leak guard steps %d of %d\n",
-		formatBytes(gomemlimit), formatBytes(rd.gomemlimitOfFit), int64(u64(s[7])), gcShare, rd.guardSteps, guardSteps)
+		formatBytes(gomemlimit), formatBytes(rd.gomemlimitOfFit), rt.gogc, gcShare, rd.guardSteps, guardSteps)
 	p("heap profile: %s.pb.gz (go tool pprof -top %s.pb.gz)\n", base, base)
 	return b.String(), names[largest]
 }
