@@ -3,7 +3,6 @@ package memlimit
 import (
 	"cmp"
 	"context"
-	"log/slog"
 	"runtime/debug"
 	"runtime/metrics"
 	"strconv"
@@ -259,22 +258,4 @@ func (f *Fit) gcResult(r *Result) {
 	case st.Following:
 		r.GC.Ceiling, r.GC.Reason = st.Limit.ceiling, st.Limit.why
 	}
-}
-
-// gcText is r.GC for String, "" when the policy is off.
-func (r Result) gcText() string {
-	if !r.GC.On {
-		return ""
-	}
-	s := "; GC policy: GOGC " + strconv.Itoa(r.GC.GOGC)
-	if r.GC.Ceiling > 0 {
-		s += " (heap ceiling " + formatBytes(r.GC.Ceiling) + ")"
-	}
-	return s + ": " + r.GC.Reason
-}
-
-// gcValue is r.GC as a log group.
-func (r Result) gcValue() slog.Attr {
-	return slog.Group("gc", slog.Int("gogc", r.GC.GOGC), slog.Int("base", r.GC.Base), slog.Any("heap_ceiling", logBytes(r.GC.Ceiling)),
-		slog.String("reason", r.GC.Reason))
 }

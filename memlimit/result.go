@@ -156,7 +156,15 @@ func (r Result) String() string {
 	if r.OOMCapture.Previous != "" {
 		lim += "; " + r.previousCapture()
 	}
-	return processKnob.Summary(r.outcome(), lim, r.Policy.String()+r.gcText())
+	policy := r.Policy.String()
+	if r.GC.On {
+		policy += "; GC policy: GOGC " + strconv.Itoa(r.GC.GOGC)
+		if r.GC.Ceiling > 0 {
+			policy += " (heap ceiling " + formatBytes(r.GC.Ceiling) + ")"
+		}
+		policy += ": " + r.GC.Reason
+	}
+	return processKnob.Summary(r.outcome(), lim, policy)
 }
 
 // LogValue makes a Result log as a group of its main fields.
@@ -188,7 +196,8 @@ func (r Result) LogValue() slog.Value {
 	}
 	lim = append(lim, slog.String("policy", r.Policy.String()))
 	if r.GC.On {
-		lim = append(lim, r.gcValue())
+		lim = append(lim, slog.Group("gc", slog.Int("gogc", r.GC.GOGC), slog.Int("base", r.GC.Base),
+			slog.Any("heap_ceiling", logBytes(r.GC.Ceiling)), slog.String("reason", r.GC.Reason)))
 	}
 	return processKnob.LogValue(r.outcome(), lim...)
 }
