@@ -261,7 +261,8 @@ func prepare(o *Options) (*Fit, *knob.Apply[int64, memLimit]) {
 // tick (whether fitgo has a value is decided here only), with the leak
 // guard's event and the runtime's reading.
 func (f *Fit) reading(lim cgroup.Limits, err error) (rd knob.Reading[int64, memLimit], gev guardEvent, gc gcReading) {
-	if rd.Err = f.rule.err(lim, err); rd.Err != nil {
+	// Without a cgroup, MemTotal or the upper limit is still a limit to follow.
+	if rd.Err = knob.ErrFor(err, lim.Memory.Err, lim.CPU.Err, f.rule.memTotal > 0 || f.rule.upper.bytes > 0); rd.Err != nil {
 		return rd, guardNone, gc
 	}
 	var has bool

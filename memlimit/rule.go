@@ -11,7 +11,6 @@ import (
 
 	"github.com/fitgo/fitgo/cgroup"
 	"github.com/fitgo/fitgo/internal/envvar"
-	"github.com/fitgo/fitgo/internal/knob"
 )
 
 // rule is the memory rule: how a reading of the limits becomes GOMEMLIMIT.
@@ -182,12 +181,6 @@ func (r *rule) limit(lim cgroup.Limits) (l memLimit, has bool) {
 		l, has = memLimit{bytes: r.memTotal, source: "/proc/meminfo", from: memTotal}, true
 	}
 	return l, has
-}
-
-// err is the error of a reading that concerns the memory limit: without a
-// cgroup, MemTotal or the upper limit is still one to follow.
-func (r *rule) err(lim cgroup.Limits, err error) error {
-	return knob.ErrFor(err, lim.Memory.Err, lim.CPU.Err, r.memTotal > 0 || r.upper.bytes > 0)
 }
 
 // setUpper sets the upper limit from o or else the environment variable's
