@@ -12,27 +12,12 @@ import (
 )
 
 // The GC policy (Options.GC, FITGO=gc=auto) spends memory only where it
-// buys CPU. A cycle's CPU is about proportional to the heap it scans, and
-// there are (allocation rate) / (growth × scanned heap) cycles a second, so
-// the GC's share of the CPU is about cost / growth, where growth is GOGC/100
-// and cost the share at GOGC=100, whatever the heap's size. The policy
-// measures cost (runtime/metrics, idle marking in: it burns a CPU quota,
-// over at least gcWindow of CPU, from Apply on), averages it, and sets GOGC
-// to 100 × cost / gcTarget:
-//
-//   - bounded by the heap ceiling: the heap goal and the runtime's other
-//     memory at most the share (Options.GCShare) of the memory available
-//     (Result.Limit), and never GOMEMLIMIT;
-//   - never below the program's GOGC (the base): a cheap GC stays as it is,
-//     and a heap too big for the ceiling runs GOGC's cycles again;
-//   - down at once when the ceiling falls (a resize, the others growing), up
-//     only by 5 %, down for the CPU only below 9/10 of the value.
-//
-// While the leak guard has steps in force, GOGC is the base. It acts only
-// while the GOMEMLIMIT of fitgo's latest Apply is in force, which bounds the
-// heap whatever GOGC says, gives the base back when that ends, and stops when
-// the readings find a GOGC it did not set for gcConfirm. docs/gc.md has the
-// model's measurements.
+// buys CPU: the GC's share of the CPU is about cost / (GOGC/100), whatever
+// the heap's size, so it measures cost (measure) and sets GOGC to 100 × cost
+// / gcTarget, within the heap ceiling and never below the program's GOGC
+// (target). It acts only while fitgo's GOMEMLIMIT, which bounds the heap
+// whatever GOGC says, is in force. docs/gc.md has the model, the rule, the
+// hand-over and the measurements.
 const (
 	// gcShare is the default share of the available memory the heap goal
 	// may reach: the ceiling of Uber's and ByteDance's tuners, which leaves

@@ -22,19 +22,11 @@ import (
 )
 
 // The OOM capture (Options.OOMProfile, FITGO=oomprofile=DIR). At a refresh
-// reading where the memory held (as the headroom counts it: usage less the
-// page cache and lazily freed pages) at the level whose limit binds first
-// passes oomPercent of that limit, a goroutine writes a heap profile and a
-// one-screen breakdown of who holds the memory into the directory; it
-// re-arms once the memory falls below the threshold. A rise of a level's
-// Hits (memory.events.local high or max, v1 memory.failcnt) with at least
-// half the limit held starts one too, under the same bounds: a limit reached
-// though the page cache or lazily freed pages kept the memory held below the
-// threshold (below half, the page cache filling the limit is the usual
-// case). An emptyDir keeps the captures across the OOM kill, and the next
-// process's Apply reports the newest (Result.OOMCapture). It sees only the
-// cgroup levels, not an UpperLimit or FITGO_MEMORY_LIMIT; and a limit hit
-// between two readings (faster than 10 % of it per interval) leaves none.
+// reading where the memory held (as the headroom counts it) at the level
+// whose limit binds first passes oomPercent of that limit, or a level's Hits
+// rose with at least half of it held, a goroutine writes a heap profile and a
+// one-screen breakdown of who holds the memory into the directory (step).
+// docs/observability.md says when, what, its bounds, and what it cannot see.
 const (
 	// oomPercent: past 90 % of the limit the Go heap alone is over the
 	// policy's GOMEMLIMIT (0.9 of the limit), so the GC cannot hold it: a
