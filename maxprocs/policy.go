@@ -38,14 +38,6 @@ func (r Rounding) rule() Rounding {
 	return r
 }
 
-// text names r's rule.
-func (r Rounding) text() string {
-	if n := r.rule(); n >= Floor && n <= Nearest {
-		return [...]string{"floor", "ceil", "nearest"}[n-1]
-	}
-	return "Rounding(" + strconv.Itoa(int(r)) + ")"
-}
-
 // round rounds q, which is not negative, by r.
 func (r Rounding) round(q float64) int {
 	switch r.rule() {
@@ -131,9 +123,13 @@ func (p Policy) validate() error {
 }
 
 // String describes the policy, as Status and log lines show it, e.g.
-// "ceil, min 2, max 8, reserve 0.5 cores".
+// "ceil, min 2, max 8, reserve 0.5 cores"; the zero Rounding is named by its rule.
 func (p Policy) String() string {
-	s := p.Rounding.text() + ", min " + strconv.Itoa(p.minimum())
+	s := "Rounding(" + strconv.Itoa(int(p.Rounding)) + ")"
+	if n := p.Rounding.rule(); n >= Floor && n <= Nearest {
+		s = [...]string{"floor", "ceil", "nearest"}[n-1]
+	}
+	s += ", min " + strconv.Itoa(p.minimum())
 	if p.Max > 0 {
 		s += ", max " + strconv.Itoa(p.Max)
 	}

@@ -176,10 +176,10 @@ func TestPolicyString(t *testing.T) {
 	assert.Equal(t, "nearest, min 1", Policy{Rounding: Nearest}.String())
 	assert.Equal(t, "ceil, min 2", Policy{Rounding: Ceil, Min: 2}.String())
 	assert.Equal(t, "ceil, min 1, max 8, reserve 0.5 cores", Policy{Rounding: Ceil, Min: 1, Max: 8, Reserve: 0.5}.String())
-	assert.Equal(t, "Rounding(9)", Rounding(9).text())
+	assert.Equal(t, "Rounding(9), min 1", Policy{Rounding: 9}.String())
 	assert.Equal(t, 1, Policy{Rounding: Ceil}.resolved().Min)
 	// The zero Rounding is the default rule, named by it.
-	assert.Equal(t, defaultRounding.text(), Rounding(0).text())
+	assert.Equal(t, Policy{Rounding: defaultRounding}.String(), Policy{}.String())
 	assert.Equal(t, defaultRounding, Policy{}.resolved().Rounding)
 	for _, q := range []float64{0.5, 1.5, 2.5, 7.3} {
 		assert.Equal(t, Policy{Rounding: defaultRounding}.Procs(q, 8), Policy{}.Procs(q, 8))
