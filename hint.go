@@ -12,16 +12,13 @@ import (
 	"github.com/fitgo/fitgo/maxprocs"
 )
 
-// The throttling hint: when the share of CFS periods that ended throttled
-// stays at or above hintShare over a window of about a minute of readings,
-// the blank import's refresh loop logs one Warn line, and then none for the
-// next hintQuietWindows windows. Windows and quiet time are counted in
-// readings of the loop, not by the clock.
+// The thresholds of the throttling hint, which docs/observability.md
+// describes. Windows and quiet time are counted in readings, not by the clock.
 const (
-	hintShare        = 0.25
-	hintMinPeriods   = 50 // enough periods in the window to tell
+	hintShare        = 0.25 // warn when this share of the window's CFS periods ended throttled
+	hintMinPeriods   = 50   // enough periods in the window to tell
 	hintWindow       = time.Minute
-	hintQuietWindows = 60 // an hour at the default interval
+	hintQuietWindows = 60 // windows without another warning: an hour at the default interval
 )
 
 // throttleHint detects sustained throttling over counted readings. Its zero
