@@ -14,11 +14,9 @@ import (
 )
 
 // goRuntime is what the Go runtime itself does about GOMAXPROCS in this
-// process. From Go 1.25 it sets GOMAXPROCS from the CPU limit of the leaf
-// cgroup (ceil, minimum 2) and re-reads it about once a second until the
-// program calls runtime.GOMAXPROCS; the GODEBUG settings containermaxprocs
-// and updatemaxprocs, which default to off when the main module's go line is
-// 1.24 or older, switch each off.
+// process from Go 1.25, as the package doc says; the GODEBUG settings
+// containermaxprocs and updatemaxprocs, which default to off when the main
+// module's go line is 1.24 or older, switch each off.
 type goRuntime struct {
 	aware   bool // the default GOMAXPROCS follows the cgroup CPU limit
 	updates bool // the runtime changes GOMAXPROCS by itself
