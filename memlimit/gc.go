@@ -15,9 +15,10 @@ import (
 // buys CPU: the GC's share of the CPU is about cost / (GOGC/100), whatever
 // the heap's size, so it measures cost (measure) and sets GOGC to 100 × cost
 // / gcTarget, within the heap ceiling and never below the program's GOGC
-// (target). It acts only while fitgo's GOMEMLIMIT, which bounds the heap
-// whatever GOGC says, is in force. docs/gc.md has the model, the rule, the
-// hand-over and the measurements.
+// (target): down at once when the ceiling falls, up only by 5 %, and the
+// base while the leak guard steps. It acts only while fitgo's GOMEMLIMIT,
+// which bounds the heap whatever GOGC says, is in force. docs/gc.md has the
+// model, the rule, the hand-over and the measurements.
 const (
 	// gcShare is the default share of the available memory the heap goal
 	// may reach: the ceiling of Uber's and ByteDance's tuners, which leaves

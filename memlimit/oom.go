@@ -26,7 +26,9 @@ import (
 // whose limit binds first passes oomPercent of that limit, or a level's Hits
 // rose with at least half of it held, a goroutine writes a heap profile and a
 // one-screen breakdown of who holds the memory into the directory (step).
-// docs/observability.md says when, what, its bounds, and what it cannot see.
+// It sees only the cgroup levels, not an UpperLimit or FITGO_MEMORY_LIMIT,
+// and a limit hit between two readings leaves none. docs/observability.md
+// says the rest.
 const (
 	// oomPercent: past 90 % of the limit the Go heap alone is over the
 	// policy's GOMEMLIMIT (0.9 of the limit), so the GC cannot hold it: a
