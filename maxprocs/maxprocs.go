@@ -207,11 +207,11 @@ func prepare(o *Options) (*Fit, *knob.Apply[int, cpuLimit]) {
 	}
 	def := -1 // the runtime's default for the reading at Apply, when it could be read
 	a.Read = func(lim cgroup.Limits, err error) knob.Reading[int, cpuLimit] {
-		rd := knob.Reading[int, cpuLimit]{Err: f.cpuErr(lim, err), None: "no CPU limit"}
+		rd := knob.Reading[int, cpuLimit]{Err: f.cpuErr(lim, err), Why: "no CPU limit"}
 		rd.Limit, rd.Has, rd.Want, f.adopt[0] = f.derive(lim)
 		f.seen, r.CPU, r.Limit, r.Source, f.adopt[1] = rd.Limit, lim.CPU, rd.Limit.cores, rd.Limit.source, f.adopt[0]
 		if errors.Is(rd.Err, cgroup.ErrNoCgroup) {
-			rd.None = "no cgroup information (no /proc/self/cgroup)"
+			rd.Why = "no cgroup information (no /proc/self/cgroup)"
 		} else if rd.Err == nil {
 			def = f.adopt[0]
 		}

@@ -245,11 +245,11 @@ func prepare(o *Options) (*Fit, *knob.Apply[int64, memLimit]) {
 		}
 		switch {
 		case errors.Is(rd.Err, cgroup.ErrNoCgroup):
-			rd.None = "no cgroup information (no /proc/self/cgroup)" + noMem
+			rd.Why = "no cgroup information (no /proc/self/cgroup)" + noMem
 		case rd.Limit.from == noFile:
-			rd.None = "no memory limit" + noMem
+			rd.Why = "no memory limit" + noMem
 		default:
-			rd.None = tinyReason(p, rd.Limit)
+			rd.Why = tinyReason(p, rd.Limit)
 		}
 		return rd
 	}

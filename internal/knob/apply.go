@@ -96,7 +96,7 @@ func (a *Apply[V, D]) Run(o Outcome[V], plan bool) (*Fit[V, D], *Loop, Outcome[V
 		}
 		switch {
 		case errors.Is(rd.Err, cgroup.ErrNoCgroup) || rd.Err == nil && !rd.Has:
-			o.Reason = rd.None
+			o.Reason = rd.Why
 		case rd.Err != nil:
 			o.Err = fmt.Errorf("%s: reading the %s: %w", txt.Pkg, txt.Limit, rd.Err)
 			o.Reason = "the " + txt.Limit + " cannot be read"

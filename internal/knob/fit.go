@@ -79,17 +79,16 @@ func (f *Fit[V, D]) Moved() (V, bool) {
 
 // Reading is what one reading of the limits calls for.
 type Reading[V comparable, D any] struct {
-	Err   error  // the limit cannot be read: change nothing
-	Limit D      // the limit read
-	Want  V      // the value the policy gives for it
-	Has   bool   // false: none (no limit): put back the state from before fitgo
-	None  string // why there is none, at Apply
+	Err   error // the limit cannot be read: change nothing
+	Limit D     // the limit read
+	Want  V     // the value the policy gives for it
+	Has   bool  // false: none (no limit): put back the state from before fitgo
 	// Other is the value another library's rule gives, OtherWhy names it
 	// ("" for none): a change to it right after fitgo set the value is
 	// likely that library's.
 	Other    V
 	OtherWhy string
-	Why      string // what a change is for, "by the leak guard"; "": the limit changed
+	Why      string // what a change is for, "by the leak guard" ("": the limit changed); at Apply without Has, why there is none
 	// Runtime: the runtime updates the value by itself. Then Adopt are values
 	// it may have set, which are accepted rather than handed over; Seen is
 	// the value the reading was computed for: if the runtime's value has
