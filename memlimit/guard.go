@@ -39,6 +39,9 @@ type gcReading struct {
 	gcCPU, idle, cpu            float64 // CPU-seconds since the start: the GC's, its idle marking, and all (updated at each GC)
 }
 
+// forced is the GC's CPU the program had to give it: idle marking left out.
+func (r gcReading) forced() float64 { return max(r.gcCPU-r.idle, 0) }
+
 // bound reports whether GOMEMLIMIT, not GOGC, sets the heap goal: the goal
 // is more than 1 % below GOGC's, the marked heap plus GOGC percent of the
 // marked heap, the scanned stacks and the globals (the runtime's formula).
@@ -93,8 +96,8 @@ const (
 func (g *guard) step(want, hard int64, r gcReading, l *memLimit) (int64, guardEvent) {
 	ev := guardNone
 	prev := g.seq > 0
-	g.top = max(g.top, g.marks[(g.seq+1)%len(g.marks)].live)                  // the reading that leaves the window
-	g.marks[g.seq%len(g.marks)] = mark{max(r.gcCPU-r.idle, 0), r.cpu, r.live} // the GC work forced on the program: idle marking left out
+	g.top = max(g.top, g.marks[(g.seq+1)%len(g.marks)].live) // the reading that leaves the window
+	g.marks[g.seq%len(g.marks)] = mark{r.forced(), r.cpu, r.live}
 	g.seq++
 	if g.fell++; r.live >= g.base {
 		g.fell = 0

@@ -285,7 +285,7 @@ func breakdown(rd oomReading, base string) (string, string) {
 	largest := slices.Index(held[:], slices.Max(held[:]))
 	gcShare := 0.0
 	if rt.cpu > 0 {
-		gcShare = max(rt.gcCPU-rt.idle, 0) / rt.cpu * 100
+		gcShare = rt.forced() / rt.cpu * 100
 	}
 	gomemlimit := debug.SetMemoryLimit(-1)
 	var b strings.Builder
